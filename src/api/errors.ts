@@ -1,0 +1,65 @@
+// The one error catalogue (fastify lib/errors.js style): every message a client
+// can receive, worded like ARA / Django REST framework where ARA has a wording
+// (reference/ara-1.4-behaviors.md) and as SPEC.md §6 fixes otherwise. Functions
+// return the JSON body text.
+import type { FieldSpec } from './resources.js';
+
+const detail = (msg: string): string => JSON.stringify({ detail: msg });
+
+export const Messages = {
+  required: 'This field is required.',
+  notNull: 'This field may not be null.',
+  notBlank: 'This field may not be blank.',
+  maxLength: (n: number) => `Ensure this field has no more than ${n} characters.`,
+  invalidChoice: (v: string) => `"${v}" is not a valid choice.`,
+  invalidInt: 'A valid integer is required.',
+  invalidBool: 'Must be a valid boolean.',
+  invalidString: 'Not a valid string.',
+  invalidUuid: 'Must be a valid UUID.',
+  invalidDatetime: 'Datetime has wrong format. Use one of these formats instead: YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z].',
+  pkType: (t: string) => `Incorrect type. Expected pk value, received ${t}.`,
+  notAList: (t: string) => `Expected a list of items but got type "${t}".`,
+  // list query parameters (django-filter wording)
+  enterNumber: 'Enter a number.',
+  enterDatetime: 'Enter a valid date/time.',
+  enterUuid: 'Enter a valid UUID.',
+  selectChoice: (v: string) => `Select a valid choice. ${v} is not one of the available choices.`,
+  minValue: (n: number) => `Ensure this value is greater than or equal to ${n}.`,
+} as const;
+
+export const Errors = {
+  notFound: () => detail('Not found.'),
+  methodNotAllowed: (method: string) => detail(`Method "${method}" not allowed.`),
+  parse: (what: string) => detail(`JSON parse error - ${what}`),
+  notAnObject: (got: string) => JSON.stringify({ non_field_errors: [`Invalid data. Expected a dictionary, but got ${got}.`] }),
+  noData: () => JSON.stringify({ non_field_errors: ['No data provided'] }),
+  unsupportedMediaType: (type: string) => detail(`Unsupported media type "${type}" in request.`),
+  tooLarge: (limit: number) => detail(`Request body exceeds ${limit} bytes.`),
+  notAcceptable: () => detail('Could not satisfy the request Accept header.'),
+  noCredentials: () => detail('Authentication credentials were not provided.'),
+  badCredentials: () => detail('Invalid username/password.'),
+  forbidden: () => detail('You do not have permission to perform this action.'),
+  overloaded: () => detail('The server is overloaded; retry shortly.'),
+  unavailable: (why: string) => detail(why),
+  internal: () => detail('Internal server error.'),
+
+  invalidPk: (id: number | string) => `Invalid pk "${id}" - object does not exist.`,
+  notInPlaybook: (resource: string, id: number, playbook: number) => `${resource} ${id} does not belong to playbook ${playbook}.`,
+  playbookImmutable: (resource: string) => `The playbook of a ${resource} cannot be changed.`,
+  endedBeforeStarted: () => 'Ended must not be earlier than started.',
+  fileContentConflict: (path: string, playbook: number) =>
+    `A file with path "${path}" already exists in playbook ${playbook} with different content.`,
+  notUnique: (fields: string[]) => JSON.stringify({ non_field_errors: [`The fields ${fields.join(', ')} must make a unique set.`] }),
+  labelExists: () => JSON.stringify({ name: ['label with this name already exists.'] }),
+
+  /** A 400 body with field errors ordered as the serializer declares its fields. */
+  fields(errors: Record<string, string[]>, order: readonly FieldSpec[]): string {
+    const out: Record<string, string[]> = {};
+    for (const spec of order) {
+      if (errors[spec.name]) out[spec.name] = errors[spec.name]!;
+      if (spec.alias && errors[spec.alias]) out[spec.alias] = errors[spec.alias]!;
+    }
+    for (const key in errors) if (!(key in out)) out[key] = errors[key]!;
+    return JSON.stringify(out);
+  },
+} as const;

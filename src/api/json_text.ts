@@ -1,0 +1,200 @@
+// Working on raw JSON text without re-serialising it.
+//
+// Client JSON values (result `content`, host `facts`, playbook `arguments`,
+// record `value`) are stored as the client's own text: JSON.parse +
+// JSON.stringify would move integer-like keys to the front of objects and
+// round integers above 2^53. These helpers find, trim and rewrite parts of such
+// text instead.
+//
+// Every function assumes the text in the span is valid JSON (the request body
+// has already been through JSON.parse); on invalid JSON the results are
+// unspecified but the functions still terminate. All of them are linear in the
+// span: strings are skipped with indexOf, containers by depth counting.
+
+// Char codes used below.
+const QUOTE = 34; // "
+const BACKSLASH = 92; // \
+const COMMA = 44;
+const COLON = 58;
+const LBRACE = 123;
+const RBRACE = 125;
+const LBRACKET = 91;
+const RBRACKET = 93;
+
+/** JSON whitespace is exactly these four characters. */
+function isWs(c: number): boolean {
+  return c === 32 || c === 10 || c === 13 || c === 9;
+}
+
+function skipWs(text: string, i: number, end: number): number {
+  while (i < end && isWs(text.charCodeAt(i))) i++;
+  return i;
+}
+
+/**
+ * `i` is at an opening quote; returns the index just past the closing quote.
+ * indexOf finds the next quote at native speed; a quote preceded by an odd
+ * number of backslashes is escaped. Each backslash run is counted once (it
+ * precedes exactly one quote candidate), so this stays linear.
+ */
+function skipString(text: string, i: number): number {
+  let q = text.indexOf('"', i + 1);
+  while (q >= 0) {
+    let b = q - 1;
+    while (text.charCodeAt(b) === BACKSLASH) b--;
+    if (((q - 1 - b) & 1) === 0) return q + 1;
+    q = text.indexOf('"', q + 1);
+  }
+  return text.length; // unterminated: invalid JSON, stop at the end
+}
+
+/** `i` is at the first character of a value; returns the index just past it. */
+function skipValue(text: string, i: number, end: number): number {
+  const c = text.charCodeAt(i);
+  if (c === QUOTE) return skipString(text, i);
+  if (c === LBRACE || c === LBRACKET) {
+    let depth = 0;
+    while (i < end) {
+      const d = text.charCodeAt(i);
+      if (d === QUOTE) {
+        i = skipString(text, i);
+        continue;
+      }
+      if (d === LBRACE || d === LBRACKET) depth++;
+      else if ((d === RBRACE || d === RBRACKET) && --depth === 0) return i + 1;
+      i++;
+    }
+    return end;
+  }
+  // number, true, false, null: runs up to a delimiter.
+  while (i < end) {
+    const d = text.charCodeAt(i);
+    if (d === COMMA || d === RBRACE || d === RBRACKET || isWs(d)) break;
+    i++;
+  }
+  return i;
+}
+
+// One object member as found by nextMember(). Module-level scratch instead of a
+// returned tuple: member scanning runs per key of every stored object, and
+// these functions are synchronous, so nothing can interleave.
+let keyStart = 0; // at the opening quote
+let keyEnd = 0; // just past the closing quote
+let keyEscaped = false; // key contains a backslash escape
+let valueStart = 0;
+let valueEnd = 0;
+
+/**
+ * `i` is just past `{` or `,` inside an object. Scans one member into the
+ * scratch variables and returns the index of the `,` or `}` that follows it,
+ * or -1 at the closing brace of an empty object.
+ */
+function nextMember(text: string, i: number, end: number): number {
+  i = skipWs(text, i, end);
+  if (text.charCodeAt(i) !== QUOTE) return -1;
+  keyStart = i;
+  // Keys are short: scan them char by char, which also tells us whether they
+  // need JSON.parse to decode (only then do we pay for it).
+  keyEscaped = false;
+  for (i++; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) break;
+    if (c === BACKSLASH) {
+      keyEscaped = true;
+      i++;
+    }
+  }
+  keyEnd = ++i;
+  i = skipWs(text, i, end);
+  if (text.charCodeAt(i) === COLON) i++;
+  valueStart = skipWs(text, i, end);
+  valueEnd = skipValue(text, valueStart, end);
+  return skipWs(text, valueEnd, end);
+}
+
+/** The decoded name of the member in the scratch variables. */
+function memberKey(text: string): string {
+  return keyEscaped ? (JSON.parse(text.slice(keyStart, keyEnd)) as string) : text.slice(keyStart + 1, keyEnd - 1);
+}
+
+/** The span of the value in text[start, end) with surrounding whitespace trimmed. */
+export function valueSpan(text: string, start = 0, end = text.length): [number, number] {
+  start = skipWs(text, start, end);
+  while (end > start && isWs(text.charCodeAt(end - 1))) end--;
+  return [start, end];
+}
+
+/**
+ * If the value in text[start, end) is an object: its members' decoded keys →
+ * `[valueStart, valueEnd)` of each value (whitespace excluded), in the object's
+ * key order. A duplicate key keeps its first position and its last value, as
+ * JSON.parse does. Otherwise undefined.
+ */
+export function memberSpans(
+  text: string,
+  start = 0,
+  end = text.length,
+): Map<string, [number, number]> | undefined {
+  let i = skipWs(text, start, end);
+  if (text.charCodeAt(i) !== LBRACE) return undefined;
+  const spans = new Map<string, [number, number]>();
+  while (i < end && text.charCodeAt(i) !== RBRACE) {
+    i = nextMember(text, i + 1, end);
+    if (i < 0) break;
+    spans.set(memberKey(text), [valueStart, valueEnd]);
+  }
+  return spans;
+}
+
+/**
+ * The value in text[start, end) with every whitespace character outside
+ * strings removed. Text that is already compact is returned as a slice of the
+ * input (no copy of its parts).
+ */
+export function minify(text: string, start = 0, end = text.length): string {
+  start = skipWs(text, start, end);
+  while (end > start && isWs(text.charCodeAt(end - 1))) end--;
+  let out = '';
+  let chunk = start; // start of the current run of kept characters
+  let i = start;
+  while (i < end) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      i = skipString(text, i);
+    } else if (isWs(c)) {
+      out += text.slice(chunk, i);
+      i = skipWs(text, i, end);
+      chunk = i;
+    } else {
+      i++;
+    }
+  }
+  return chunk === start ? text.slice(start, end) : out + text.slice(chunk, end);
+}
+
+/**
+ * For an object value in text[start, end): its minified text with the value of
+ * each member named in `replacements` (decoded key → JSON text, inserted as
+ * given) replaced. Members that are absent are not added; a duplicated key has
+ * every occurrence replaced. A value that is not an object is returned
+ * minified and otherwise unchanged.
+ */
+export function replaceValues(
+  text: string,
+  start: number,
+  end: number,
+  replacements: Map<string, string>,
+): string {
+  let i = skipWs(text, start, end);
+  if (replacements.size === 0 || text.charCodeAt(i) !== LBRACE) return minify(text, start, end);
+  let out = '{';
+  while (i < end && text.charCodeAt(i) !== RBRACE) {
+    i = nextMember(text, i + 1, end);
+    if (i < 0) break;
+    if (out.length > 1) out += ',';
+    const replacement = replacements.get(memberKey(text));
+    out += text.slice(keyStart, keyEnd) + ':';
+    out += replacement ?? minify(text, valueStart, valueEnd);
+  }
+  return out + '}';
+}

@@ -1,0 +1,123 @@
+// Query string of a list request → a normalized ListQuery, or a 400 body naming
+// every bad parameter (SPEC §5). Unknown parameters are ignored.
+import { Messages } from './errors.js';
+import { FILTERS, ORDER_KEYS, type ResourceType } from './resources.js';
+import { parseTimestamp } from './time.js';
+import { normalizeUuid } from './uuid.js';
+import type { ListQuery, NormalizedFilter } from '../shard/protocol.js';
+
+export interface PageSettings { pageSize: number; maxPageSize: number }
+
+export type ParsedList =
+  | { ok: true; filters: NormalizedFilter[]; order: Array<[string, boolean]>; limit: number; offset: number; playbook: number | null }
+  | { ok: false; body: string };
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const UINT = /^\d+$/;
+
+function parseFilterDate(v: string): number | undefined {
+  return parseTimestamp(DATE_ONLY.test(v) ? v + 'T00:00:00' : v);
+}
+
+/** django-filter's NumberFilter reads a decimal: "1", " 1", "1.0", "1e0" are all 1. */
+function parseNumber(v: string): number | undefined {
+  const t = v.trim();
+  if (t === '') return undefined;
+  const n = Number(t);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+function parseBool(v: string): boolean | undefined {
+  const l = v.toLowerCase();
+  if (l === 'true' || l === '1') return true;
+  if (l === 'false' || l === '0') return false;
+  return undefined;
+}
+
+export function parseListQuery(type: Exclude<ResourceType, 'label'> | 'label', params: Map<string, string[]>, pages: PageSettings): ParsedList {
+  const errors: Record<string, string[]> = {};
+  const filters: NormalizedFilter[] = [];
+  let playbook: number | null = null;
+  for (const spec of FILTERS[type]) {
+    const values = params.get(spec.param);
+    if (!values) continue;
+    const v = values[values.length - 1]!;
+    if (v === '' && spec.kind !== 'status') continue;
+    const fail = (msg: string) => { errors[spec.param] = [msg]; };
+    const add = (value: NormalizedFilter['value']) => filters.push({ kind: spec.kind, column: spec.column, value });
+    switch (spec.kind) {
+      case 'date_before': case 'date_after': {
+        const us = parseFilterDate(v);
+        if (us === undefined) fail(Messages.enterDatetime); else add(us);
+        break;
+      }
+      case 'id': case 'int_gt': case 'int_lt': {
+        const n = parseNumber(v);
+        if (n === undefined) { fail(Messages.enterNumber); break; }
+        const value = spec.kind === 'id' ? Math.trunc(n) : n;
+        add(value);
+        if (spec.kind === 'id' && spec.column === 'playbook') playbook = value;
+        break;
+      }
+      case 'icontains': case 'iexact': case 'label': add(v.toLowerCase()); break;
+      case 'exact': add(v); break;
+      case 'bool': {
+        const b = parseBool(v);
+        if (b === undefined) fail(Messages.selectChoice(v)); else add(b);
+        break;
+      }
+      case 'uuid': {
+        const u = normalizeUuid(v);
+        if (u === undefined) fail(Messages.enterUuid); else add(u);
+        break;
+      }
+      case 'status': {
+        const badValue = values.find((s) => !spec.choices!.includes(s));
+        if (badValue !== undefined) fail(Messages.selectChoice(badValue)); else add(values);
+        break;
+      }
+    }
+  }
+
+  const order: Array<[string, boolean]> = [];
+  const orderValues = params.get('order');
+  const orderText = orderValues ? orderValues[orderValues.length - 1]! : '';
+  if (orderText !== '') {
+    for (const item of orderText.split(',')) {
+      const desc = item.startsWith('-');
+      const key = desc ? item.slice(1) : item;
+      if (!ORDER_KEYS[type].includes(key)) { errors.order = [Messages.selectChoice(key)]; break; }
+      order.push([key, desc]);
+    }
+  }
+
+  const limit = parseWindow(params.get('limit'), 1, pages.pageSize, errors, 'limit');
+  const offset = parseWindow(params.get('offset'), 0, 0, errors, 'offset');
+  if (Object.keys(errors).length) return { ok: false, body: JSON.stringify(errors) };
+  // `order=id` is the natural order; drop it so shards can skip sorting
+  if (order.length === 1 && order[0]![0] === 'id' && !order[0]![1]) order.length = 0;
+  return { ok: true, filters, order, limit: Math.min(limit, pages.maxPageSize), offset, playbook };
+}
+
+function parseWindow(values: string[] | undefined, min: number, fallback: number, errors: Record<string, string[]>, name: string): number {
+  if (!values) return fallback;
+  const v = values[values.length - 1]!;
+  if (UINT.test(v)) {
+    const n = Number(v);
+    if (n < min) { errors[name] = [Messages.minValue(min)]; return fallback; }
+    return Number.isSafeInteger(n) ? n : Number.MAX_SAFE_INTEGER;
+  }
+  errors[name] = [/^-\d+$/.test(v) ? Messages.minValue(min) : Messages.invalidInt];
+  return fallback;
+}
+
+export function toShardQuery(type: Exclude<ResourceType, 'label'>, parsed: Extract<ParsedList, { ok: true }>, single: boolean): ListQuery {
+  // One shard can cut the page itself; several each return their first offset+limit rows.
+  return {
+    type,
+    filters: parsed.filters,
+    order: parsed.order,
+    skip: single ? parsed.offset : 0,
+    take: single ? parsed.limit : parsed.offset + parsed.limit,
+  };
+}

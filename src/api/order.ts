@@ -1,0 +1,42 @@
+// Ordering of list rows, shared by the shards (sorting their part) and the front
+// (merging the parts). A row is [sortKey…, id, json]: keys compare in order, with
+// null before any value ascending (as SQLite does) and after it descending; ties
+// are broken by ascending id so pages are stable across shards.
+import type { ListRow } from '../shard/protocol.js';
+
+export function compareRows(a: ListRow, b: ListRow, desc: readonly boolean[]): number {
+  const n = desc.length;
+  for (let i = 0; i < n; i++) {
+    const c = compareValues(a[i]!, b[i]!);
+    if (c !== 0) return desc[i] ? -c : c;
+  }
+  return (a[n] as number) - (b[n] as number);
+}
+
+function compareValues(x: number | string | boolean | null, y: number | string | boolean | null): number {
+  if (x === y) return 0;
+  if (x === null) return -1;
+  if (y === null) return 1;
+  return x < y ? -1 : 1;
+}
+
+/** Merge rows from several shards, each already sorted, and cut the requested page. */
+export function mergePages(parts: ListRow[][], desc: readonly boolean[], offset: number, limit: number): ListRow[] {
+  if (parts.length === 1) return parts[0]!.slice(offset, offset + limit);
+  const heads = new Array<number>(parts.length).fill(0);
+  const out: ListRow[] = [];
+  let skipped = 0;
+  for (;;) {
+    let best = -1;
+    for (let p = 0; p < parts.length; p++) {
+      const part = parts[p]!;
+      if (heads[p]! >= part.length) continue;
+      if (best < 0 || compareRows(part[heads[p]!]!, parts[best]![heads[best]!]!, desc) < 0) best = p;
+    }
+    if (best < 0) return out;
+    const row = parts[best]![heads[best]!++]!;
+    if (skipped < offset) { skipped++; continue; }
+    out.push(row);
+    if (out.length >= limit) return out;
+  }
+}

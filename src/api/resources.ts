@@ -1,0 +1,229 @@
+// The catalogue of resources: what each one is called on the wire, which fields a
+// write takes (in serializer order, which is also the order of error keys), which
+// filters and `order` keys its list accepts. Front and shards both read this one
+// table so that validation, filtering and serialization cannot drift apart.
+
+export const RESOURCE_TYPES = ['label', 'playbook', 'play', 'task', 'host', 'result', 'file', 'record'] as const;
+export type ResourceType = typeof RESOURCE_TYPES[number];
+
+/** Child types that live inside a playbook aggregate (everything but labels and playbooks). */
+export const CHILD_TYPES = ['play', 'task', 'host', 'result', 'file', 'record'] as const;
+export type ChildType = typeof CHILD_TYPES[number];
+
+/** Index of a type in RESOURCE_TYPES: used as a compact code in messages and the directory. */
+export const TYPE_CODE: Record<ResourceType, number> = {
+  label: 0, playbook: 1, play: 2, task: 3, host: 4, result: 5, file: 6, record: 7,
+};
+
+/** URL segment (plural) → type; also the key order of GET /api/v1/. */
+export const PATH_TO_TYPE: Record<string, ResourceType> = {
+  labels: 'label', playbooks: 'playbook', plays: 'play', tasks: 'task',
+  hosts: 'host', results: 'result', files: 'file', records: 'record',
+};
+export const TYPE_TO_PATH: Record<ResourceType, string> = {
+  label: 'labels', playbook: 'playbooks', play: 'plays', task: 'tasks',
+  host: 'hosts', result: 'results', file: 'files', record: 'records',
+};
+/** "Playbook" in OPTIONS names and in "<Resource> N does not belong to playbook M." */
+export const DISPLAY_NAME: Record<ResourceType, string> = {
+  label: 'Label', playbook: 'Playbook', play: 'Play', task: 'Task',
+  host: 'Host', result: 'Result', file: 'File', record: 'Record',
+};
+
+export const RUN_STATUSES = ['unknown', 'running', 'completed', 'failed', 'expired'] as const;
+export const RESULT_STATUSES = ['ok', 'failed', 'skipped', 'unreachable', 'changed', 'ignored', 'unknown'] as const;
+
+export type FieldKind =
+  | 'string'      // a short string; numbers are coerced like DRF's CharField
+  | 'int'         // integer; integral numbers and decimal strings accepted
+  | 'bool'        // DRF boolean literals
+  | 'timestamp'   // µs since epoch after parsing
+  | 'choice'      // one of `choices`
+  | 'fk'          // id of `target`
+  | 'json'        // any JSON value but null, stored as its minified client text
+  | 'uuid'        // normalized lower-case hyphenated
+  | 'labels'      // list of label names
+  | 'fklist'      // list of ids of `target`
+  | 'text';       // file content: a string that may be empty
+
+export interface FieldSpec {
+  readonly name: string;
+  readonly kind: FieldKind;
+  readonly required?: boolean;
+  readonly nullable?: boolean;
+  readonly blank?: boolean;
+  readonly maxLength?: number;
+  readonly choices?: readonly string[];
+  readonly target?: ResourceType;
+  /** JSON text a PUT resets an omitted field to (DRF serializer defaults). */
+  readonly resetTo?: string;
+  /** Accepted input alias (ARA's `ansible_version` for `runner_version`). */
+  readonly alias?: string;
+}
+
+const NAME = 255;
+const PATH = 4096; // ARA caps paths at 255; deep role paths exceed that in real fleets.
+
+const started: FieldSpec = { name: 'started', kind: 'timestamp' };
+const ended: FieldSpec = { name: 'ended', kind: 'timestamp', nullable: true };
+const runStatus: FieldSpec = { name: 'status', kind: 'choice', choices: RUN_STATUSES };
+const playbookFk: FieldSpec = { name: 'playbook', kind: 'fk', target: 'playbook', required: true };
+const counter = (name: string): FieldSpec => ({ name, kind: 'int' });
+
+/** Write fields per type, in serializer order (= order of keys in a 400 body). */
+export const WRITE_FIELDS: Record<ResourceType, readonly FieldSpec[]> = {
+  label: [{ name: 'name', kind: 'string', required: true, maxLength: NAME }],
+  playbook: [
+    { name: 'arguments', kind: 'json', resetTo: '{}' },
+    { name: 'labels', kind: 'labels' },
+    started, ended,
+    { name: 'name', kind: 'string', nullable: true, maxLength: NAME },
+    { name: 'runner_version', kind: 'string', required: true, maxLength: NAME, alias: 'ansible_version' },
+    runStatus,
+    { name: 'path', kind: 'string', required: true, maxLength: PATH },
+    { name: 'controller', kind: 'string', nullable: true, blank: true, maxLength: NAME },
+    { name: 'user', kind: 'string', nullable: true, blank: true, maxLength: NAME },
+  ],
+  play: [
+    started, ended,
+    { name: 'name', kind: 'string', nullable: true, blank: true, maxLength: NAME },
+    { name: 'uuid', kind: 'uuid', required: true },
+    runStatus,
+    playbookFk,
+  ],
+  task: [
+    { name: 'tags', kind: 'json', resetTo: '[]' },
+    started, ended,
+    { name: 'name', kind: 'string', nullable: true, blank: true },
+    { name: 'action', kind: 'string', required: true },
+    { name: 'lineno', kind: 'int', required: true },
+    { name: 'handler', kind: 'bool', required: true },
+    runStatus,
+    { name: 'play', kind: 'fk', target: 'play', required: true },
+    { name: 'file', kind: 'fk', target: 'file', required: true },
+    playbookFk,
+  ],
+  host: [
+    { name: 'facts', kind: 'json', resetTo: '{}' },
+    { name: 'name', kind: 'string', required: true, maxLength: NAME },
+    counter('changed'), counter('failed'), counter('ok'), counter('skipped'), counter('unreachable'),
+    playbookFk,
+  ],
+  result: [
+    { name: 'content', kind: 'json', resetTo: '{}' },
+    started, ended,
+    { name: 'status', kind: 'choice', choices: RESULT_STATUSES },
+    { name: 'changed', kind: 'bool' },
+    { name: 'ignore_errors', kind: 'bool' },
+    { name: 'host', kind: 'fk', target: 'host', required: true },
+    { name: 'task', kind: 'fk', target: 'task', required: true },
+    { name: 'play', kind: 'fk', target: 'play', required: true },
+    playbookFk,
+    { name: 'delegated_to', kind: 'fklist', target: 'host' },
+  ],
+  file: [
+    { name: 'content', kind: 'text', required: true },
+    { name: 'path', kind: 'string', required: true, maxLength: PATH },
+    playbookFk,
+  ],
+  record: [
+    { name: 'value', kind: 'json', resetTo: '""' },
+    { name: 'key', kind: 'string', required: true, maxLength: NAME },
+    { name: 'type', kind: 'string', required: true, maxLength: NAME },
+    playbookFk,
+  ],
+};
+
+/** Sort keys each list accepts in `order` (SPEC §5). */
+export const ORDER_KEYS: Record<ResourceType, readonly string[]> = {
+  label: ['id', 'created', 'updated', 'name'],
+  playbook: ['id', 'created', 'updated', 'started', 'ended', 'duration', 'name', 'status'],
+  play: ['id', 'created', 'updated', 'started', 'ended', 'duration'],
+  task: ['id', 'created', 'updated', 'started', 'ended', 'duration'],
+  host: ['id', 'created', 'updated', 'name', 'changed', 'failed', 'ok', 'skipped', 'unreachable'],
+  result: ['id', 'created', 'updated', 'started', 'ended', 'duration'],
+  file: ['id', 'created', 'updated', 'path'],
+  record: ['id', 'created', 'updated', 'key'],
+};
+
+export type FilterKind =
+  | 'date_before' | 'date_after'  // inclusive bounds on a timestamp column
+  | 'id'                          // integer id equality
+  | 'icontains' | 'iexact' | 'exact'
+  | 'status'                      // repeatable; OR of choices
+  | 'bool'
+  | 'uuid'
+  | 'int_gt' | 'int_lt'
+  | 'label';                      // playbook has a label with this name (case-insensitive)
+
+export interface FilterSpec {
+  readonly param: string;
+  readonly kind: FilterKind;
+  /** the column the filter reads (a key of the shard's row accessors) */
+  readonly column: string;
+  readonly choices?: readonly string[];
+}
+
+const dates = (cols: readonly string[]): FilterSpec[] => cols.flatMap((c) => [
+  { param: `${c}_before`, kind: 'date_before' as const, column: c },
+  { param: `${c}_after`, kind: 'date_after' as const, column: c },
+]);
+const base = dates(['created', 'updated']);
+const timed = dates(['created', 'updated', 'started', 'ended']);
+const byPlaybook: FilterSpec = { param: 'playbook', kind: 'id', column: 'playbook' };
+const counters = ['changed', 'failed', 'ok', 'skipped', 'unreachable'];
+
+/** List filters in declaration order (= order of keys in a 400 body). */
+export const FILTERS: Record<ResourceType, readonly FilterSpec[]> = {
+  label: [...base, { param: 'name', kind: 'icontains', column: 'name' }],
+  playbook: [
+    ...timed,
+    { param: 'name', kind: 'icontains', column: 'name' },
+    { param: 'path', kind: 'icontains', column: 'path' },
+    { param: 'status', kind: 'status', column: 'status', choices: RUN_STATUSES },
+    { param: 'label', kind: 'label', column: 'labels' },
+    { param: 'runner_version', kind: 'icontains', column: 'runner_version' },
+    { param: 'ansible_version', kind: 'icontains', column: 'runner_version' },
+    { param: 'controller', kind: 'icontains', column: 'controller' },
+    { param: 'user', kind: 'icontains', column: 'user' },
+  ],
+  play: [
+    ...timed, byPlaybook,
+    { param: 'uuid', kind: 'uuid', column: 'uuid' },
+    { param: 'status', kind: 'status', column: 'status', choices: RUN_STATUSES },
+    { param: 'name', kind: 'icontains', column: 'name' },
+  ],
+  task: [
+    ...timed, byPlaybook,
+    { param: 'play', kind: 'id', column: 'play' },
+    { param: 'status', kind: 'status', column: 'status', choices: RUN_STATUSES },
+    { param: 'name', kind: 'icontains', column: 'name' },
+    { param: 'action', kind: 'iexact', column: 'action' },
+    { param: 'path', kind: 'icontains', column: 'path' },
+    { param: 'handler', kind: 'bool', column: 'handler' },
+  ],
+  host: [
+    ...base, byPlaybook,
+    { param: 'name', kind: 'icontains', column: 'name' },
+    ...counters.flatMap((c) => [
+      { param: `${c}__gt`, kind: 'int_gt' as const, column: c },
+      { param: `${c}__lt`, kind: 'int_lt' as const, column: c },
+    ]),
+  ],
+  result: [
+    ...timed, byPlaybook,
+    { param: 'play', kind: 'id', column: 'play' },
+    { param: 'task', kind: 'id', column: 'task' },
+    { param: 'host', kind: 'id', column: 'host' },
+    { param: 'status', kind: 'status', column: 'status', choices: RESULT_STATUSES },
+    { param: 'changed', kind: 'bool', column: 'changed' },
+    { param: 'ignore_errors', kind: 'bool', column: 'ignore_errors' },
+  ],
+  file: [...base, byPlaybook, { param: 'path', kind: 'icontains', column: 'path' }],
+  record: [...base, byPlaybook, { param: 'key', kind: 'exact', column: 'key' }],
+};
+
+/** Which FK of a type names the playbook that owns it (all child types: `playbook`). */
+export function isChildType(type: ResourceType): type is ChildType {
+  return type !== 'label' && type !== 'playbook';
+}

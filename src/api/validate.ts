@@ -1,0 +1,223 @@
+// Body → normalized field values, or DRF-style field errors (SPEC §3, §6).
+// Everything that needs no stored state is decided here, on the front; the
+// shard checks foreign keys and uniqueness. JSON-valued fields keep the client's
+// own text (minified) so key order and big numbers survive untouched.
+import { Messages } from './errors.js';
+import { memberSpans, minify, replaceValues } from './json_text.js';
+import { WRITE_FIELDS, type FieldSpec, type ResourceType } from './resources.js';
+import type { CompiledWrite, WriteMode } from './schemas.js';
+import { parseTimestamp } from './time.js';
+import { normalizeUuid } from './uuid.js';
+import type { FieldErrors } from '../shard/protocol.js';
+
+export interface Redaction {
+  ignoredFacts: readonly string[];
+  ignoredArguments: readonly string[];
+}
+
+export interface Normalized {
+  set: Record<string, unknown>;
+  errors: FieldErrors | null;
+}
+
+const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+
+const TRUE = new Set<unknown>(['t', 'T', 'y', 'Y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'On', 'ON', '1', 1, true]);
+const FALSE = new Set<unknown>(['f', 'F', 'n', 'N', 'no', 'No', 'NO', 'false', 'False', 'FALSE', 'off', 'Off', 'OFF', '0', 0, false]);
+const INT_TEXT = /^\s*[-+]?\d+(?:\.0*)?\s*$/;
+const ID_TEXT = /^\s*\d+\s*$/;
+
+/** Python's name for a JSON value's type, as DRF puts it in messages. */
+export function pythonType(v: unknown): string {
+  if (typeof v === 'string') return 'str';
+  if (typeof v === 'boolean') return 'bool';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'int' : 'float';
+  if (Array.isArray(v)) return 'list';
+  if (v === null) return 'NoneType';
+  return 'dict';
+}
+
+/** Python's str() of a scalar (labels given as numbers or booleans). */
+function pythonStr(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'boolean') return v ? 'True' : 'False';
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  return undefined;
+}
+
+function codePoints(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0xd800 || c > 0xdbff) n++;
+  }
+  return n;
+}
+
+type FieldResult = { ok: true; value: unknown } | { ok: false; msg: string };
+const ok = (value: unknown): FieldResult => ({ ok: true, value });
+const bad = (msg: string): FieldResult => ({ ok: false, msg });
+
+function checkString(spec: FieldSpec, v: string): FieldResult {
+  if (!spec.blank && v.length === 0) return bad(Messages.notBlank);
+  if (spec.maxLength !== undefined && v.length > spec.maxLength && codePoints(v) > spec.maxLength) {
+    return bad(Messages.maxLength(spec.maxLength));
+  }
+  return ok(v);
+}
+
+export function parseId(v: unknown): number | undefined {
+  if (typeof v === 'number') return Number.isSafeInteger(v) ? v : undefined;
+  if (typeof v === 'string' && ID_TEXT.test(v)) {
+    const n = Number(v);
+    return Number.isSafeInteger(n) ? n : undefined;
+  }
+  return undefined;
+}
+
+function checkFk(v: unknown): FieldResult {
+  const id = parseId(v);
+  if (id !== undefined) return id >= 1 ? ok(id) : bad(`Invalid pk "${id}" - object does not exist.`);
+  if (typeof v === 'number' || (typeof v === 'string' && INT_TEXT.test(v))) return bad(`Invalid pk "${v}" - object does not exist.`);
+  return bad(Messages.pkType(pythonType(v)));
+}
+
+/** Coerce and check one non-null value (the slow path: anything a client might send). */
+function checkValue(spec: FieldSpec, v: unknown): FieldResult {
+  switch (spec.kind) {
+    case 'string': {
+      if (typeof v === 'string') return checkString(spec, v);
+      if (typeof v === 'number' && Number.isFinite(v)) return checkString(spec, String(v));
+      return bad(Messages.invalidString);
+    }
+    case 'text': return typeof v === 'string' ? ok(v) : bad(Messages.invalidString);
+    case 'int': {
+      if (typeof v === 'number') return Number.isSafeInteger(v) ? ok(v) : bad(Messages.invalidInt);
+      if (typeof v === 'string' && INT_TEXT.test(v)) {
+        const n = Math.trunc(Number(v));
+        return Number.isSafeInteger(n) ? ok(n) : bad(Messages.invalidInt);
+      }
+      return bad(Messages.invalidInt);
+    }
+    case 'bool':
+      if (TRUE.has(v)) return ok(true);
+      if (FALSE.has(v)) return ok(false);
+      return bad(Messages.invalidBool);
+    case 'timestamp': {
+      const us = typeof v === 'string' ? parseTimestamp(v) : undefined;
+      return us === undefined ? bad(Messages.invalidDatetime) : ok(us);
+    }
+    case 'choice': {
+      const s = typeof v === 'string' ? v : pythonStr(v) ?? JSON.stringify(v);
+      return spec.choices!.includes(s) ? ok(s) : bad(Messages.invalidChoice(s));
+    }
+    case 'uuid': {
+      const u = typeof v === 'string' ? normalizeUuid(v) : undefined;
+      return u === undefined ? bad(Messages.invalidUuid) : ok(u);
+    }
+    case 'fk': return checkFk(v);
+    case 'fklist': {
+      if (!Array.isArray(v)) return bad(Messages.notAList(pythonType(v)));
+      const ids: number[] = [];
+      for (const item of v) {
+        const r = checkFk(item);
+        if (!r.ok) return r;
+        ids.push(r.value as number);
+      }
+      return ok(ids);
+    }
+    case 'labels': {
+      if (!Array.isArray(v)) return bad(Messages.notAList(pythonType(v)));
+      const names: string[] = [];
+      for (const item of v) {
+        const name = pythonStr(item);
+        if (name === undefined) return bad(Messages.invalidString);
+        if (codePoints(name) > 255) return bad(Messages.maxLength(255));
+        if (!names.includes(name)) names.push(name);
+      }
+      return ok(names);
+    }
+    case 'json': return ok(undefined); // the text is taken from the body below
+  }
+}
+
+/** Canonical values (passed the compiled schema) need conversion only. */
+function convertCanonical(spec: FieldSpec, v: unknown): unknown {
+  switch (spec.kind) {
+    case 'timestamp': return parseTimestamp(v as string);
+    case 'uuid': return normalizeUuid(v as string);
+    case 'labels': return [...new Set(v as string[])];
+    default: return v;
+  }
+}
+
+export class BodyNormalizer {
+  constructor(
+    private readonly validators: Record<ResourceType, Record<WriteMode, CompiledWrite>>,
+    private readonly redaction: Redaction,
+  ) {}
+
+  /** `body` is the parsed object, `text` the exact JSON text it was parsed from. */
+  normalize(type: ResourceType, mode: WriteMode, body: Record<string, unknown>, text: string): Normalized {
+    const canonical = this.validators[type][mode].Check(body);
+    const set: Record<string, unknown> = {};
+    const errors: FieldErrors = {};
+    let hasErrors = false;
+    let spans: Map<string, [number, number]> | undefined;
+    for (const spec of WRITE_FIELDS[type]) {
+      let key = spec.name;
+      if (!hasOwn(body, key) && spec.alias && hasOwn(body, spec.alias)) key = spec.alias;
+      if (!hasOwn(body, key)) {
+        if (spec.required && mode !== 'patch') { errors[spec.name] = [Messages.required]; hasErrors = true; }
+        else if (mode === 'put' && spec.resetTo !== undefined) set[spec.name] = spec.resetTo;
+        continue;
+      }
+      const value = body[key];
+      if (value === null) {
+        if (spec.nullable) set[spec.name] = null;
+        else { errors[key] = [Messages.notNull]; hasErrors = true; }
+        continue;
+      }
+      if (spec.kind === 'json') {
+        spans ??= memberSpans(text)!;
+        set[spec.name] = this.jsonText(type, spec.name, text, spans.get(key)!);
+        continue;
+      }
+      // an alias is not in the schema, so only the field's own name is known canonical
+      if (canonical && key === spec.name) { set[spec.name] = convertCanonical(spec, value); continue; }
+      const r = checkValue(spec, value);
+      if (r.ok) set[spec.name] = r.value;
+      else { errors[key] = [r.msg]; hasErrors = true; }
+    }
+    return { set, errors: hasErrors ? errors : null };
+  }
+
+  /** The stored text of a JSON field, with the configured facts/arguments redacted. */
+  private jsonText(type: ResourceType, field: string, text: string, [start, end]: [number, number]): string {
+    const { ignoredFacts, ignoredArguments } = this.redaction;
+    if (type === 'host' && field === 'facts' && ignoredFacts.length) {
+      return redact(text, start, end, ignoredFacts, 'ignored_facts');
+    }
+    if (type === 'playbook' && field === 'arguments' && ignoredArguments.length) {
+      return redact(text, start, end, ignoredArguments, 'ignored_arguments');
+    }
+    if (type === 'result' && field === 'content' && ignoredFacts.length) {
+      const inner = memberSpans(text, start, end)?.get('ansible_facts');
+      if (inner) {
+        const facts = redact(text, inner[0], inner[1], ignoredFacts, 'ignored_facts');
+        return minify(text, start, inner[0]) + facts + minify(text, inner[1], end);
+      }
+    }
+    return minify(text, start, end);
+  }
+}
+
+/** Replace the values of the named members of an object, if present (SPEC §3). */
+function redact(text: string, start: number, end: number, keys: readonly string[], setting: string): string {
+  const members = memberSpans(text, start, end);
+  if (!members) return minify(text, start, end);
+  const notice = JSON.stringify(`Not saved as configured by '${setting}'`);
+  const replacements = new Map<string, string>();
+  for (const key of keys) if (members.has(key)) replacements.set(key, notice);
+  return replacements.size ? replaceValues(text, start, end, replacements) : minify(text, start, end);
+}

@@ -1,0 +1,148 @@
+// Configuration: LOGBOOK_* environment variables and matching --flags (flags win),
+// parsed and validated once at start-up into one frozen Config (SPEC §8). A bad
+// value stops start-up with a message naming the variable.
+import { availableParallelism } from 'node:os';
+
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly shards: number;
+  readonly pageSize: number;
+  readonly maxPageSize: number;
+  readonly maxBodyBytes: number;
+  readonly readLoginRequired: boolean;
+  readonly writeLoginRequired: boolean;
+  readonly usersFile: string | null;
+  readonly tokensFile: string | null;
+  readonly corsOrigins: readonly string[];
+  readonly ignoredFacts: readonly string[];
+  readonly ignoredArguments: readonly string[];
+  readonly trustProxy: boolean;
+  readonly araCompat: boolean;
+  readonly logLevel: LogLevel;
+  /** days; null = off */
+  readonly retentionDays: number | null;
+  /** seconds; null = off */
+  readonly expireRunningAfter: number | null;
+}
+
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = typeof LOG_LEVELS[number];
+
+export class ConfigError extends Error {}
+
+type Parse<T> = (raw: string, name: string) => T;
+
+interface Option<T> {
+  key: keyof Config;
+  env: string;
+  flag: string;
+  default: T;
+  /** shown by --help */
+  help: string;
+  parse: Parse<T>;
+}
+
+const fail = (name: string, raw: string, expected: string): never => {
+  throw new ConfigError(`${name}: invalid value ${JSON.stringify(raw)} (expected ${expected})`);
+};
+
+const int = (min: number, max: number): Parse<number> => (raw, name) => {
+  const t = raw.trim();
+  if (!/^\d+$/.test(t)) fail(name, raw, `an integer from ${min} to ${max}`);
+  const n = Number(t);
+  if (n < min || n > max) fail(name, raw, `an integer from ${min} to ${max}`);
+  return n;
+};
+const optionalInt = (min: number, max: number): Parse<number | null> => (raw, name) =>
+  raw.trim() === '' || raw.trim().toLowerCase() === 'off' ? null : int(min, max)(raw, name);
+
+const bool: Parse<boolean> = (raw, name) => {
+  const t = raw.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(t)) return true;
+  if (['false', '0', 'no', 'off', ''].includes(t)) return false;
+  return fail(name, raw, 'true or false');
+};
+const text: Parse<string> = (raw, name) => (raw.trim() === '' ? fail(name, raw, 'a non-empty value') : raw);
+const optionalText: Parse<string | null> = (raw) => (raw.trim() === '' ? null : raw);
+const list: Parse<string[]> = (raw) => raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+const level: Parse<LogLevel> = (raw, name) => {
+  const t = raw.trim().toLowerCase();
+  return (LOG_LEVELS as readonly string[]).includes(t) ? t as LogLevel : fail(name, raw, LOG_LEVELS.join(', '));
+};
+/** "90", "90s", "30m", "12h", "7d" → seconds */
+const interval: Parse<number | null> = (raw, name) => {
+  const t = raw.trim().toLowerCase();
+  if (t === '' || t === 'off') return null;
+  const m = /^(\d+)\s*([smhd]?)$/.exec(t);
+  if (!m || Number(m[1]) === 0) return fail(name, raw, 'a positive duration such as 3600, 90m, 12h or 7d');
+  return Number(m[1]) * ({ '': 1, s: 1, m: 60, h: 3600, d: 86400 } as Record<string, number>)[m[2]!]!;
+};
+
+const defaultShards = Math.max(1, availableParallelism() - 1);
+
+const option = <T>(key: keyof Config, suffix: string, def: T, parse: Parse<T>, help: string): Option<T> =>
+  ({ key, env: `LOGBOOK_${suffix}`, flag: `--${suffix.toLowerCase().replace(/_/g, '-')}`, default: def, parse, help });
+
+export const OPTIONS: ReadonlyArray<Option<any>> = [
+  option('host', 'HOST', '127.0.0.1', text, 'address to listen on'),
+  option('port', 'PORT', 8000, int(0, 65535), 'TCP port (0 picks a free one)'),
+  option('dataDir', 'DATA_DIR', './snapshots', text, 'data directory (journal, snapshots, blobs)'),
+  option('shards', 'SHARDS', defaultShards, int(1, 64), 'shard worker threads (default: cores − 1, at least 1)'),
+  option('pageSize', 'PAGE_SIZE', 100, int(1, 100_000), 'default list page size (limit)'),
+  option('maxPageSize', 'MAX_PAGE_SIZE', 1000, int(1, 100_000), 'largest limit a list honours'),
+  option('maxBodyBytes', 'MAX_BODY_BYTES', 33_554_432, int(1, 1_073_741_824), 'largest request body accepted'),
+  option('readLoginRequired', 'READ_LOGIN_REQUIRED', false, bool, 'require credentials for GET/HEAD/OPTIONS'),
+  option('writeLoginRequired', 'WRITE_LOGIN_REQUIRED', false, bool, 'require credentials for writes'),
+  option('usersFile', 'USERS_FILE', null, optionalText, 'users file (name:hash:scope lines) for HTTP Basic'),
+  option('tokensFile', 'TOKENS_FILE', null, optionalText, 'tokens file (name:hash:scope lines) for Bearer tokens'),
+  option('corsOrigins', 'CORS_ORIGINS', [], list, 'allowed CORS origins, comma-separated'),
+  option('ignoredFacts', 'IGNORED_FACTS', ['ansible_env'], list, 'host facts replaced by a notice before storing'),
+  option('ignoredArguments', 'IGNORED_ARGUMENTS', ['extra_vars'], list, 'playbook arguments replaced by a notice before storing'),
+  option('trustProxy', 'TRUST_PROXY', false, bool, 'build links from X-Forwarded-Proto/Host'),
+  option('araCompat', 'ARA_COMPAT', false, bool, 'add the fields ARA 1.5 clients read (SPEC §9)'),
+  option('logLevel', 'LOG_LEVEL', 'info', level, `log level: ${LOG_LEVELS.join(', ')}`),
+  option('retentionDays', 'RETENTION_DAYS', null, optionalInt(1, 36_500), 'delete playbooks older than N days (off)'),
+  option('expireRunningAfter', 'EXPIRE_RUNNING_AFTER', null, interval, 'mark playbooks running longer than this expired (off)'),
+];
+
+/**
+ * Build the Config from an environment and argv (without node and script).
+ * Throws ConfigError naming the variable or flag at fault.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Config {
+  const flags = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument ${JSON.stringify(arg)} (see --help)`);
+    const eq = arg.indexOf('=');
+    const name = eq < 0 ? arg : arg.slice(0, eq);
+    const opt = OPTIONS.find((o) => o.flag === name);
+    if (!opt) throw new ConfigError(`unknown option ${name} (see --help)`);
+    let value: string;
+    if (eq >= 0) value = arg.slice(eq + 1);
+    else if (opt.parse === bool && (i + 1 >= argv.length || argv[i + 1]!.startsWith('--'))) value = 'true';
+    else if (i + 1 < argv.length) value = argv[++i]!;
+    else throw new ConfigError(`${name} needs a value`);
+    flags.set(name, value);
+  }
+  const config: Record<string, unknown> = {};
+  for (const opt of OPTIONS) {
+    const flag = flags.get(opt.flag);
+    const raw = flag ?? env[opt.env];
+    config[opt.key] = raw === undefined ? opt.default : opt.parse(raw, flag !== undefined ? opt.flag : opt.env);
+  }
+  const c = config as unknown as Config;
+  if (c.pageSize > c.maxPageSize) {
+    throw new ConfigError(`LOGBOOK_PAGE_SIZE (${c.pageSize}) must not exceed LOGBOOK_MAX_PAGE_SIZE (${c.maxPageSize})`);
+  }
+  return Object.freeze(c);
+}
+
+export function helpText(version: string): string {
+  const rows = OPTIONS.map((o) => `  ${o.flag.padEnd(26)} ${o.env.padEnd(30)} default: ${JSON.stringify(o.default)}\n      ${o.help}`);
+  return `logbook ${version} — records automation runs (ARA-compatible HTTP JSON API)\n\n`
+    + `Usage: node dist/src/main.js [--option value]…   (each option can also be set by its environment variable)\n\n`
+    + `  --help                     show this help\n  --version                  print the version\n\n${rows.join('\n')}\n`;
+}

@@ -1,0 +1,238 @@
+// Query-string parsing and the `next`/`previous` links of list responses.
+//
+// ARA builds these links with Django REST framework's LimitOffsetPagination:
+// parse the request query with parse_qs(keep_blank_values=True), set `limit`
+// and `offset` (or drop `offset`), then re-encode with
+// urlencode(sorted(params.items()), doseq=True). Clients and snapshot tests
+// compare the URLs as strings, so we reproduce Python's parsing, ordering and
+// percent-encoding exactly rather than use URLSearchParams (which sorts by
+// UTF-16 code units, encodes `~` and `*` differently and decodes malformed
+// input differently).
+
+// ---------------------------------------------------------------- decoding
+
+/** Hex digit value by char code (< 128), -1 otherwise. */
+const HEX_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 10; i++) HEX_VALUE[48 + i] = i;
+for (let i = 0; i < 6; i++) HEX_VALUE[65 + i] = HEX_VALUE[97 + i] = 10 + i;
+
+/** Byte value of `%XX` at s[i] (i at the `%`) within s[.., end), or -1. */
+function escapedByte(s: string, i: number, end: number): number {
+  if (i + 2 >= end) return -1;
+  const h = s.charCodeAt(i + 1);
+  const l = s.charCodeAt(i + 2);
+  if (h >= 128 || l >= 128) return -1;
+  const hv = HEX_VALUE[h]!;
+  const lv = HEX_VALUE[l]!;
+  return hv < 0 || lv < 0 ? -1 : (hv << 4) | lv;
+}
+
+// Python decodes percent-escaped bytes as UTF-8 with errors='replace'; the
+// WHATWG decoder in replacement mode substitutes U+FFFD the same way (one per
+// maximal invalid subpart).
+const utf8 = new TextDecoder();
+let byteBuffer = new Uint8Array(256); // reused across calls, grown when needed
+
+/**
+ * Python's unquote_plus(s[a, b)): `+` → space, `%XX` → byte, consecutive bytes
+ * decoded together as UTF-8, a `%` not followed by two hex digits kept as is.
+ */
+function unquotePlus(s: string, a: number, b: number): string {
+  let out = '';
+  let run = a; // start of the pending run of characters copied verbatim
+  let i = a;
+  while (i < b) {
+    const c = s.charCodeAt(i);
+    if (c === 43 /* + */) {
+      out += s.slice(run, i) + ' ';
+      run = ++i;
+      continue;
+    }
+    let byte: number;
+    if (c !== 37 /* % */ || (byte = escapedByte(s, i, b)) < 0) {
+      i++;
+      continue;
+    }
+    out += s.slice(run, i);
+    // Collect the whole run of %XX escapes: a multi-byte UTF-8 character
+    // arrives as several of them.
+    let n = 0;
+    let ascii = true;
+    do {
+      if (n === byteBuffer.length) {
+        const bigger = new Uint8Array(n * 2);
+        bigger.set(byteBuffer);
+        byteBuffer = bigger;
+      }
+      byteBuffer[n++] = byte;
+      if (byte >= 128) ascii = false;
+      i += 3;
+    } while (s.charCodeAt(i) === 37 && (byte = escapedByte(s, i, b)) >= 0);
+    if (ascii) {
+      // Common case (`%3A`, `%2B`): no decoder call needed.
+      for (let k = 0; k < n; k++) out += String.fromCharCode(byteBuffer[k]!);
+    } else {
+      out += utf8.decode(byteBuffer.subarray(0, n));
+    }
+    run = i;
+  }
+  return run === a ? s.slice(a, b) : out + s.slice(run, b);
+}
+
+/**
+ * Parses a raw query string (without the leading `?`) like Python's
+ * `parse_qsl(q, keep_blank_values=True)`: `&`-separated, empty segments
+ * skipped, a segment without `=` is a name with an empty value, names and
+ * values unquoted with `+` as space. Names map to their values in order of
+ * appearance; the map's order is that of each name's first appearance.
+ */
+export function parseQuery(rawQuery: string): Map<string, string[]> {
+  const params = new Map<string, string[]>();
+  const n = rawQuery.length;
+  let start = 0;
+  while (start < n) {
+    let end = rawQuery.indexOf('&', start);
+    if (end < 0) end = n;
+    if (end > start) {
+      const eq = rawQuery.indexOf('=', start);
+      const nameEnd = eq >= 0 && eq < end ? eq : end;
+      const name = unquotePlus(rawQuery, start, nameEnd);
+      const value = nameEnd < end ? unquotePlus(rawQuery, nameEnd + 1, end) : '';
+      const values = params.get(name);
+      if (values === undefined) params.set(name, [value]);
+      else values.push(value);
+    }
+    start = end + 1;
+  }
+  return params;
+}
+
+// ---------------------------------------------------------------- encoding
+
+/** `%00`..`%FF`, upper-case as Python writes them. */
+const PERCENT: string[] = [];
+for (let i = 0; i < 256; i++) PERCENT.push('%' + (i < 16 ? '0' : '') + i.toString(16).toUpperCase());
+
+/** Characters quote_plus leaves alone: A-Z a-z 0-9 `_.-~`. */
+const UNRESERVED = new Uint8Array(128);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~') UNRESERVED[c.charCodeAt(0)] = 1;
+
+/**
+ * Python's quote_plus(s): space → `+`, unreserved characters kept, everything
+ * else as `%XX` of its UTF-8 bytes. Hand-rolled rather than
+ * encodeURIComponent + fix-ups: that keeps `!*'()`, and throws on a lone
+ * surrogate (encoded here as U+FFFD, which is what a UTF-8 decode upstream
+ * would have produced).
+ */
+function quotePlus(s: string): string {
+  let out = '';
+  let run = 0; // start of the pending run of unreserved characters
+  const n = s.length;
+  for (let i = 0; i < n; i++) {
+    let c = s.charCodeAt(i);
+    if (c < 128 && UNRESERVED[c] === 1) continue;
+    out += s.slice(run, i);
+    if (c === 32) {
+      out += '+';
+    } else if (c < 0x80) {
+      out += PERCENT[c];
+    } else if (c < 0x800) {
+      out += PERCENT[0xc0 | (c >> 6)]! + PERCENT[0x80 | (c & 63)];
+    } else {
+      if (c >= 0xd800 && c <= 0xdfff) {
+        const lo = s.charCodeAt(i + 1);
+        if (c <= 0xdbff && lo >= 0xdc00 && lo <= 0xdfff) {
+          const cp = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
+          out +=
+            PERCENT[0xf0 | (cp >> 18)]! +
+            PERCENT[0x80 | ((cp >> 12) & 63)] +
+            PERCENT[0x80 | ((cp >> 6) & 63)] +
+            PERCENT[0x80 | (cp & 63)];
+          run = ++i + 1;
+          continue;
+        }
+        c = 0xfffd; // lone surrogate
+      }
+      out += PERCENT[0xe0 | (c >> 12)]! + PERCENT[0x80 | ((c >> 6) & 63)] + PERCENT[0x80 | (c & 63)];
+    }
+    run = i + 1;
+  }
+  return run === 0 ? s : out + s.slice(run);
+}
+
+/**
+ * Orders strings by code point, as Python sorts str (JS `<` compares UTF-16
+ * code units, which differs when a surrogate meets U+E000..U+FFFF).
+ */
+function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x === y) continue;
+    // Move surrogates above the rest of the BMP (a standard UTF-16 trick).
+    if (x >= 0xd800) x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
+    if (y >= 0xd800) y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+// ---------------------------------------------------------------- links
+
+/**
+ * Joins the pre-encoded groups of the other parameters (sorted by name) with
+ * `limit` and, when offset ≥ 0, `offset`, each at its sorted place. `limit`
+ * and `offset` are ASCII, so plain `<` agrees with code-point order here.
+ */
+function buildUrl(base: string, names: string[], groups: string[], limit: number, offset: number): string {
+  let query = '';
+  let i = 0;
+  const n = names.length;
+  for (; i < n && names[i]! < 'limit'; i++) query += groups[i] + '&';
+  query += 'limit=' + limit;
+  if (offset >= 0) {
+    for (; i < n && names[i]! < 'offset'; i++) query += '&' + groups[i];
+    query += '&offset=' + offset;
+  }
+  for (; i < n; i++) query += '&' + groups[i];
+  return base + '?' + query;
+}
+
+/**
+ * The `next` and `previous` URLs of a list page, as DRF's LimitOffsetPagination
+ * writes them. `base` is `scheme://host/path` without a query; `rawQuery` is
+ * the request's query string as received (without `?`). `limit` and `offset`
+ * are the validated values actually used for the page.
+ */
+export function pageLinks(
+  base: string,
+  rawQuery: string,
+  count: number,
+  limit: number,
+  offset: number,
+): { next: string | null; previous: string | null } {
+  const hasNext = offset + limit < count;
+  const hasPrevious = offset > 0;
+  if (!hasNext && !hasPrevious) return { next: null, previous: null };
+
+  // Encode every other parameter once, as `name=v1&name=v2`, for both links.
+  const params = parseQuery(rawQuery);
+  params.delete('limit');
+  params.delete('offset');
+  const names = Array.from(params.keys()).sort(compareCodePoints);
+  const groups = new Array<string>(names.length);
+  for (let i = 0; i < names.length; i++) {
+    const name = quotePlus(names[i]!);
+    const values = params.get(names[i]!)!;
+    let group = name + '=' + quotePlus(values[0]!);
+    for (let k = 1; k < values.length; k++) group += '&' + name + '=' + quotePlus(values[k]!);
+    groups[i] = group;
+  }
+
+  const previousOffset = offset - limit;
+  return {
+    next: hasNext ? buildUrl(base, names, groups, limit, offset + limit) : null,
+    previous: hasPrevious ? buildUrl(base, names, groups, limit, previousOffset <= 0 ? -1 : previousOffset) : null,
+  };
+}

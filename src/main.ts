@@ -1,0 +1,37 @@
+// Entry point: configuration → shards → front. Exits 2 on a bad configuration,
+// with a message naming the variable; exits 0 on SIGTERM/SIGINT after closing.
+import { ConfigError, helpText, loadConfig } from './config.js';
+import { log, setLogLevel } from './log.js';
+import { startServer } from './server.js';
+import { VERSION } from './version.js';
+
+const argv = process.argv.slice(2);
+if (argv.includes('--help') || argv.includes('-h')) { process.stdout.write(helpText(VERSION)); process.exit(0); }
+if (argv.includes('--version')) { process.stdout.write(`${VERSION}\n`); process.exit(0); }
+
+let config;
+try {
+  config = loadConfig(process.env, argv);
+} catch (err) {
+  if (err instanceof ConfigError) { process.stderr.write(`logbook: ${err.message}\n`); process.exit(2); }
+  throw err;
+}
+setLogLevel(config.logLevel);
+
+const started = performance.now();
+const server = await startServer(config);
+log.info('listening', {
+  host: config.host, port: server.port, shards: config.shards, dataDir: config.dataDir,
+  araCompat: config.araCompat, startupMs: Math.round(performance.now() - started),
+});
+
+let stopping = false;
+const stop = async (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  log.info('stopping', { signal });
+  await server.close();
+  process.exit(0);
+};
+process.on('SIGTERM', () => void stop('SIGTERM'));
+process.on('SIGINT', () => void stop('SIGINT'));

@@ -1,0 +1,88 @@
+// The front's side of the shards (piscina-style): one worker per shard, one
+// `requestId → pending` table, and every pending request of a worker that dies is
+// failed at once so no HTTP request is left hanging.
+import { Worker } from 'node:worker_threads';
+import { Errors } from '../api/errors.js';
+import { decode, encode, type FrontToShard, type ShardInit, type ShardToFront } from './protocol.js';
+
+/** Called with the shard's reply (or a synthesized 503 when the shard is gone). */
+export type ReplyHandler = (reply: ShardToFront, context: any) => void;
+
+interface Pending { handler: ReplyHandler; context: any; shard: number }
+
+export interface PoolOptions { shards: number; compat: boolean }
+
+export class ShardPool {
+  readonly size: number;
+  private readonly workers: Worker[] = [];
+  private readonly pending = new Map<number, Pending>();
+  private nextRid = 1;
+  private closing = false;
+
+  private constructor(size: number) { this.size = size; }
+
+  static async start(options: PoolOptions): Promise<ShardPool> {
+    const pool = new ShardPool(options.shards);
+    const url = new URL('./worker.js', import.meta.url);
+    await Promise.all(Array.from({ length: options.shards }, (_, shard) => new Promise<void>((resolve, reject) => {
+      const init: ShardInit = { shard, shards: options.shards, compat: options.compat };
+      const worker = new Worker(url, { workerData: init });
+      pool.workers[shard] = worker;
+      let ready = false;
+      worker.on('message', (bytes: Uint8Array) => {
+        const msg = decode<ShardToFront>(bytes);
+        if (msg.k === 'ready') { ready = true; resolve(); return; }
+        pool.onReply(msg);
+      });
+      worker.on('error', (err) => {
+        console.error(JSON.stringify({ level: 'error', msg: 'shard worker error', shard, err: String(err?.stack ?? err) }));
+        if (!ready) reject(err);
+      });
+      worker.on('exit', (code) => {
+        pool.failPending(shard);
+        if (!pool.closing) console.error(JSON.stringify({ level: 'error', msg: 'shard worker exited', shard, code }));
+      });
+    })));
+    return pool;
+  }
+
+  /** Shard that owns a playbook. */
+  shardOf(playbookId: number): number {
+    return playbookId % this.size;
+  }
+
+  send(shard: number, message: FrontToShard, handler: ReplyHandler | null, context?: unknown): void {
+    if (handler) {
+      const rid = this.nextRid++;
+      (message as { rid: number }).rid = rid;
+      this.pending.set(rid, { handler, context, shard });
+    }
+    const bytes = encode(message);
+    this.workers[shard]!.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
+  }
+
+  broadcast(message: FrontToShard): void {
+    for (let shard = 0; shard < this.size; shard++) this.send(shard, message, null);
+  }
+
+  private onReply(reply: ShardToFront): void {
+    if (reply.k === 'ready') return;
+    const entry = this.pending.get(reply.rid);
+    if (!entry) return;
+    this.pending.delete(reply.rid);
+    entry.handler(reply, entry.context);
+  }
+
+  private failPending(shard: number): void {
+    for (const [rid, entry] of this.pending) {
+      if (entry.shard !== shard) continue;
+      this.pending.delete(rid);
+      entry.handler({ k: 'get', rid, status: 503, body: Errors.unavailable(`Shard ${shard} is unavailable.`) }, entry.context);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(this.workers.map((w) => w.terminate()));
+  }
+}

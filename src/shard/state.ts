@@ -1,0 +1,234 @@
+// A shard's state: the playbook aggregates it owns plus per-type id indexes, and
+// the pure `apply(event)` that is the only code allowed to change them. apply is
+// deterministic and free of I/O so that journal replay rebuilds exactly the state
+// that was acknowledged (DESIGN.md "Persistence", STYLE.md example 5).
+import { TYPE_CODE, type ChildType } from '../api/resources.js';
+import {
+  PlaybookRow, PlayRow, TaskRow, HostRow, ResultRow, FileRow, RecordRow, addToHost,
+} from './rows.js';
+
+export type EventType = 'playbook' | ChildType;
+
+/** Events are what the journal stores. Field names are the wire names. */
+export type Event =
+  | { e: 'create'; t: EventType; d: Record<string, any> }
+  | { e: 'update'; t: EventType; id: number; d: Record<string, any> }
+  | { e: 'delete'; t: EventType; id: number }
+  | { e: 'labels'; add: Array<[number, string, number]> };
+
+export class Aggregate {
+  readonly playbook: PlaybookRow;
+  readonly plays = new Map<number, PlayRow>();
+  readonly tasks = new Map<number, TaskRow>();
+  readonly hosts = new Map<number, HostRow>();
+  readonly results = new Map<number, ResultRow>();
+  readonly files = new Map<number, FileRow>();
+  readonly records = new Map<number, RecordRow>();
+  readonly hostByName = new Map<string, HostRow>();
+  readonly fileByPath = new Map<string, FileRow>();
+  readonly recordByKey = new Map<string, RecordRow>();
+  constructor(playbook: PlaybookRow) { this.playbook = playbook; }
+}
+
+/** Wire field name → row property, where they differ. */
+const PROP: Record<string, string> = {
+  runner_version: 'runnerVersion', ignore_errors: 'ignoreErrors', delegated_to: 'delegatedTo',
+};
+
+/** Ids removed by one event, per type code (for the front's directory). */
+export type Removed = number[][];
+const newRemoved = (): Removed => [[], [], [], [], [], [], [], []];
+
+export class ShardState {
+  readonly aggregates = new Map<number, Aggregate>();
+  readonly plays = new Map<number, PlayRow>();
+  readonly tasks = new Map<number, TaskRow>();
+  readonly hosts = new Map<number, HostRow>();
+  readonly results = new Map<number, ResultRow>();
+  readonly files = new Map<number, FileRow>();
+  readonly records = new Map<number, RecordRow>();
+  /** replica of the label catalogue the front owns: id → name */
+  readonly labels = new Map<number, string>();
+
+  index(t: EventType): Map<number, any> {
+    switch (t) {
+      case 'playbook': return this.aggregates;
+      case 'play': return this.plays;
+      case 'task': return this.tasks;
+      case 'host': return this.hosts;
+      case 'result': return this.results;
+      case 'file': return this.files;
+      case 'record': return this.records;
+    }
+  }
+
+  /** The aggregate that owns a child row (rows always name their playbook). */
+  aggregateOf(row: { playbook: number }): Aggregate {
+    return this.aggregates.get(row.playbook)!;
+  }
+
+  apply(ev: Event): Removed | null {
+    switch (ev.e) {
+      case 'create': this.create(ev.t, ev.d); return null;
+      case 'update': this.update(ev.t, ev.id, ev.d); return null;
+      case 'delete': return this.remove(ev.t, ev.id);
+      case 'labels':
+        for (const [id, name] of ev.add) this.labels.set(id, name);
+        return null;
+    }
+  }
+
+  private create(t: EventType, d: Record<string, any>): void {
+    if (t === 'playbook') {
+      this.aggregates.set(d.id, new Aggregate(new PlaybookRow(d)));
+      return;
+    }
+    const agg = this.aggregates.get(d.playbook)!;
+    agg.playbook.summaryCache = null;
+    switch (t) {
+      case 'play': {
+        const row = new PlayRow(d);
+        agg.plays.set(row.id, row); this.plays.set(row.id, row);
+        break;
+      }
+      case 'task': {
+        const row = new TaskRow(d);
+        agg.tasks.set(row.id, row); this.tasks.set(row.id, row);
+        const play = agg.plays.get(row.play); if (play) play.tasks++;
+        break;
+      }
+      case 'host': {
+        const row = new HostRow(d);
+        agg.hosts.set(row.id, row); this.hosts.set(row.id, row); agg.hostByName.set(row.name, row);
+        break;
+      }
+      case 'result': {
+        const row = new ResultRow(d);
+        agg.results.set(row.id, row); this.results.set(row.id, row);
+        this.linkResult(agg, row, 1);
+        break;
+      }
+      case 'file': {
+        const row = new FileRow(d);
+        agg.files.set(row.id, row); this.files.set(row.id, row); agg.fileByPath.set(row.path, row);
+        break;
+      }
+      case 'record': {
+        const row = new RecordRow(d);
+        agg.records.set(row.id, row); this.records.set(row.id, row); agg.recordByKey.set(row.key, row);
+        break;
+      }
+    }
+  }
+
+  /** Add (+1) or take back (−1) what a result contributes to its play, task and host. */
+  private linkResult(agg: Aggregate, r: ResultRow, sign: 1 | -1): void {
+    const play = agg.plays.get(r.play); if (play) play.results += sign;
+    const task = agg.tasks.get(r.task); if (task) task.results += sign;
+    const host = agg.hosts.get(r.host); if (host) addToHost(host, r, sign);
+  }
+
+  private update(t: EventType, id: number, d: Record<string, any>): void {
+    if (t === 'playbook') {
+      const row = this.aggregates.get(id)!.playbook;
+      assign(row, d);
+      row.summaryCache = null;
+      return;
+    }
+    const row = this.index(t).get(id)!;
+    const agg = this.aggregateOf(row);
+    agg.playbook.summaryCache = null;
+    switch (t) {
+      case 'result':
+        this.linkResult(agg, row, -1);
+        assign(row, d);
+        this.linkResult(agg, row, 1);
+        break;
+      case 'task':
+        if ('play' in d && d.play !== row.play) {
+          const from = agg.plays.get(row.play); if (from) from.tasks--;
+          const to = agg.plays.get(d.play); if (to) to.tasks++;
+        }
+        assign(row, d);
+        break;
+      case 'host': rekey(agg.hostByName, row, 'name', d); assign(row, d); break;
+      case 'file': rekey(agg.fileByPath, row, 'path', d); assign(row, d); break;
+      case 'record': rekey(agg.recordByKey, row, 'key', d); assign(row, d); break;
+      default: assign(row, d);
+    }
+  }
+
+  private remove(t: EventType, id: number): Removed {
+    const removed = newRemoved();
+    if (t === 'playbook') {
+      const agg = this.aggregates.get(id)!;
+      for (const type of ['play', 'task', 'host', 'result', 'file', 'record'] as const) {
+        const index = this.index(type);
+        const ids = removed[TYPE_CODE[type]]!;
+        for (const rowId of (agg as any)[type + 's'].keys()) { index.delete(rowId); ids.push(rowId); }
+      }
+      this.aggregates.delete(id);
+      removed[TYPE_CODE.playbook]!.push(id);
+      return removed;
+    }
+    const row = this.index(t).get(id)!;
+    const agg = this.aggregateOf(row);
+    agg.playbook.summaryCache = null;
+    // Tasks that go with this row, then results that go with it or with those tasks.
+    const tasks = new Set<number>();
+    if (t === 'play' || t === 'file') {
+      for (const task of agg.tasks.values()) if ((t === 'play' ? task.play : task.file) === id) tasks.add(task.id);
+    } else if (t === 'task') tasks.add(id);
+    if (t === 'play' || t === 'file' || t === 'task' || t === 'host') {
+      for (const r of agg.results.values()) {
+        if (tasks.has(r.task) || (t === 'play' && r.play === id) || (t === 'host' && r.host === id)) {
+          this.dropResult(agg, r, removed);
+        }
+      }
+    }
+    for (const taskId of tasks) {
+      const task = agg.tasks.get(taskId)!;
+      const play = agg.plays.get(task.play); if (play) play.tasks--;
+      agg.tasks.delete(taskId); this.tasks.delete(taskId); removed[TYPE_CODE.task]!.push(taskId);
+    }
+    switch (t) {
+      case 'play': agg.plays.delete(id); this.plays.delete(id); break;
+      case 'host': agg.hosts.delete(id); this.hosts.delete(id); agg.hostByName.delete(row.name); break;
+      case 'file': agg.files.delete(id); this.files.delete(id); agg.fileByPath.delete(row.path); break;
+      case 'record': agg.records.delete(id); this.records.delete(id); agg.recordByKey.delete(row.key); break;
+      case 'result': this.dropResult(agg, row, removed); return removed;
+      case 'task': return removed;
+    }
+    removed[TYPE_CODE[t]]!.push(id);
+    return removed;
+  }
+
+  private dropResult(agg: Aggregate, r: ResultRow, removed: Removed): void {
+    this.linkResult(agg, r, -1);
+    agg.results.delete(r.id); this.results.delete(r.id);
+    removed[TYPE_CODE.result]!.push(r.id);
+  }
+
+  /** A label was renamed or deleted on the front: drop cached summaries that show it. */
+  labelChanged(id: number, name: string | null): void {
+    if (name === null) this.labels.delete(id); else this.labels.set(id, name);
+    for (const agg of this.aggregates.values()) {
+      const pb = agg.playbook;
+      if (pb.labels.includes(id)) {
+        pb.summaryCache = null;
+        if (name === null) pb.labels = pb.labels.filter((l) => l !== id);
+      }
+    }
+  }
+}
+
+function assign(row: any, d: Record<string, any>): void {
+  for (const key in d) row[PROP[key] ?? key] = d[key];
+}
+
+function rekey<R extends Record<string, any>>(map: Map<string, R>, row: R, prop: string, d: Record<string, any>): void {
+  if (prop in d && d[prop] !== row[prop]) {
+    map.delete(row[prop]);
+    map.set(d[prop], row);
+  }
+}

@@ -1,0 +1,81 @@
+// Starts a real logbook process (the compiled dist/src/main.js) on a free port
+// with its own temporary data directory, the way a user would run it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+// dist/test/helpers → dist/src/main.js
+export const MAIN_JS = join(here, '..', '..', 'src', 'main.js');
+
+export interface Logbook {
+  url: string;
+  port: number;
+  dataDir: string;
+  child: ChildProcess;
+  output: () => string;
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+}
+
+export interface StartOptions {
+  env?: Record<string, string>;
+  dataDir?: string;
+  /** keep the data dir after stop (for restart tests) */
+  keepData?: boolean;
+}
+
+export async function startLogbook(options: StartOptions = {}): Promise<Logbook> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'logbook-test-'));
+  const env: Record<string, string> = {
+    ...process.env as Record<string, string>,
+    LOGBOOK_HOST: '127.0.0.1',
+    LOGBOOK_PORT: '0',
+    LOGBOOK_DATA_DIR: dataDir,
+    LOGBOOK_LOG_LEVEL: 'info',
+    ...options.env,
+  };
+  const child = spawn(process.execPath, [MAIN_JS], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.setEncoding('utf8');
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (d: string) => { out += d; });
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`logbook did not start:\n${out}`)), 30_000);
+    child.stdout!.on('data', (d: string) => {
+      out += d;
+      const m = /"msg":"listening"[^\n]*"port":(\d+)/.exec(out);
+      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`logbook exited with ${code}:\n${out}`)); });
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    dataDir,
+    child,
+    output: () => out,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      const code = await exited;
+      if (!options.keepData && !options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+      return code;
+    },
+  };
+}
+
+/** JSON request helper: returns status, headers and parsed body (or raw text when not JSON). */
+export async function api(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(base + path, init);
+  const text = await res.text();
+  let json: any = undefined;
+  try { json = text.length ? JSON.parse(text) : undefined; } catch { /* not JSON */ }
+  return { status: res.status, headers: res.headers, text, body: json };
+}
