@@ -139,9 +139,9 @@ export function parseTimestamp(s: string): number | undefined {
 const TWO_DIGITS: string[] = [];
 for (let i = 0; i < 100; i++) TWO_DIGITS.push(i < 10 ? '0' + i : String(i));
 
-/** Six-digit zero-padded fraction; adding 10^6 gives the padding for free. */
+/** Six-digit zero-padded fraction from three table lookups (no number→string conversion). */
 function sixDigits(us: number): string {
-  return String(us + US_PER_SECOND).slice(1);
+  return TWO_DIGITS[(us / 10000) | 0]! + TWO_DIGITS[((us / 100) | 0) % 100]! + TWO_DIGITS[us % 100]!;
 }
 
 /**
@@ -175,22 +175,23 @@ export function formatTimestamp(us: number): string {
   const days = Math.floor(sec / 86400);
   let sod = sec - days * 86400; // second of day, [0, 86399]
 
-  // Hinnant's civil_from_days.
+  // Hinnant's civil_from_days. `(x / n) | 0` is floor for these small
+  // non-negative values and cheaper than Math.floor.
   const z = days + 719468;
   const era = Math.floor(z / 146097);
   const doe = z - era * 146097; // [0, 146096]
-  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
-  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100)); // [0, 365]
-  const mp = Math.floor((5 * doy + 2) / 153); // [0, 11], March-based
-  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const yoe = ((doe - ((doe / 1460) | 0) + ((doe / 36524) | 0) - ((doe / 146096) | 0)) / 365) | 0; // [0, 399]
+  const doy = doe - (365 * yoe + ((yoe / 4) | 0) - ((yoe / 100) | 0)); // [0, 365]
+  const mp = ((5 * doy + 2) / 153) | 0; // [0, 11], March-based
+  const day = doy - (((153 * mp + 2) / 5) | 0) + 1;
   const month = mp < 10 ? mp + 3 : mp - 9;
   const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
 
-  const hour = Math.floor(sod / 3600);
+  const hour = (sod / 3600) | 0;
   sod -= hour * 3600;
-  const minute = Math.floor(sod / 60);
+  const minute = (sod / 60) | 0;
   const second = sod - minute * 60;
-  const yy = year >= 0 && year < 10000 ? TWO_DIGITS[Math.floor(year / 100)]! + TWO_DIGITS[year % 100]! : String(year);
+  const yy = year >= 0 && year < 10000 ? TWO_DIGITS[(year / 100) | 0]! + TWO_DIGITS[year % 100]! : String(year);
   return `${yy}-${TWO_DIGITS[month]}-${TWO_DIGITS[day]}T${TWO_DIGITS[hour]}:${TWO_DIGITS[minute]}:${TWO_DIGITS[second]}.${sixDigits(rem)}Z`;
 }
 
@@ -205,7 +206,7 @@ export function formatDuration(us: number): string {
   let sec = splitSeconds;
   const hours = Math.floor(sec / 3600);
   sec -= hours * 3600;
-  const minutes = Math.floor(sec / 60);
+  const minutes = (sec / 60) | 0; // sec < 3600 here
   const seconds = sec - minutes * 60;
   const hh = hours < 100 ? TWO_DIGITS[hours]! : String(hours);
   return `${negative ? '-' : ''}${hh}:${TWO_DIGITS[minutes]}:${TWO_DIGITS[seconds]}.${sixDigits(rem)}`;
