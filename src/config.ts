@@ -25,6 +25,12 @@ export interface Config {
   readonly retentionDays: number | null;
   /** seconds; null = off */
   readonly expireRunningAfter: number | null;
+  /** when a write is acknowledged: on stable storage (flush), handed to the OS (commit), or not synced (none) */
+  readonly durability: 'flush' | 'commit' | 'none';
+  /** snapshot a shard after this many journaled commands */
+  readonly snapshotEvery: number;
+  /** and at least this often (seconds) while anything changed */
+  readonly snapshotInterval: number;
 }
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -80,6 +86,11 @@ const interval: Parse<number | null> = (raw, name) => {
   return Number(m[1]) * ({ '': 1, s: 1, m: 60, h: 3600, d: 86400 } as Record<string, number>)[m[2]!]!;
 };
 
+const durability: Parse<'flush' | 'commit' | 'none'> = (raw, name) => {
+  const t = raw.trim().toLowerCase();
+  return t === 'flush' || t === 'commit' || t === 'none' ? t : fail(name, raw, 'flush, commit or none');
+};
+
 const defaultShards = Math.max(1, availableParallelism() - 1);
 
 const option = <T>(key: keyof Config, suffix: string, def: T, parse: Parse<T>, help: string): Option<T> =>
@@ -105,6 +116,9 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   option('logLevel', 'LOG_LEVEL', 'info', level, `log level: ${LOG_LEVELS.join(', ')}`),
   option('retentionDays', 'RETENTION_DAYS', null, optionalInt(1, 36_500), 'delete playbooks older than N days (off)'),
   option('expireRunningAfter', 'EXPIRE_RUNNING_AFTER', null, interval, 'mark playbooks running longer than this expired (off)'),
+  option('durability', 'DURABILITY', 'flush', durability, 'acknowledge writes once flushed to disk (flush), committed to the OS (commit), or unsynced (none)'),
+  option('snapshotEvery', 'SNAPSHOT_EVERY', 100_000, int(1, 100_000_000), 'snapshot a shard after this many journaled commands'),
+  option('snapshotInterval', 'SNAPSHOT_INTERVAL', 300, int(1, 86_400), 'seconds between snapshots while data changes'),
 ];
 
 /**

@@ -3,6 +3,7 @@
 import { ConfigError, helpText, loadConfig } from './config.js';
 import { log, setLogLevel } from './log.js';
 import { startServer } from './server.js';
+import { StoreError } from './store/front_store.js';
 import { VERSION } from './version.js';
 
 const argv = process.argv.slice(2);
@@ -19,7 +20,13 @@ try {
 setLogLevel(config.logLevel);
 
 const started = performance.now();
-const server = await startServer(config);
+let server;
+try {
+  server = await startServer(config);
+} catch (err) {
+  if (err instanceof StoreError) { process.stderr.write(`logbook: ${err.message}\n`); process.exit(2); }
+  throw err;
+}
 log.info('listening', {
   host: config.host, port: server.port, shards: config.shards, dataDir: config.dataDir,
   araCompat: config.araCompat, startupMs: Math.round(performance.now() - started),
@@ -30,7 +37,8 @@ const stop = async (signal: string) => {
   if (stopping) return;
   stopping = true;
   log.info('stopping', { signal });
-  await server.close();
+  await server!.close();
+  log.info('stopped', { signal });
   process.exit(0);
 };
 process.on('SIGTERM', () => void stop('SIGTERM'));

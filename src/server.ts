@@ -1,30 +1,62 @@
-// Wires the parts together: shards first, then the HTTP front on its port.
-// Used by main.ts and by benchmarks that want a server in-process.
+// Wires the parts together: lock the data directory, check its format, start
+// the shards (each recovers its data in parallel), rebuild the front's tables,
+// then serve. Used by main.ts and by benchmarks that want a server in-process.
 import { App, us_listen_socket_close, us_socket_local_port, type us_listen_socket } from 'uWebSockets.js';
 import type { Config } from './config.js';
 import { Front } from './http/front.js';
+import { log } from './log.js';
 import { ShardPool } from './shard/pool.js';
+import { FrontStore, lockDataDir } from './store/front_store.js';
 import { VERSION } from './version.js';
 
 export interface Server {
   port: number;
+  /** Stop accepting, let in-flight requests finish (bounded), flush, release the data dir. */
   close(): Promise<void>;
 }
 
 export async function startServer(config: Config): Promise<Server> {
-  const pool = await ShardPool.start({ shards: config.shards, compat: config.araCompat });
-  const front = new Front(config, pool, VERSION);
-  const app = App();
-  app.any('/*', (res, req) => front.onRequest(res, req));
-  const socket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
-  });
-  front.port = us_socket_local_port(socket);
-  return {
-    port: front.port,
-    async close() {
-      us_listen_socket_close(socket);
-      await pool.close();
-    },
-  };
+  const t0 = performance.now();
+  const unlock = lockDataDir(config.dataDir);
+  let store: FrontStore | null = null;
+  try {
+    store = new FrontStore(config.dataDir);
+    await store.checkFormat(config.shards, config.dataDir);
+    const { pool, ready } = await ShardPool.start({
+      shards: config.shards, compat: config.araCompat, dataDir: config.dataDir, durability: config.durability,
+      snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000,
+    });
+    const front = new Front(config, pool, VERSION, store);
+    front.recover(ready);
+    const totals = ready.reduce((a, r) => ({
+      results: a.results + r.recovery.results, events: a.events + r.recovery.eventsApplied,
+      snapshots: a.snapshots + r.recovery.snapshots, shardMs: Math.max(a.shardMs, r.recovery.ms),
+    }), { results: 0, events: 0, snapshots: 0, shardMs: 0 });
+    log.info('recovered', {
+      ms: Math.round(performance.now() - t0), slowestShardMs: Math.round(totals.shardMs), results: totals.results,
+      snapshots: totals.snapshots, journalEventsReplayed: totals.events,
+    });
+
+    const app = App();
+    app.any('/*', (res, req) => front.onRequest(res, req));
+    const socket = await new Promise<us_listen_socket>((resolve, reject) => {
+      app.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
+    });
+    front.port = us_socket_local_port(socket);
+    const frontStore = store;
+    return {
+      port: front.port,
+      async close() {
+        us_listen_socket_close(socket);
+        const deadline = Date.now() + 10_000;
+        while (pool.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        await pool.close();
+        await frontStore.close();
+        unlock();
+      },
+    };
+  } catch (err) {
+    unlock();
+    throw err;
+  }
 }

@@ -15,11 +15,12 @@ import { compileWriteValidators, type WriteMode } from '../api/schemas.js';
 import { nowMicros } from '../api/time.js';
 import { BodyNormalizer, type Normalized } from '../api/validate.js';
 import type { ReplyHandler, ShardPool } from '../shard/pool.js';
-import type { ListReply, ListRow, NewLabel, ShardToFront, WriteCommand, WriteReply } from '../shard/protocol.js';
+import type { ListReply, ListRow, ReadyMessage, ShardToFront, WriteCommand, WriteReply } from '../shard/protocol.js';
+import type { FrontStore } from '../store/front_store.js';
 import { log } from '../log.js';
 import { parseJsonBody, readBody } from './body.js';
 import { Directory } from './directory.js';
-import { Label, LabelCatalogue } from './labels.js';
+import { LabelCatalogue, type Label } from './labels.js';
 import { pageLinks, parseQuery } from './page_links.js';
 import { ALLOW_DETAIL, ALLOW_INDEX, ALLOW_LIST, reply, type Exchange } from './respond.js';
 
@@ -72,7 +73,7 @@ function allowOf(route: Route): string {
   }
 }
 
-interface WriteContext { ex: Req; shard: number; fresh: NewLabel[] | null }
+interface WriteContext { ex: Req; shard: number; claims: number[] | null }
 interface ListContext {
   ex: Req; parsed: Extract<ParsedList, { ok: true }>; remaining: number; single: boolean;
   count: number; parts: ListRow[][]; failed: ListReply | null;
@@ -80,7 +81,9 @@ interface ListContext {
 
 export class Front {
   private readonly dir = new Directory();
-  private readonly labels = new LabelCatalogue();
+  private readonly labels: LabelCatalogue;
+  /** false until every shard has recovered: requests get 503 meanwhile */
+  ready = false;
   private readonly normalizer: BodyNormalizer;
   private readonly pages: PageSettings;
   // Reply handlers are bound once: the pending table stores the handler and a
@@ -89,11 +92,25 @@ export class Front {
   private readonly onList: ReplyHandler = (r, ctx: ListContext) => this.gatherList(r, ctx);
   port = 0;
 
-  constructor(private readonly config: Config, private readonly pool: ShardPool, private readonly version: string) {
+  constructor(private readonly config: Config, private readonly pool: ShardPool, private readonly version: string, store: FrontStore | null) {
+    this.labels = new LabelCatalogue(store);
     this.normalizer = new BodyNormalizer(compileWriteValidators(), {
       ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,
     });
     this.pages = { pageSize: config.pageSize, maxPageSize: config.maxPageSize };
+  }
+
+  /** Rebuild the id allocators, the directory and the label replicas after recovery. */
+  recover(ready: ReadyMessage[]): void {
+    const maxLabel = this.labels.load();
+    this.dir.observe(0, maxLabel);
+    for (const msg of ready) {
+      msg.maxIds.forEach((id, code) => this.dir.observe(code, id));
+      msg.ids.forEach((ids, code) => { for (const id of ids) this.dir.set(code, id, msg.shard); });
+    }
+    const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
+    if (upsert.length) this.pool.broadcast({ k: 'labels', upsert, remove: [] });
+    this.ready = true;
   }
 
   /** The uWS route handler: copy what is needed out of `req`, then read the body if any. */
@@ -134,6 +151,10 @@ export class Front {
 
   private route(ex: Req, body: Buffer): void {
     const { route, method } = ex;
+    if (!this.ready) {
+      ex.extraHeaders = [['Retry-After', '1']];
+      return reply(ex, 503, route.kind === 'healthz' ? '{"status":"recovering"}' : Errors.unavailable('logbook is recovering its data; retry shortly.'));
+    }
     const read = method === 'GET' || method === 'HEAD';
     switch (route.kind) {
       case 'missing': return reply(ex, 404, Errors.notFound());
@@ -272,30 +293,37 @@ export class Front {
     if (type === 'label') {
       const label = this.labels.byId.get(id);
       if (!label) return reply(ex, 404, Errors.notFound());
-      this.labels.remove(label);
+      const persisted = this.labels.remove(label);
       this.pool.broadcast({ k: 'labels', upsert: [], remove: [id] });
-      return reply(ex, 204, null);
+      return afterDurable(persisted, () => reply(ex, 204, null), ex);
     }
     const shard = this.locate(type, id);
     if (shard < 0) return reply(ex, 404, Errors.notFound());
-    const cmd: WriteCommand = {
-      op: 'delete', type, id, put: false, set: {}, errors: null, elsewhere: null, newLabels: null, minimal: false,
-    };
-    this.pool.send(shard, { k: 'write', rid: 0, cmd }, this.onWrite, { ex, shard, fresh: null } satisfies WriteContext);
+    const cmd: WriteCommand = { op: 'delete', type, id, put: false, set: {}, errors: null, elsewhere: null, minimal: false };
+    this.pool.send(shard, { k: 'write', rid: 0, cmd }, this.onWrite, { ex, shard, claims: null } satisfies WriteContext);
   }
 
   private sendWrite(ex: Req, shard: number, op: 'create' | 'update', type: Exclude<ResourceType, 'label'>, id: number, put: boolean, n: Normalized): void {
-    let fresh: NewLabel[] | null = null;
-    if (type === 'playbook' && Array.isArray(n.set.labels)) {
-      const resolved = this.labels.resolve(n.set.labels as string[], () => this.dir.allocate('label'));
-      n.set.labels = resolved.ids;
-      fresh = resolved.fresh.length ? resolved.fresh : null;
-    }
     const cmd: WriteCommand = {
-      op, type, id, put, set: n.set, errors: n.errors, elsewhere: this.foreignKeys(type, n.set, shard),
-      newLabels: fresh, minimal: ex.minimal,
+      op, type, id, put, set: n.set, errors: n.errors, elsewhere: this.foreignKeys(type, n.set, shard), minimal: ex.minimal,
     };
-    this.pool.send(shard, { k: 'write', rid: 0, cmd }, this.onWrite, { ex, shard, fresh } satisfies WriteContext);
+    const ctx: WriteContext = { ex, shard, claims: null };
+    if (type === 'playbook' && Array.isArray(n.set.labels)) {
+      // New label names become labels first (durably), so a committed playbook
+      // never names a label that a crash could lose.
+      const resolved = this.labels.resolve(n.set.labels as string[], () => this.dir.allocate('label'), nowMicros());
+      n.set.labels = resolved.ids;
+      ctx.claims = resolved.claims.length ? resolved.claims : null;
+      if (resolved.created.length) this.pool.broadcast({ k: 'labels', upsert: resolved.created.map((l) => [l.id, l.name]), remove: [] });
+      if (resolved.persisted) {
+        resolved.persisted.then(
+          () => this.pool.send(shard, { k: 'write', rid: 0, cmd }, this.onWrite, ctx),
+          (err) => { this.storageFailed(ex, err); this.settleLabels(ctx, false); },
+        );
+        return;
+      }
+    }
+    this.pool.send(shard, { k: 'write', rid: 0, cmd }, this.onWrite, ctx);
   }
 
   /** FK fields whose id exists on another shard: the shard reports "does not belong to playbook". */
@@ -320,16 +348,24 @@ export class Front {
   private finishWrite(reply_: ShardToFront, ctx: WriteContext): void {
     // a shard that died answers with a synthesized non-write reply: no labels, no ids
     const r: WriteReply = reply_.k === 'write' ? reply_
-      : { k: 'write', rid: 0, status: (reply_ as { status: number }).status, body: (reply_ as { body: string }).body, created: null, deleted: null, labels: null };
-    if (ctx.fresh) {
-      const made = this.labels.settle(ctx.fresh, r.labels);
-      if (made.length) this.pool.broadcast({ k: 'labels', upsert: made.map((l) => [l.id, l.name]), remove: [] });
-    }
+      : { k: 'write', rid: 0, status: (reply_ as { status: number }).status, body: (reply_ as { body: string }).body, created: null, deleted: null };
+    this.settleLabels(ctx, r.status < 300);
     if (r.created) this.dir.set(r.created[0], r.created[1], ctx.shard);
     if (r.deleted) {
       for (let code = 0; code < r.deleted.length; code++) for (const id of r.deleted[code]!) this.dir.clear(code, id);
     }
     reply(ctx.ex, r.status, r.body);
+  }
+
+  private settleLabels(ctx: WriteContext, succeeded: boolean): void {
+    if (!ctx.claims) return;
+    const dropped = this.labels.settle(ctx.claims, succeeded);
+    if (dropped.length) this.pool.broadcast({ k: 'labels', upsert: [], remove: dropped.map((l) => l.id) });
+  }
+
+  private storageFailed(ex: Req, err: unknown): void {
+    log.error('label store write failed', { err: String((err as Error)?.stack ?? err) });
+    reply(ex, 503, Errors.unavailable('The write could not be stored; nothing was changed. Retry later.'));
   }
 
   // ---- labels (owned here) ---------------------------------------------------
@@ -339,16 +375,12 @@ export class Front {
     const name = n.set.name as string | undefined;
     if (name !== undefined && this.labels.taken(name, label?.id ?? 0)) return reply(ex, 400, Errors.labelExists());
     const now = nowMicros();
-    if (label === null) {
-      label = new Label(this.dir.allocate('label'), name!, now);
-      this.labels.add(label);
-    } else if (name !== undefined && name !== label.name) {
-      this.labels.rename(label, name, now);
-    } else {
-      label.updated = now;
-    }
+    let persisted: Promise<unknown> | null;
+    if (label === null) ({ label, persisted } = this.labels.create(this.dir.allocate('label'), name!, now));
+    else persisted = this.labels.touch(label, name ?? label.name, now);
     this.pool.broadcast({ k: 'labels', upsert: [[label.id, label.name]], remove: [] });
-    reply(ex, ex.method === 'POST' ? 201 : 200, ex.minimal ? `{"id":${label.id}}` : label.toJSON());
+    const body = ex.minimal ? `{"id":${label.id}}` : label.toJSON();
+    afterDurable(persisted, () => reply(ex, ex.method === 'POST' ? 201 : 200, body), ex);
   }
 
   private labelList(ex: Req, parsed: Extract<ParsedList, { ok: true }>): void {
@@ -371,6 +403,15 @@ export class Front {
     rows.sort((a, b) => compareRows(a, b, desc));
     this.envelope(ex, parsed, rows.length, rows.slice(parsed.offset, parsed.offset + parsed.limit));
   }
+}
+
+/** Answer once `persisted` is on disk (at once when there is nothing to wait for); 503 if it failed. */
+function afterDurable(persisted: Promise<unknown> | null, answer: () => void, ex: Req): void {
+  if (!persisted) return answer();
+  persisted.then(answer, (err) => {
+    log.error('label store write failed', { err: String((err as Error)?.stack ?? err) });
+    reply(ex, 503, Errors.unavailable('The write could not be stored; nothing was changed. Retry later.'));
+  });
 }
 
 function optionsBody(name: string): string {

@@ -1,13 +1,13 @@
 // The label catalogue: labels are unique by name across all playbooks, so one
-// owner (the front) keeps them. Shards hold a replica of id → name for rendering
-// playbooks; every change here is broadcast to them.
-import type { NewLabel } from '../shard/protocol.js';
+// owner (the front) keeps them, persists them (FrontStore) and broadcasts every
+// change to the shards, which hold an id → name replica for rendering playbooks.
 import { formatTimestamp } from '../api/time.js';
+import type { FrontStore } from '../store/front_store.js';
 
 export class Label {
   id: number; name: string; created: number; updated: number;
-  constructor(id: number, name: string, created: number) {
-    this.id = id; this.name = name; this.created = created; this.updated = created;
+  constructor(id: number, name: string, created: number, updated = created) {
+    this.id = id; this.name = name; this.created = created; this.updated = updated;
   }
   toJSON(): string {
     return '{"id":' + this.id + ',"created":"' + formatTimestamp(this.created) + '","updated":"'
@@ -15,67 +15,111 @@ export class Label {
   }
 }
 
-interface PendingLabel { id: number; refs: number }
+export interface Resolved {
+  ids: number[];
+  /** labels created for this write (to broadcast) */
+  created: Label[];
+  /** provisional labels this write holds a claim on */
+  claims: number[];
+  /** resolves when the created labels are durable (null: none created) */
+  persisted: Promise<unknown> | null;
+}
 
 export class LabelCatalogue {
   readonly byId = new Map<number, Label>();
   readonly byName = new Map<string, Label>();
-  /** names a playbook write in flight is creating: a second write reuses the id */
-  private readonly pending = new Map<string, PendingLabel>();
+  /**
+   * Labels created by a playbook write that has not succeeded yet, with the number
+   * of in-flight writes using them. If every such write fails, the label goes
+   * again: a refused request leaves no label behind (SPEC §6).
+   */
+  private readonly provisional = new Map<number, { refs: number }>();
 
-  /** Is a name taken (by a label, or by one being created)? */
-  taken(name: string, exceptId = 0): boolean {
-    const label = this.byName.get(name);
-    if (label && label.id !== exceptId) return true;
-    return this.pending.has(name);
+  constructor(private readonly store: FrontStore | null) {}
+
+  load(): number {
+    let max = 0;
+    if (!this.store) return max;
+    for (const [id, l] of this.store.allLabels()) {
+      this.add(new Label(id, l.name, l.created, l.updated));
+      if (id > max) max = id;
+    }
+    return max;
   }
 
-  add(label: Label): void {
+  /** Is a name taken by another label? */
+  taken(name: string, exceptId = 0): boolean {
+    const label = this.byName.get(name);
+    return label !== undefined && label.id !== exceptId;
+  }
+
+  private add(label: Label): void {
     this.byId.set(label.id, label);
     this.byName.set(label.name, label);
   }
 
-  rename(label: Label, name: string, now: number): void {
-    this.byName.delete(label.name);
-    label.name = name;
-    label.updated = now;
-    this.byName.set(name, label);
+  private persist(label: Label): Promise<unknown> | null {
+    return this.store ? this.store.putLabel(label.id, { name: label.name, created: label.created, updated: label.updated }) : null;
   }
 
-  remove(label: Label): void {
+  create(id: number, name: string, now: number): { label: Label; persisted: Promise<unknown> | null } {
+    const label = new Label(id, name, now);
+    this.add(label);
+    this.provisional.delete(id);
+    return { label, persisted: this.persist(label) };
+  }
+
+  touch(label: Label, name: string, now: number): Promise<unknown> | null {
+    if (name !== label.name) {
+      this.byName.delete(label.name);
+      label.name = name;
+      this.byName.set(name, label);
+    }
+    label.updated = now;
+    this.provisional.delete(label.id);
+    return this.persist(label);
+  }
+
+  remove(label: Label): Promise<unknown> | null {
     this.byId.delete(label.id);
     this.byName.delete(label.name);
+    this.provisional.delete(label.id);
+    return this.store ? this.store.removeLabel(label.id) : null;
   }
 
-  /**
-   * Names → ids for a playbook write. Unknown names get an id now but become
-   * labels only when the write commits (confirm), so a refused write leaves none.
-   */
-  resolve(names: string[], allocate: () => number): { ids: number[]; fresh: NewLabel[] } {
-    const ids: number[] = [];
-    const fresh: NewLabel[] = [];
+  /** Names → ids for a playbook write; unknown names become provisional labels now. */
+  resolve(names: string[], allocate: () => number, now: number): Resolved {
+    const out: Resolved = { ids: [], created: [], claims: [], persisted: null };
+    const writes: Promise<unknown>[] = [];
     for (const name of names) {
-      const label = this.byName.get(name);
-      if (label) { ids.push(label.id); continue; }
-      let pending = this.pending.get(name);
-      if (!pending) { pending = { id: allocate(), refs: 0 }; this.pending.set(name, pending); }
-      pending.refs++;
-      ids.push(pending.id);
-      fresh.push({ id: pending.id, name });
+      let label = this.byName.get(name);
+      if (!label) {
+        label = new Label(allocate(), name, now);
+        this.add(label);
+        this.provisional.set(label.id, { refs: 0 });
+        out.created.push(label);
+        const p = this.persist(label);
+        if (p) writes.push(p);
+      }
+      const claim = this.provisional.get(label.id);
+      if (claim) { claim.refs++; out.claims.push(label.id); }
+      out.ids.push(label.id);
     }
-    return { ids, fresh };
+    if (writes.length) out.persisted = Promise.all(writes);
+    return out;
   }
 
-  /** The write that carried `fresh` finished; `created` lists the labels it made real. */
-  settle(fresh: NewLabel[], created: Array<[number, string, number]> | null): Label[] {
-    const made: Label[] = [];
-    for (const [id, name, at] of created ?? []) {
-      if (!this.byId.has(id)) { const label = new Label(id, name, at); this.add(label); made.push(label); }
+  /** The write holding `claims` finished; returns the labels removed because nothing used them. */
+  settle(claims: number[], succeeded: boolean): Label[] {
+    const dropped: Label[] = [];
+    for (const id of claims) {
+      const claim = this.provisional.get(id);
+      if (!claim) continue;
+      claim.refs--;
+      if (succeeded) { this.provisional.delete(id); continue; }
+      const label = this.byId.get(id);
+      if (claim.refs <= 0 && label) { void this.remove(label); dropped.push(label); }
     }
-    for (const { name } of fresh) {
-      const pending = this.pending.get(name);
-      if (pending && --pending.refs <= 0) this.pending.delete(name);
-    }
-    return made;
+    return dropped;
   }
 }

@@ -5,7 +5,8 @@ import { createHash } from 'node:crypto';
 import { DISPLAY_NAME, WRITE_FIELDS, type ResourceType } from '../api/resources.js';
 import { Errors } from '../api/errors.js';
 import type { FieldErrors, WriteCommand } from './protocol.js';
-import type { Event, EventType, ShardState, Aggregate } from './state.js';
+import type { EventType, ShardState, Aggregate } from './state.js';
+import type { Event } from './state.js';
 
 export type Decision =
   | { ok: true; events: Event[]; status: number; type: EventType; id: number }
@@ -21,7 +22,10 @@ export function decide(state: ShardState, cmd: WriteCommand, now: number): Decis
     const exists = type === 'playbook' ? state.aggregates.has(cmd.id) : state.index(type).has(cmd.id);
     if (!exists) return refuse(404, Errors.notFound());
   }
-  if (op === 'delete') return { ok: true, events: [{ e: 'delete', t: type, id: cmd.id }], status: 204, type, id: cmd.id };
+  const owner = (row: any): number => (type === 'playbook' ? cmd.id : row.playbook);
+  if (op === 'delete') {
+    return { ok: true, events: [{ e: 'delete', t: type, p: owner(state.index(type).get(cmd.id)), id: cmd.id }], status: 204, type, id: cmd.id };
+  }
 
   const errors: FieldErrors = cmd.errors ? { ...cmd.errors } : {};
   const set = cmd.set;
@@ -60,9 +64,7 @@ export function decide(state: ShardState, cmd: WriteCommand, now: number): Decis
     const conflict = agg ? uniqueConflict(type, agg, d, current) : null;
     if (conflict) return refuse(400, conflict);
     d.updated = now;
-    const events = labelEvents(cmd, now);
-    events.push({ e: 'update', t: type, id: cmd.id, d });
-    return { ok: true, events, status: 200, type, id: cmd.id };
+    return { ok: true, events: [{ e: 'update', t: type, p: owner(current), id: cmd.id, d }], status: 200, type, id: cmd.id };
   }
 
   // get-or-create and uniqueness on create
@@ -83,15 +85,7 @@ export function decide(state: ShardState, cmd: WriteCommand, now: number): Decis
   d.created = now;
   d.updated = now;
   if (d.started === undefined) d.started = now;
-  const events = labelEvents(cmd, now);
-  events.push({ e: 'create', t: type, d });
-  return { ok: true, events, status: 201, type, id: cmd.id };
-}
-
-/** Labels a playbook write brings into being travel in its own events, so they
- * exist exactly when the write does (no half-created labels). */
-function labelEvents(cmd: WriteCommand, now: number): Event[] {
-  return cmd.newLabels?.length ? [{ e: 'labels', add: cmd.newLabels.map((l) => [l.id, l.name, now]) }] : [];
+  return { ok: true, events: [{ e: 'create', t: type, p: type === 'playbook' ? cmd.id : d.playbook, d }], status: 201, type, id: cmd.id };
 }
 
 function checkForeignKeys(state: ShardState, agg: Aggregate, cmd: WriteCommand, errors: FieldErrors): void {

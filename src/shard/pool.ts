@@ -3,14 +3,15 @@
 // failed at once so no HTTP request is left hanging.
 import { Worker } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
-import { decode, encode, type FrontToShard, type ShardInit, type ShardToFront } from './protocol.js';
+import { log } from '../log.js';
+import { decode, encode, type FrontToShard, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
 
 /** Called with the shard's reply (or a synthesized 503 when the shard is gone). */
 export type ReplyHandler = (reply: ShardToFront, context: any) => void;
 
 interface Pending { handler: ReplyHandler; context: any; shard: number }
 
-export interface PoolOptions { shards: number; compat: boolean }
+export type PoolOptions = Omit<ShardInit, 'shard'>;
 
 export class ShardPool {
   readonly size: number;
@@ -21,35 +22,40 @@ export class ShardPool {
 
   private constructor(size: number) { this.size = size; }
 
-  static async start(options: PoolOptions): Promise<ShardPool> {
+  /** Start every shard; resolves when all have recovered, with what they report. */
+  static async start(options: PoolOptions): Promise<{ pool: ShardPool; ready: ReadyMessage[] }> {
     const pool = new ShardPool(options.shards);
     const url = new URL('./worker.js', import.meta.url);
-    await Promise.all(Array.from({ length: options.shards }, (_, shard) => new Promise<void>((resolve, reject) => {
-      const init: ShardInit = { shard, shards: options.shards, compat: options.compat };
+    const ready = await Promise.all(Array.from({ length: options.shards }, (_, shard) => new Promise<ReadyMessage>((resolve, reject) => {
+      const init: ShardInit = { ...options, shard };
       const worker = new Worker(url, { workerData: init });
       pool.workers[shard] = worker;
-      let ready = false;
+      let started = false;
       worker.on('message', (bytes: Uint8Array) => {
         const msg = decode<ShardToFront>(bytes);
-        if (msg.k === 'ready') { ready = true; resolve(); return; }
+        if (msg.k === 'ready') { started = true; resolve(msg); return; }
+        if (msg.k === 'failed') { reject(new Error(`shard ${shard}: ${msg.error}`)); return; }
         pool.onReply(msg);
       });
       worker.on('error', (err) => {
-        console.error(JSON.stringify({ level: 'error', msg: 'shard worker error', shard, err: String(err?.stack ?? err) }));
-        if (!ready) reject(err);
+        log.error('shard worker error', { shard, err: String(err?.stack ?? err) });
+        if (!started) reject(err);
       });
       worker.on('exit', (code) => {
         pool.failPending(shard);
-        if (!pool.closing) console.error(JSON.stringify({ level: 'error', msg: 'shard worker exited', shard, code }));
+        if (!started) reject(new Error(`shard ${shard} exited during start-up (code ${code})`));
+        else if (!pool.closing) log.error('shard worker exited', { shard, code });
       });
     })));
-    return pool;
+    return { pool, ready };
   }
 
   /** Shard that owns a playbook. */
   shardOf(playbookId: number): number {
     return playbookId % this.size;
   }
+
+  get inFlight(): number { return this.pending.size; }
 
   send(shard: number, message: FrontToShard, handler: ReplyHandler | null, context?: unknown): void {
     if (handler) {
@@ -66,7 +72,7 @@ export class ShardPool {
   }
 
   private onReply(reply: ShardToFront): void {
-    if (reply.k === 'ready') return;
+    if (reply.k === 'ready' || reply.k === 'failed') return;
     const entry = this.pending.get(reply.rid);
     if (!entry) return;
     this.pending.delete(reply.rid);
@@ -81,8 +87,13 @@ export class ShardPool {
     }
   }
 
+  /** Let every shard finish and flush its writes, then stop the workers. */
   async close(): Promise<void> {
     this.closing = true;
-    await Promise.all(this.workers.map((w) => w.terminate()));
+    await Promise.all(this.workers.map((worker, shard) => new Promise<void>((resolve) => {
+      const timer = setTimeout(() => { void worker.terminate(); }, 10_000);
+      worker.once('exit', () => { clearTimeout(timer); resolve(); });
+      this.send(shard, { k: 'close' }, null);
+    })));
   }
 }

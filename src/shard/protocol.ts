@@ -6,9 +6,6 @@ import type { ResourceType, FilterKind } from '../api/resources.js';
 
 export type FieldErrors = Record<string, string[]>;
 
-/** A label the front allocated for a playbook write; it exists once that write commits. */
-export interface NewLabel { id: number; name: string }
-
 export interface WriteCommand {
   op: 'create' | 'update' | 'delete';
   type: Exclude<ResourceType, 'label'>;
@@ -22,7 +19,6 @@ export interface WriteCommand {
   errors: FieldErrors | null;
   /** FK fields whose id exists but lives on another shard (so: another playbook) */
   elsewhere: string[] | null;
-  newLabels: NewLabel[] | null;
   /** `Prefer: return=minimal` */
   minimal: boolean;
 }
@@ -48,7 +44,9 @@ export type FrontToShard =
   | { k: 'write'; rid: number; cmd: WriteCommand }
   | { k: 'get'; rid: number; type: Exclude<ResourceType, 'label'>; id: number }
   | { k: 'list'; rid: number; q: ListQuery }
-  | { k: 'labels'; upsert: Array<[number, string]>; remove: number[] };
+  | { k: 'labels'; upsert: Array<[number, string]>; remove: number[] }
+  /** finish pending commits, flush, close the store and exit */
+  | { k: 'close' };
 
 export interface WriteReply {
   k: 'write';
@@ -59,8 +57,6 @@ export interface WriteReply {
   created: [number, number] | null;
   /** ids removed by a delete, per type code (cascades included) */
   deleted: number[][] | null;
-  /** labels this write made real, with their creation time */
-  labels: Array<[number, string, number]> | null;
 }
 
 export interface GetReply { k: 'get'; rid: number; status: number; body: string }
@@ -69,13 +65,32 @@ export interface GetReply { k: 'get'; rid: number; status: number; body: string 
 export type ListRow = Array<number | string | boolean | null>;
 export interface ListReply { k: 'list'; rid: number; count: number; rows: ListRow[]; status: number; body: string | null }
 
-export type ShardToFront = WriteReply | GetReply | ListReply | { k: 'ready'; shard: number };
+/** Sent once recovery is complete: what the front needs to rebuild its directory. */
+export interface ReadyMessage {
+  k: 'ready';
+  shard: number;
+  /** highest id ever created per type code (deleted ones included) */
+  maxIds: number[];
+  /** ids of live records per type code */
+  ids: number[][];
+  recovery: { snapshots: number; journalEntries: number; eventsApplied: number; ms: number; results: number };
+}
+
+/** A shard could not start (e.g. its store would not open or recover). */
+export interface FailedMessage { k: 'failed'; shard: number; error: string }
+
+export type ShardToFront = WriteReply | GetReply | ListReply | ReadyMessage | FailedMessage;
 
 /** Worker start-up data (workerData). */
 export interface ShardInit {
   shard: number;
   shards: number;
   compat: boolean;
+  /** null: keep everything in memory (no persistence) */
+  dataDir: string | null;
+  durability: 'flush' | 'commit' | 'none';
+  snapshotEvery: number;
+  snapshotIntervalMs: number;
 }
 
 // Plain maps rather than records: the messages are few and small beside the JSON

@@ -1,12 +1,16 @@
 // In-memory rows of a playbook aggregate. Every field is assigned in the
 // constructor so V8 gives each class one stable hidden shape. Timestamps are µs
-// since the epoch; JSON values are the client's minified JSON text.
+// since the epoch. Large JSON values (arguments, facts, content, value, file
+// text) are not here: they live in the blob store (src/store/blobs.ts).
+// Each class also converts to and from a positional array for snapshots.
+
+const NO_IDS: readonly number[] = Object.freeze([]) as readonly number[];
 
 export class PlaybookRow {
   id: number; created: number; updated: number;
   started: number; ended: number | null;
   name: string | null; runnerVersion: string; status: string; path: string;
-  arguments: string; labels: number[];
+  labels: number[];
   controller: string | null; user: string | null;
   /** JSON of summary(playbook), rebuilt lazily after any change (null = stale) */
   summaryCache: string | null;
@@ -14,9 +18,17 @@ export class PlaybookRow {
     this.id = d.id; this.created = d.created; this.updated = d.updated;
     this.started = d.started; this.ended = d.ended ?? null;
     this.name = d.name ?? null; this.runnerVersion = d.runner_version; this.status = d.status ?? 'unknown';
-    this.path = d.path; this.arguments = d.arguments ?? '{}'; this.labels = d.labels ?? [];
+    this.path = d.path; this.labels = d.labels ?? [];
     this.controller = d.controller ?? null; this.user = d.user ?? null;
     this.summaryCache = null;
+  }
+  toArray(): unknown[] {
+    return [this.id, this.created, this.updated, this.started, this.ended, this.name, this.runnerVersion,
+      this.status, this.path, this.labels, this.controller, this.user];
+  }
+  static fromArray(a: any[]): PlaybookRow {
+    return new PlaybookRow({ id: a[0], created: a[1], updated: a[2], started: a[3], ended: a[4], name: a[5],
+      runner_version: a[6], status: a[7], path: a[8], labels: a[9], controller: a[10], user: a[11] });
   }
 }
 
@@ -31,6 +43,13 @@ export class PlayRow {
     this.started = d.started; this.ended = d.ended ?? null;
     this.name = d.name ?? null; this.uuid = d.uuid; this.status = d.status ?? 'unknown';
     this.tasks = 0; this.results = 0;
+  }
+  toArray(): unknown[] {
+    return [this.id, this.playbook, this.created, this.updated, this.started, this.ended, this.name, this.uuid, this.status];
+  }
+  static fromArray(a: any[]): PlayRow {
+    return new PlayRow({ id: a[0], playbook: a[1], created: a[2], updated: a[3], started: a[4], ended: a[5],
+      name: a[6], uuid: a[7], status: a[8] });
   }
 }
 
@@ -48,17 +67,33 @@ export class TaskRow {
     this.tags = d.tags ?? '[]'; this.status = d.status ?? 'unknown';
     this.results = 0;
   }
+  toArray(): unknown[] {
+    return [this.id, this.playbook, this.play, this.file, this.created, this.updated, this.started, this.ended,
+      this.name, this.action, this.lineno, this.handler, this.tags, this.status];
+  }
+  static fromArray(a: any[]): TaskRow {
+    return new TaskRow({ id: a[0], playbook: a[1], play: a[2], file: a[3], created: a[4], updated: a[5], started: a[6],
+      ended: a[7], name: a[8], action: a[9], lineno: a[10], handler: a[11], tags: a[12], status: a[13] });
+  }
 }
 
 export class HostRow {
   id: number; playbook: number; created: number; updated: number;
-  name: string; facts: string;
+  name: string;
   changed: number; failed: number; ok: number; skipped: number; unreachable: number;
   constructor(d: Record<string, any>) {
     this.id = d.id; this.playbook = d.playbook; this.created = d.created; this.updated = d.updated;
-    this.name = d.name; this.facts = d.facts ?? '{}';
+    this.name = d.name;
     this.changed = d.changed ?? 0; this.failed = d.failed ?? 0; this.ok = d.ok ?? 0;
     this.skipped = d.skipped ?? 0; this.unreachable = d.unreachable ?? 0;
+  }
+  toArray(): unknown[] {
+    return [this.id, this.playbook, this.created, this.updated, this.name,
+      this.changed, this.failed, this.ok, this.skipped, this.unreachable];
+  }
+  static fromArray(a: any[]): HostRow {
+    return new HostRow({ id: a[0], playbook: a[1], created: a[2], updated: a[3], name: a[4],
+      changed: a[5], failed: a[6], ok: a[7], skipped: a[8], unreachable: a[9] });
   }
 }
 
@@ -67,30 +102,47 @@ export class ResultRow {
   created: number; updated: number; started: number; ended: number | null;
   /** the stored status; the shown one is derived (see shownStatus) */
   status: string; changed: boolean; ignoreErrors: boolean;
-  content: string; delegatedTo: number[];
+  delegatedTo: readonly number[];
   constructor(d: Record<string, any>) {
     this.id = d.id; this.playbook = d.playbook; this.play = d.play; this.task = d.task; this.host = d.host;
     this.created = d.created; this.updated = d.updated; this.started = d.started; this.ended = d.ended ?? null;
     this.status = d.status ?? 'unknown'; this.changed = d.changed ?? false; this.ignoreErrors = d.ignore_errors ?? false;
-    this.content = d.content ?? '{}'; this.delegatedTo = d.delegated_to ?? [];
+    // most results are delegated nowhere: share one frozen empty list
+    this.delegatedTo = d.delegated_to?.length ? d.delegated_to : NO_IDS;
+  }
+  toArray(): unknown[] {
+    return [this.id, this.playbook, this.play, this.task, this.host, this.created, this.updated, this.started,
+      this.ended, this.status, this.changed, this.ignoreErrors, this.delegatedTo];
+  }
+  static fromArray(a: any[]): ResultRow {
+    return new ResultRow({ id: a[0], playbook: a[1], play: a[2], task: a[3], host: a[4], created: a[5], updated: a[6],
+      started: a[7], ended: a[8], status: a[9], changed: a[10], ignore_errors: a[11], delegated_to: a[12] });
   }
 }
 
 export class FileRow {
   id: number; playbook: number; created: number; updated: number;
-  path: string; sha1: string; content: string;
+  path: string; sha1: string;
   constructor(d: Record<string, any>) {
     this.id = d.id; this.playbook = d.playbook; this.created = d.created; this.updated = d.updated;
-    this.path = d.path; this.sha1 = d.sha1; this.content = d.content;
+    this.path = d.path; this.sha1 = d.sha1;
+  }
+  toArray(): unknown[] { return [this.id, this.playbook, this.created, this.updated, this.path, this.sha1]; }
+  static fromArray(a: any[]): FileRow {
+    return new FileRow({ id: a[0], playbook: a[1], created: a[2], updated: a[3], path: a[4], sha1: a[5] });
   }
 }
 
 export class RecordRow {
   id: number; playbook: number; created: number; updated: number;
-  key: string; type: string; value: string;
+  key: string; type: string;
   constructor(d: Record<string, any>) {
     this.id = d.id; this.playbook = d.playbook; this.created = d.created; this.updated = d.updated;
-    this.key = d.key; this.type = d.type; this.value = d.value ?? '""';
+    this.key = d.key; this.type = d.type;
+  }
+  toArray(): unknown[] { return [this.id, this.playbook, this.created, this.updated, this.key, this.type]; }
+  static fromArray(a: any[]): RecordRow {
+    return new RecordRow({ id: a[0], playbook: a[1], created: a[2], updated: a[3], key: a[4], type: a[5] });
   }
 }
 

@@ -3,6 +3,7 @@
 // arguments, tags, value) are spliced in as the text the client sent.
 import { formatTimestamp, formatDuration } from '../api/time.js';
 import type { Aggregate, ShardState } from './state.js';
+import { BLOB_DEFAULT, blobKey, type BlobReader } from '../store/blobs.js';
 import {
   shownStatus, type PlaybookRow, type PlayRow, type TaskRow, type HostRow,
   type ResultRow, type FileRow, type RecordRow,
@@ -22,7 +23,11 @@ const stamps = (row: { created: number; updated: number }): string =>
 export type Form = 'list' | 'detail' | 'write';
 
 export class Serializer {
-  constructor(private readonly state: ShardState, private readonly compat: boolean) {}
+  constructor(private readonly state: ShardState, private readonly blobs: BlobReader, private readonly compat: boolean) {}
+
+  private blob(key: string, fallback: string): string {
+    return this.blobs.getBlob(key) ?? fallback;
+  }
 
   /** Extra keys ARA 1.5 clients read (SPEC §9); empty with compat mode off. */
   private compatPlaybook(pb: PlaybookRow): string {
@@ -66,7 +71,7 @@ export class Serializer {
 
   playbook(agg: Aggregate, form: Form): string {
     const pb = agg.playbook;
-    const head = '{"id":' + pb.id + ',"items":' + this.playbookItems(agg) + ',"arguments":' + pb.arguments
+    const head = '{"id":' + pb.id + ',"items":' + this.playbookItems(agg) + ',"arguments":' + this.blob(blobKey.arguments(pb.id), BLOB_DEFAULT.arguments)
       + ',"labels":' + this.labels(pb) + ',';
     // list rows have no created/updated (compat mode adds them); detail and write responses do
     const middle = form === 'list' && !this.compat ? '' : stamps(pb) + ',';
@@ -137,8 +142,8 @@ export class Serializer {
     const tail = ',' + stamps(h) + ',"name":' + str(h.name) + this.hostCounters(h);
     switch (form) {
       case 'list': return '{"id":' + h.id + ',"playbook":' + h.playbook + tail + '}';
-      case 'detail': return '{"id":' + h.id + ',"playbook":' + this.playbookSummary(agg) + ',"facts":' + h.facts + tail + '}';
-      case 'write': return '{"id":' + h.id + ',"facts":' + h.facts + tail + ',"playbook":' + h.playbook + '}';
+      case 'detail': return '{"id":' + h.id + ',"playbook":' + this.playbookSummary(agg) + ',"facts":' + this.blob(blobKey.facts(h.id), BLOB_DEFAULT.facts) + tail + '}';
+      case 'write': return '{"id":' + h.id + ',"facts":' + this.blob(blobKey.facts(h.id), BLOB_DEFAULT.facts) + tail + ',"playbook":' + h.playbook + '}';
     }
   }
 
@@ -163,10 +168,11 @@ export class Serializer {
           + ',"play":' + (play ? this.playSummary(play) : 'null')
           + ',"task":' + (task ? this.taskSummary(agg, task) : 'null')
           + ',"host":' + (host ? this.hostSummary(host) : 'null')
-          + ',"content":' + r.content + ',' + stamps(r) + ',' + timing(r) + this.resultFlags(r) + this.delegated(r) + '}';
+          + ',"content":' + this.blob(blobKey.content(r.id), BLOB_DEFAULT.content) + ',' + stamps(r) + ',' + timing(r)
+          + this.resultFlags(r) + this.delegated(r) + '}';
       }
       case 'write':
-        return head + ',"content":' + r.content + ',' + stamps(r) + ',' + timing(r) + this.resultFlags(r)
+        return head + ',"content":' + this.blob(blobKey.content(r.id), BLOB_DEFAULT.content) + ',' + stamps(r) + ',' + timing(r) + this.resultFlags(r)
           + ',"host":' + r.host + ',"task":' + r.task + ',"play":' + r.play + ',"playbook":' + r.playbook
           + this.delegated(r) + '}';
     }
@@ -179,19 +185,23 @@ export class Serializer {
           + this.compatStamps(f) + '}';
       case 'detail':
         return '{"id":' + f.id + ',"sha1":"' + f.sha1 + '","playbook":' + this.playbookSummary(agg)
-          + ',"content":' + JSON.stringify(f.content) + ',' + stamps(f) + ',"path":' + str(f.path) + '}';
+          + ',"content":' + this.fileText(f) + ',' + stamps(f) + ',"path":' + str(f.path) + '}';
       case 'write':
-        return '{"id":' + f.id + ',"sha1":"' + f.sha1 + '","content":' + JSON.stringify(f.content) + ',' + stamps(f)
+        return '{"id":' + f.id + ',"sha1":"' + f.sha1 + '","content":' + this.fileText(f) + ',' + stamps(f)
           + ',"path":' + str(f.path) + ',"playbook":' + f.playbook + '}';
     }
+  }
+
+  private fileText(f: FileRow): string {
+    return JSON.stringify(this.blobs.getBlob(blobKey.file(f.sha1)) ?? '');
   }
 
   record(agg: Aggregate, r: RecordRow, form: Form): string {
     const tail = ',"key":' + str(r.key) + ',"type":' + str(r.type);
     switch (form) {
       case 'list': return '{"id":' + r.id + ',"playbook":' + r.playbook + tail + this.compatStamps(r) + '}';
-      case 'detail': return '{"id":' + r.id + ',"playbook":' + this.playbookSummary(agg) + ',"value":' + r.value + ',' + stamps(r) + tail + '}';
-      case 'write': return '{"id":' + r.id + ',"value":' + r.value + ',' + stamps(r) + tail + ',"playbook":' + r.playbook + '}';
+      case 'detail': return '{"id":' + r.id + ',"playbook":' + this.playbookSummary(agg) + ',"value":' + this.blob(blobKey.value(r.id), BLOB_DEFAULT.value) + ',' + stamps(r) + tail + '}';
+      case 'write': return '{"id":' + r.id + ',"value":' + this.blob(blobKey.value(r.id), BLOB_DEFAULT.value) + ',' + stamps(r) + tail + ',"playbook":' + r.playbook + '}';
     }
   }
 

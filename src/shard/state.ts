@@ -9,12 +9,12 @@ import {
 
 export type EventType = 'playbook' | ChildType;
 
-/** Events are what the journal stores. Field names are the wire names. */
+/** Events are what the journal stores. Field names are the wire names; `p` is
+ * the playbook the event belongs to (recovery skips what a snapshot covers). */
 export type Event =
-  | { e: 'create'; t: EventType; d: Record<string, any> }
-  | { e: 'update'; t: EventType; id: number; d: Record<string, any> }
-  | { e: 'delete'; t: EventType; id: number }
-  | { e: 'labels'; add: Array<[number, string, number]> };
+  | { e: 'create'; t: EventType; p: number; d: Record<string, any> }
+  | { e: 'update'; t: EventType; p: number; id: number; d: Record<string, any> }
+  | { e: 'delete'; t: EventType; p: number; id: number };
 
 export class Aggregate {
   readonly playbook: PlaybookRow;
@@ -49,6 +49,14 @@ export class ShardState {
   readonly records = new Map<number, RecordRow>();
   /** replica of the label catalogue the front owns: id → name */
   readonly labels = new Map<number, string>();
+  /** highest id ever created per type code: ids are never reused, even after deletes */
+  readonly maxIds: number[] = [0, 0, 0, 0, 0, 0, 0, 0];
+  /** files per content hash: the file blob goes when the last file using it goes */
+  readonly fileRefs = new Map<string, number>();
+  /** hashes whose last file went during apply; the shard drains this to delete blobs */
+  releasedFiles: string[] = [];
+  /** playbooks changed since their last snapshot */
+  readonly dirty = new Set<number>();
 
   index(t: EventType): Map<number, any> {
     switch (t) {
@@ -68,17 +76,17 @@ export class ShardState {
   }
 
   apply(ev: Event): Removed | null {
+    this.dirty.add(ev.p);
     switch (ev.e) {
       case 'create': this.create(ev.t, ev.d); return null;
       case 'update': this.update(ev.t, ev.id, ev.d); return null;
       case 'delete': return this.remove(ev.t, ev.id);
-      case 'labels':
-        for (const [id, name] of ev.add) this.labels.set(id, name);
-        return null;
     }
   }
 
   private create(t: EventType, d: Record<string, any>): void {
+    const code = TYPE_CODE[t];
+    if (d.id > this.maxIds[code]!) this.maxIds[code] = d.id;
     if (t === 'playbook') {
       this.aggregates.set(d.id, new Aggregate(new PlaybookRow(d)));
       return;
@@ -111,6 +119,7 @@ export class ShardState {
       case 'file': {
         const row = new FileRow(d);
         agg.files.set(row.id, row); this.files.set(row.id, row); agg.fileByPath.set(row.path, row);
+        this.refFile(row.sha1, 1);
         break;
       }
       case 'record': {
@@ -152,7 +161,11 @@ export class ShardState {
         assign(row, d);
         break;
       case 'host': rekey(agg.hostByName, row, 'name', d); assign(row, d); break;
-      case 'file': rekey(agg.fileByPath, row, 'path', d); assign(row, d); break;
+      case 'file':
+        rekey(agg.fileByPath, row, 'path', d);
+        if ('sha1' in d && d.sha1 !== row.sha1) { this.refFile(row.sha1, -1); this.refFile(d.sha1, 1); }
+        assign(row, d);
+        break;
       case 'record': rekey(agg.recordByKey, row, 'key', d); assign(row, d); break;
       default: assign(row, d);
     }
@@ -167,7 +180,9 @@ export class ShardState {
         const ids = removed[TYPE_CODE[type]]!;
         for (const rowId of (agg as any)[type + 's'].keys()) { index.delete(rowId); ids.push(rowId); }
       }
+      for (const file of agg.files.values()) this.refFile(file.sha1, -1);
       this.aggregates.delete(id);
+      this.dirty.delete(id);
       removed[TYPE_CODE.playbook]!.push(id);
       return removed;
     }
@@ -194,7 +209,9 @@ export class ShardState {
     switch (t) {
       case 'play': agg.plays.delete(id); this.plays.delete(id); break;
       case 'host': agg.hosts.delete(id); this.hosts.delete(id); agg.hostByName.delete(row.name); break;
-      case 'file': agg.files.delete(id); this.files.delete(id); agg.fileByPath.delete(row.path); break;
+      case 'file':
+        agg.files.delete(id); this.files.delete(id); agg.fileByPath.delete(row.path); this.refFile(row.sha1, -1);
+        break;
       case 'record': agg.records.delete(id); this.records.delete(id); agg.recordByKey.delete(row.key); break;
       case 'result': this.dropResult(agg, row, removed); return removed;
       case 'task': return removed;
@@ -207,6 +224,38 @@ export class ShardState {
     this.linkResult(agg, r, -1);
     agg.results.delete(r.id); this.results.delete(r.id);
     removed[TYPE_CODE.result]!.push(r.id);
+  }
+
+  private refFile(sha1: string, delta: 1 | -1): void {
+    const n = (this.fileRefs.get(sha1) ?? 0) + delta;
+    if (n > 0) { this.fileRefs.set(sha1, n); return; }
+    this.fileRefs.delete(sha1);
+    this.releasedFiles.push(sha1);
+  }
+
+  /** Install an aggregate read from a snapshot; derived counters are recounted. */
+  load(pb: PlaybookRow, rows: { plays: PlayRow[]; tasks: TaskRow[]; hosts: HostRow[]; results: ResultRow[]; files: FileRow[]; records: RecordRow[] }): void {
+    const agg = new Aggregate(pb);
+    this.aggregates.set(pb.id, agg);
+    const bump = (code: number, id: number) => { if (id > this.maxIds[code]!) this.maxIds[code] = id; };
+    bump(TYPE_CODE.playbook, pb.id);
+    for (const r of rows.plays) { agg.plays.set(r.id, r); this.plays.set(r.id, r); bump(TYPE_CODE.play, r.id); }
+    for (const r of rows.files) {
+      agg.files.set(r.id, r); this.files.set(r.id, r); agg.fileByPath.set(r.path, r);
+      this.fileRefs.set(r.sha1, (this.fileRefs.get(r.sha1) ?? 0) + 1); bump(TYPE_CODE.file, r.id);
+    }
+    for (const r of rows.tasks) {
+      agg.tasks.set(r.id, r); this.tasks.set(r.id, r); bump(TYPE_CODE.task, r.id);
+      const play = agg.plays.get(r.play); if (play) play.tasks++;
+    }
+    for (const r of rows.hosts) { agg.hosts.set(r.id, r); this.hosts.set(r.id, r); agg.hostByName.set(r.name, r); bump(TYPE_CODE.host, r.id); }
+    for (const r of rows.results) {
+      agg.results.set(r.id, r); this.results.set(r.id, r); bump(TYPE_CODE.result, r.id);
+      // host counters are stored as they were (they may have been overridden); items are recounted
+      const play = agg.plays.get(r.play); if (play) play.results++;
+      const task = agg.tasks.get(r.task); if (task) task.results++;
+    }
+    for (const r of rows.records) { agg.records.set(r.id, r); this.records.set(r.id, r); agg.recordByKey.set(r.key, r); bump(TYPE_CODE.record, r.id); }
   }
 
   /** A label was renamed or deleted on the front: drop cached summaries that show it. */

@@ -1,32 +1,81 @@
-// Worker-thread entry of a shard: decode a message, let the Shard handle it,
-// encode the reply. A bug while handling one message answers that request 500
-// and the shard keeps serving (the front never hangs on it).
+// Worker-thread entry of a shard: open and recover its store, report to the
+// front, then decode messages, let the Shard handle them and encode the replies.
+// A bug while handling one message answers that request 500 and the shard keeps
+// serving; a failed commit makes the shard rebuild its state from disk.
 import { parentPort, workerData } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
+import { TYPE_CODE } from '../api/resources.js';
+import { LmdbShardStore, MemoryStore, type ShardStore } from '../store/shard_store.js';
 import { Shard } from './shard.js';
-import { decode, encode, type FrontToShard, type ShardInit } from './protocol.js';
+import { ShardState } from './state.js';
+import { decode, encode, type FrontToShard, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
 
 const init = workerData as ShardInit;
-const shard = new Shard({ compat: init.compat });
 const port = parentPort!;
+
+function post(message: ShardToFront): void {
+  const out = encode(message);
+  port.postMessage(out, [out.buffer as ArrayBuffer]);
+}
+
+function logError(msg: string, err: unknown): void {
+  console.error(JSON.stringify({ level: 'error', time: new Date().toISOString(), msg, shard: init.shard, err: String((err as Error)?.stack ?? err) }));
+}
+
+let store: ShardStore;
+let shard: Shard;
+try {
+  const lmdb = init.dataDir === null ? null : new LmdbShardStore(init.dataDir, init.shard, init.durability);
+  store = lmdb ?? new MemoryStore();
+  shard = new Shard({
+    compat: init.compat, store, snapshotEvery: init.snapshotEvery, onReply: post,
+    onStorageFailure: (err) => {
+      logError('commit failed; rebuilding the shard from disk', err);
+      if (lmdb) { const state = new ShardState(); lmdb.recover(state); shard.replaceState(state); }
+    },
+  });
+  let recovery = { snapshots: 0, journalEntries: 0, eventsApplied: 0, ms: 0 };
+  if (lmdb) {
+    const state = new ShardState();
+    recovery = lmdb.recover(state);
+    shard.replaceState(state);
+  }
+  const state = shard.state;
+  const ids: number[][] = [];
+  for (const type of ['label', 'playbook', 'play', 'task', 'host', 'result', 'file', 'record'] as const) {
+    ids[TYPE_CODE[type]] = type === 'label' ? [] : Array.from(state.index(type).keys());
+  }
+  const ready: ReadyMessage = {
+    k: 'ready', shard: init.shard, maxIds: state.maxIds.slice(), ids,
+    recovery: { ...recovery, results: state.results.size },
+  };
+  post(ready);
+} catch (err) {
+  logError('shard failed to start', err);
+  post({ k: 'failed', shard: init.shard, error: String((err as Error)?.message ?? err) });
+  process.exit(1);
+}
+
+const snapshotTimer = setInterval(() => { if (store.journalLength > 0) shard.snapshotSoon(); }, init.snapshotIntervalMs);
+snapshotTimer.unref();
 
 port.on('message', (bytes: Uint8Array) => {
   let msg: FrontToShard | undefined;
   try {
     msg = decode<FrontToShard>(bytes);
+    if (msg.k === 'close') { void closeStore(); return; }
     const reply = shard.handle(msg);
-    if (reply) {
-      const out = encode(reply);
-      port.postMessage(out, [out.buffer as ArrayBuffer]);
-    }
+    if (reply) post(reply);
   } catch (err) {
-    console.error(JSON.stringify({ level: 'error', msg: 'shard failed to handle a message', shard: init.shard, err: String((err as Error)?.stack ?? err) }));
+    logError('shard failed to handle a message', err);
     if (msg && 'rid' in msg) {
-      const out = encode({ k: msg.k, rid: msg.rid, status: 500, body: Errors.internal(), count: 0, rows: [], created: null, deleted: null, labels: null });
-      port.postMessage(out, [out.buffer as ArrayBuffer]);
+      post({ k: 'get', rid: msg.rid, status: 500, body: Errors.internal() });
     }
   }
 });
 
-const ready = encode({ k: 'ready', shard: init.shard });
-port.postMessage(ready, [ready.buffer as ArrayBuffer]);
+async function closeStore(): Promise<void> {
+  clearInterval(snapshotTimer);
+  try { await store.close?.(); } catch (err) { logError('closing the store failed', err); }
+  process.exit(0);
+}

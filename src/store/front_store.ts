@@ -1,0 +1,88 @@
+// The front's own persistence, in <dataDir>/front.mdb: the on-disk format
+// version (checked before anything else opens), the shard count the data was
+// written with, and the label catalogue (the front owns labels). A pid lock
+// file keeps two logbooks from sharing one data directory.
+import { open, type Database, type RootDatabase } from 'lmdb';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+/** Bump when the on-disk layout changes; older binaries refuse newer data. */
+export const FORMAT_VERSION = 1;
+
+export class StoreError extends Error {}
+
+interface FormatRecord { format: number; shards: number; created: string }
+export interface StoredLabel { name: string; created: number; updated: number }
+
+/** Take the data directory: refuse it if another live process holds it. */
+export function lockDataDir(dataDir: string): () => void {
+  mkdirSync(dataDir, { recursive: true });
+  const path = join(dataDir, 'logbook.pid');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(path, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(path, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const pid = Number(readFileSync(path, 'utf8').trim());
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+        throw new StoreError(`data directory ${resolve(dataDir)} is in use by another logbook (pid ${pid}); stop it or choose another LOGBOOK_DATA_DIR`);
+      }
+      rmSync(path, { force: true }); // left by a process that is gone (e.g. killed)
+    }
+  }
+  throw new StoreError(`cannot lock data directory ${resolve(dataDir)}`);
+}
+
+function alive(pid: number): boolean {
+  try { process.kill(pid, 0); return true; } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM'; }
+}
+
+export class FrontStore {
+  private readonly env: RootDatabase;
+  private readonly meta: Database<FormatRecord, string>;
+  readonly labels: Database<StoredLabel, number>;
+
+  constructor(dataDir: string) {
+    this.env = open({ path: join(dataDir, 'front.mdb'), maxDbs: 4, overlappingSync: true, separateFlushed: true });
+    this.meta = this.env.openDB({ name: 'meta', encoding: 'msgpack' });
+    this.labels = this.env.openDB({ name: 'labels', keyEncoding: 'uint32', encoding: 'msgpack' });
+  }
+
+  /**
+   * Check (or, for a new directory, write) the format record. A newer or unknown
+   * format, or a different shard count, stops start-up with a clear message.
+   */
+  async checkFormat(shards: number, dataDir: string): Promise<void> {
+    const record = this.meta.get('format');
+    if (record === undefined) {
+      await durable(this.meta.put('format', { format: FORMAT_VERSION, shards, created: new Date().toISOString() }));
+      return;
+    }
+    if (typeof record.format !== 'number' || record.format > FORMAT_VERSION || record.format < 1) {
+      throw new StoreError(`data directory ${resolve(dataDir)} has on-disk format ${JSON.stringify(record.format)}; this logbook reads format ${FORMAT_VERSION}. Use a newer logbook or another LOGBOOK_DATA_DIR.`);
+    }
+    if (record.shards !== shards) {
+      throw new StoreError(`data directory ${resolve(dataDir)} was written with LOGBOOK_SHARDS=${record.shards}; start with the same shard count (got ${shards})`);
+    }
+  }
+
+  putLabel(id: number, label: StoredLabel): Promise<unknown> { return durable(this.labels.put(id, label)); }
+  removeLabel(id: number): Promise<unknown> { return durable(this.labels.remove(id)); }
+
+  *allLabels(): Iterable<[number, StoredLabel]> {
+    for (const { key, value } of this.labels.getRange()) yield [key, value];
+  }
+
+  async close(): Promise<void> {
+    await this.env.flushed;
+    await this.env.close();
+  }
+}
+
+/** The promise that resolves when a write is on stable storage. */
+function durable(p: Promise<unknown>): Promise<unknown> {
+  return (p as Promise<unknown> & { flushed?: Promise<unknown> }).flushed ?? p;
+}
