@@ -6,6 +6,10 @@
 
 const NO_IDS: readonly number[] = Object.freeze([]) as readonly number[];
 
+/** Statuses decoded from a snapshot are fresh strings; share the constants instead (16+ bytes a row). */
+const STATUS = new Map<string, string>(['ok', 'failed', 'skipped', 'unreachable', 'changed', 'ignored', 'unknown', 'running', 'completed', 'expired'].map((s) => [s, s]));
+const intern = (s: string): string => STATUS.get(s) ?? s;
+
 export class PlaybookRow {
   id: number; created: number; updated: number;
   started: number; ended: number | null;
@@ -73,7 +77,7 @@ export class TaskRow {
   }
   static fromArray(a: any[]): TaskRow {
     return new TaskRow({ id: a[0], playbook: a[1], play: a[2], file: a[3], created: a[4], updated: a[5], started: a[6],
-      ended: a[7], name: a[8], action: a[9], lineno: a[10], handler: a[11], tags: a[12], status: a[13] });
+      ended: a[7], name: a[8], action: a[9], lineno: a[10], handler: a[11], tags: a[12], status: intern(a[13]) });
   }
 }
 
@@ -99,24 +103,30 @@ export class HostRow {
 
 export class ResultRow {
   id: number; playbook: number; play: number; task: number; host: number;
-  created: number; updated: number; started: number; ended: number | null;
+  created: number;
+  /** null while equal to created (most results are never updated): saves a boxed double */
+  private updatedAt: number | null;
+  started: number; ended: number | null;
   /** the stored status; the shown one is derived (see shownStatus) */
   status: string; changed: boolean; ignoreErrors: boolean;
   delegatedTo: readonly number[];
   constructor(d: Record<string, any>) {
     this.id = d.id; this.playbook = d.playbook; this.play = d.play; this.task = d.task; this.host = d.host;
-    this.created = d.created; this.updated = d.updated; this.started = d.started; this.ended = d.ended ?? null;
+    this.created = d.created; this.updatedAt = d.updated === d.created ? null : d.updated;
+    this.started = d.started; this.ended = d.ended ?? null;
     this.status = d.status ?? 'unknown'; this.changed = d.changed ?? false; this.ignoreErrors = d.ignore_errors ?? false;
     // most results are delegated nowhere: share one frozen empty list
     this.delegatedTo = d.delegated_to?.length ? d.delegated_to : NO_IDS;
   }
+  get updated(): number { return this.updatedAt ?? this.created; }
+  set updated(us: number) { this.updatedAt = us === this.created ? null : us; }
   toArray(): unknown[] {
     return [this.id, this.playbook, this.play, this.task, this.host, this.created, this.updated, this.started,
       this.ended, this.status, this.changed, this.ignoreErrors, this.delegatedTo];
   }
   static fromArray(a: any[]): ResultRow {
     return new ResultRow({ id: a[0], playbook: a[1], play: a[2], task: a[3], host: a[4], created: a[5], updated: a[6],
-      started: a[7], ended: a[8], status: a[9], changed: a[10], ignore_errors: a[11], delegated_to: a[12] });
+      started: a[7], ended: a[8], status: intern(a[9]), changed: a[10], ignore_errors: a[11], delegated_to: a[12] });
   }
 }
 

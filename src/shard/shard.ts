@@ -37,8 +37,10 @@ export class Shard {
   private readonly snapshotEvery: number;
   private readonly onReply: (reply: ShardToFront) => void;
   private readonly onStorageFailure: (err: unknown) => void;
-  /** replies held until the commits before them are durable, oldest first */
-  private readonly waiting: Waiting[] = [];
+  /** replies held until the commits before them are durable, oldest first
+   * (a queue with a head index: Array#shift is O(n) on long queues) */
+  private waiting: Waiting[] = [];
+  private waitingHead = 0;
 
   constructor(options: ShardOptions) {
     this.compat = options.compat;
@@ -134,7 +136,7 @@ export class Shard {
   /** Send now if nothing is waiting for a commit; otherwise queue behind it. */
   private deliver(reply: ShardToFront, durable: Promise<void> | null): ShardToFront | null {
     if (durable === null) {
-      if (this.waiting.length === 0) return reply;
+      if (this.waitingHead === this.waiting.length) return reply;
       this.waiting[this.waiting.length - 1]!.replies.push(reply);
       return null;
     }
@@ -145,15 +147,22 @@ export class Shard {
   }
 
   private drain(): void {
-    while (this.waiting.length && this.waiting[0]!.durable) {
-      for (const reply of this.waiting.shift()!.replies) this.onReply(reply);
+    const q = this.waiting;
+    while (this.waitingHead < q.length && q[this.waitingHead]!.durable) {
+      const entry = q[this.waitingHead]!;
+      q[this.waitingHead++] = undefined as unknown as Waiting;
+      for (const reply of entry.replies) this.onReply(reply);
     }
+    if (this.waitingHead === q.length) { this.waiting = []; this.waitingHead = 0; }
+    else if (this.waitingHead > 1024 && this.waitingHead * 2 > q.length) { this.waiting = q.slice(this.waitingHead); this.waitingHead = 0; }
   }
 
   /** A commit failed: nothing waiting may be acknowledged; the state must be rebuilt from disk. */
   private failed(err: unknown): void {
     const body = Errors.unavailable('The write could not be stored; nothing was changed. Retry later.');
-    for (const entry of this.waiting.splice(0)) {
+    const entries = this.waiting.slice(this.waitingHead);
+    this.waiting = []; this.waitingHead = 0;
+    for (const entry of entries) {
       for (const r of entry.replies) {
         this.onReply({ ...r, status: 503, body, created: null, deleted: null } as ShardToFront);
       }

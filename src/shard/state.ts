@@ -16,12 +16,33 @@ export type Event =
   | { e: 'update'; t: EventType; p: number; id: number; d: Record<string, any> }
   | { e: 'delete'; t: EventType; p: number; id: number };
 
+/**
+ * The results of one playbook, in creation (= id) order. A plain array costs
+ * 4 bytes a result where a second Map would cost ~30; lookups by id go through
+ * the shard's index, and removals (rare, and batched by cascades) filter.
+ */
+export class ResultList {
+  private rows: ResultRow[] = [];
+  get size(): number { return this.rows.length; }
+  values(): IterableIterator<ResultRow> { return this.rows.values(); }
+  *keys(): IterableIterator<number> { for (const r of this.rows) yield r.id; }
+  add(row: ResultRow): void {
+    const n = this.rows.length;
+    // ids arrive in increasing order except during recovery of out-of-order snapshots
+    if (n === 0 || this.rows[n - 1]!.id < row.id) this.rows.push(row);
+    else { this.rows.push(row); this.rows.sort((a, b) => a.id - b.id); }
+  }
+  remove(ids: Set<number>): void {
+    this.rows = this.rows.filter((r) => !ids.has(r.id));
+  }
+}
+
 export class Aggregate {
   readonly playbook: PlaybookRow;
   readonly plays = new Map<number, PlayRow>();
   readonly tasks = new Map<number, TaskRow>();
   readonly hosts = new Map<number, HostRow>();
-  readonly results = new Map<number, ResultRow>();
+  readonly results = new ResultList();
   readonly files = new Map<number, FileRow>();
   readonly records = new Map<number, RecordRow>();
   readonly hostByName = new Map<string, HostRow>();
@@ -112,7 +133,7 @@ export class ShardState {
       }
       case 'result': {
         const row = new ResultRow(d);
-        agg.results.set(row.id, row); this.results.set(row.id, row);
+        agg.results.add(row); this.results.set(row.id, row);
         this.linkResult(agg, row, 1);
         break;
       }
@@ -194,13 +215,19 @@ export class ShardState {
     if (t === 'play' || t === 'file') {
       for (const task of agg.tasks.values()) if ((t === 'play' ? task.play : task.file) === id) tasks.add(task.id);
     } else if (t === 'task') tasks.add(id);
+    const results = new Set<number>();
     if (t === 'play' || t === 'file' || t === 'task' || t === 'host') {
       for (const r of agg.results.values()) {
         if (tasks.has(r.task) || (t === 'play' && r.play === id) || (t === 'host' && r.host === id)) {
           this.dropResult(agg, r, removed);
+          results.add(r.id);
         }
       }
+    } else if (t === 'result') {
+      this.dropResult(agg, row, removed);
+      results.add(id);
     }
+    if (results.size) agg.results.remove(results);
     for (const taskId of tasks) {
       const task = agg.tasks.get(taskId)!;
       const play = agg.plays.get(task.play); if (play) play.tasks--;
@@ -213,16 +240,17 @@ export class ShardState {
         agg.files.delete(id); this.files.delete(id); agg.fileByPath.delete(row.path); this.refFile(row.sha1, -1);
         break;
       case 'record': agg.records.delete(id); this.records.delete(id); agg.recordByKey.delete(row.key); break;
-      case 'result': this.dropResult(agg, row, removed); return removed;
+      case 'result': return removed;
       case 'task': return removed;
     }
     removed[TYPE_CODE[t]]!.push(id);
     return removed;
   }
 
+  /** Undo a result's contributions and unindex it; the caller removes it from agg.results. */
   private dropResult(agg: Aggregate, r: ResultRow, removed: Removed): void {
     this.linkResult(agg, r, -1);
-    agg.results.delete(r.id); this.results.delete(r.id);
+    this.results.delete(r.id);
     removed[TYPE_CODE.result]!.push(r.id);
   }
 
@@ -250,7 +278,7 @@ export class ShardState {
     }
     for (const r of rows.hosts) { agg.hosts.set(r.id, r); this.hosts.set(r.id, r); agg.hostByName.set(r.name, r); bump(TYPE_CODE.host, r.id); }
     for (const r of rows.results) {
-      agg.results.set(r.id, r); this.results.set(r.id, r); bump(TYPE_CODE.result, r.id);
+      agg.results.add(r); this.results.set(r.id, r); bump(TYPE_CODE.result, r.id);
       // host counters are stored as they were (they may have been overridden); items are recounted
       const play = agg.plays.get(r.play); if (play) play.results++;
       const task = agg.tasks.get(r.task); if (task) task.results++;

@@ -182,7 +182,7 @@ export class LmdbShardStore implements ShardStore {
 }
 
 function encodeAggregate(seq: number, agg: import('../shard/state.js').Aggregate): AggregateSnapshot {
-  const rows = <T extends { toArray(): unknown[] }>(m: Map<number, T>) => {
+  const rows = <T extends { toArray(): unknown[] }>(m: { size: number; values(): Iterable<T> }) => {
     const out: unknown[][] = new Array(m.size);
     let i = 0;
     for (const r of m.values()) out[i++] = r.toArray();
