@@ -22,12 +22,21 @@ export async function startServer(config: Config): Promise<Server> {
   try {
     store = new FrontStore(config.dataDir);
     await store.checkFormat(config.shards, config.dataDir);
+    // Accept connections at once: until recovery is done every request gets 503
+    // (and /healthz says "recovering"), so orchestrators can tell slow from dead.
+    const front = new Front(config, VERSION, store);
+    const app = App();
+    app.any('/*', (res, req) => front.onRequest(res, req));
+    const socket = await new Promise<us_listen_socket>((resolve, reject) => {
+      app.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
+    });
+    front.port = us_socket_local_port(socket);
+    log.info('recovering', { host: config.host, port: front.port, dataDir: config.dataDir, shards: config.shards });
     const { pool, ready } = await ShardPool.start({
       shards: config.shards, compat: config.araCompat, dataDir: config.dataDir, durability: config.durability,
       snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000,
     });
-    const front = new Front(config, pool, VERSION, store);
-    front.recover(ready);
+    front.recover(pool, ready);
     const totals = ready.reduce((a, r) => ({
       results: a.results + r.recovery.results, events: a.events + r.recovery.eventsApplied,
       snapshots: a.snapshots + r.recovery.snapshots, shardMs: Math.max(a.shardMs, r.recovery.ms),
@@ -36,13 +45,6 @@ export async function startServer(config: Config): Promise<Server> {
       ms: Math.round(performance.now() - t0), slowestShardMs: Math.round(totals.shardMs), results: totals.results,
       snapshots: totals.snapshots, journalEventsReplayed: totals.events,
     });
-
-    const app = App();
-    app.any('/*', (res, req) => front.onRequest(res, req));
-    const socket = await new Promise<us_listen_socket>((resolve, reject) => {
-      app.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
-    });
-    front.port = us_socket_local_port(socket);
     const frontStore = store;
     return {
       port: front.port,

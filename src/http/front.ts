@@ -92,7 +92,10 @@ export class Front {
   private readonly onList: ReplyHandler = (r, ctx: ListContext) => this.gatherList(r, ctx);
   port = 0;
 
-  constructor(private readonly config: Config, private readonly pool: ShardPool, private readonly version: string, store: FrontStore | null) {
+  /** set by recover(): the front answers 503 until the shards have recovered */
+  private pool!: ShardPool;
+
+  constructor(private readonly config: Config, private readonly version: string, store: FrontStore | null) {
     this.labels = new LabelCatalogue(store);
     this.normalizer = new BodyNormalizer(compileWriteValidators(), {
       ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,
@@ -101,7 +104,8 @@ export class Front {
   }
 
   /** Rebuild the id allocators, the directory and the label replicas after recovery. */
-  recover(ready: ReadyMessage[]): void {
+  recover(pool: ShardPool, ready: ReadyMessage[]): void {
+    this.pool = pool;
     const maxLabel = this.labels.load();
     this.dir.observe(0, maxLabel);
     for (const msg of ready) {
