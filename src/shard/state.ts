@@ -193,7 +193,13 @@ export class ShardState {
     }
     switch (t) {
       case 'play': agg.plays.delete(id); this.plays.delete(id); break;
-      case 'host': agg.hosts.delete(id); this.hosts.delete(id); agg.hostByName.delete(row.name); break;
+      case 'host':
+        agg.hosts.delete(id); this.hosts.delete(id); agg.hostByName.delete(row.name);
+        // a delegation to a host that is gone goes with it (ARA's many-to-many link)
+        for (const r of agg.results.values()) {
+          if (r.delegatedTo.includes(id)) r.delegatedTo = r.delegatedTo.filter((h) => h !== id);
+        }
+        break;
       case 'file': agg.files.delete(id); this.files.delete(id); agg.fileByPath.delete(row.path); break;
       case 'record': agg.records.delete(id); this.records.delete(id); agg.recordByKey.delete(row.key); break;
       case 'result': this.dropResult(agg, row, removed); return removed;
