@@ -20,10 +20,11 @@ function parseFilterDate(v: string): number | undefined {
 }
 
 /** django-filter's NumberFilter reads a decimal: "1", " 1", "1.0", "1e0" are all 1. */
+const DECIMAL = /^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$/;
 function parseNumber(v: string): number | undefined {
-  const t = v.trim();
-  if (t === '') return undefined;
-  const n = Number(t);
+  // Python's Decimal grammar: no hex/octal/binary literals, no Infinity
+  if (!DECIMAL.test(v)) return undefined;
+  const n = Number(v.trim());
   return Number.isFinite(n) ? n : undefined;
 }
 

@@ -45,11 +45,16 @@ function pythonStr(v: unknown): string | undefined {
   return undefined;
 }
 
+/** Length as Python counts it: a surrogate pair is one character, a lone surrogate also one. */
 function codePoints(s: string): number {
   let n = 0;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    if (c < 0xd800 || c > 0xdbff) n++;
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+    }
+    n++;
   }
   return n;
 }

@@ -49,7 +49,8 @@ export function decide(state: ShardState, cmd: WriteCommand, now: number): Decis
   }
 
   // ended must not precede started, using stored values for whichever is not sent
-  const started = set.started !== undefined ? set.started : current ? current.started : undefined;
+  // (a create without `started` starts now, so an `ended` in the past is refused too)
+  const started = set.started !== undefined ? set.started : current ? current.started : now;
   const ended = set.ended !== undefined ? set.ended : current ? current.ended : null;
   if (typeof started === 'number' && typeof ended === 'number' && ended < started && !errors.ended) {
     addError(errors, 'ended', Errors.endedBeforeStarted());

@@ -235,7 +235,13 @@ export class ShardState {
     }
     switch (t) {
       case 'play': agg.plays.delete(id); this.plays.delete(id); break;
-      case 'host': agg.hosts.delete(id); this.hosts.delete(id); agg.hostByName.delete(row.name); break;
+      case 'host':
+        agg.hosts.delete(id); this.hosts.delete(id); agg.hostByName.delete(row.name);
+        // a delegation to a host that is gone goes with it (ARA's many-to-many link)
+        for (const r of agg.results.values()) {
+          if (r.delegatedTo.includes(id)) r.delegatedTo = r.delegatedTo.filter((h) => h !== id);
+        }
+        break;
       case 'file':
         agg.files.delete(id); this.files.delete(id); agg.fileByPath.delete(row.path); this.refFile(row.sha1, -1);
         break;
