@@ -1,18 +1,25 @@
 // Unit tests of a Shard driven in-process with the write commands the front
 // would send (normalized values: µs timestamps, JSON fields as JSON text, FKs as
-// numbers), with an injected clock and an in-memory journal that round-trips
-// every batch through the msgpackr codec of protocol.ts, as a real journal would.
+// numbers, labels as ids the front resolved and broadcast), with an injected
+// clock and an in-memory store that round-trips every journaled batch through
+// the msgpackr codec of protocol.ts, as a real journal would.
 // SPEC §2–§4 are the contract checked here; the last tests check the property
-// durability relies on: replaying the journal rebuilds the acknowledged state.
+// durability relies on: replaying the journal (with the blobs stored beside it)
+// rebuilds the acknowledged state. The front's label catalogue is tested here too.
 import test from 'ava';
 import { isDeepStrictEqual } from 'node:util';
-import { Shard, type Journal } from '../src/shard/shard.js';
+import { Shard } from '../src/shard/shard.js';
 import { ShardState, type Event } from '../src/shard/state.js';
 import { Serializer } from '../src/shard/serialize.js';
 import { runList } from '../src/shard/list.js';
 import {
-  decode, encode, type GetReply, type ListQuery, type NewLabel, type WriteCommand, type WriteReply,
+  decode, encode, type GetReply, type ListQuery, type WriteCommand, type WriteReply,
 } from '../src/shard/protocol.js';
+import { MemoryStore } from '../src/store/shard_store.js';
+import { blobKey } from '../src/store/blobs.js';
+import { LabelCatalogue } from '../src/http/labels.js';
+import { sha1 } from '../src/shard/decide.js';
+import { ResultRow } from '../src/shard/rows.js';
 import { TYPE_CODE, RESOURCE_TYPES } from '../src/api/resources.js';
 import { parseTimestamp } from '../src/api/time.js';
 
@@ -29,16 +36,34 @@ function mulberry32(seed: number): () => number {
   };
 }
 
-/** A journal kept in memory: each batch is encoded and decoded like a real one. */
-class MemoryJournal implements Journal {
+/** Blobs in memory (replies stay synchronous) plus a journal: each batch is encoded and decoded like a real one. */
+class RecordingStore extends MemoryStore {
   readonly events: Event[] = [];
   batches = 0;
-  append(events: Event[]): void {
+  override write(events: Event[], puts: Array<[string, string]>, removes: string[], _dropped: number[] = []): null {
     const bytes = encode(events);
     this.batches++;
     for (const ev of decode<Event[]>(bytes)) this.events.push(ev);
+    return super.write(events, puts, removes);
   }
 }
+
+/** A store for replays: blobs copied from the live store; nothing may be written. */
+class ReplayStore extends MemoryStore {
+  constructor(blobs: ReadonlyMap<string, string>) {
+    super();
+    for (const [k, v] of blobs) this.blobs.set(k, v);
+  }
+  override write(): null { throw new Error('replay must not journal'); }
+}
+
+/** The large JSON field of each type, its blob key and the value a row has without one (SPEC §2 defaults). */
+const BLOBS: Record<string, { field: string; key: (id: number) => string; default: string } | undefined> = {
+  result: { field: 'content', key: blobKey.content, default: '{}' },
+  host: { field: 'facts', key: blobKey.facts, default: '{}' },
+  playbook: { field: 'arguments', key: blobKey.arguments, default: '{}' },
+  record: { field: 'value', key: blobKey.value, default: '""' },
+};
 
 const T0 = parseTimestamp('2026-01-01T00:00:00Z')!;
 const HOUR = 3_600_000_000;
@@ -46,7 +71,7 @@ const ts = (s: string): number => parseTimestamp(s)!;
 
 /** The front's side, reduced to what a shard needs: id allocation, label catalogue, commands. */
 class Harness {
-  readonly journal = new MemoryJournal();
+  readonly store = new RecordingStore();
   /** the µs the clock returned last; each write advances it by 1 ms */
   now = T0;
   readonly shard: Shard;
@@ -55,7 +80,7 @@ class Harness {
   private rid = 1;
 
   constructor(compat = false) {
-    this.shard = new Shard({ compat, journal: this.journal, clock: () => (this.now += 1000) });
+    this.shard = new Shard({ compat, store: this.store, clock: () => (this.now += 1000) });
   }
 
   allocate(type: string): number {
@@ -65,25 +90,54 @@ class Harness {
 
   write(cmd: Partial<WriteCommand> & Pick<WriteCommand, 'op' | 'type' | 'id'>): WriteReply {
     const full: WriteCommand = {
-      put: false, set: {}, errors: null, elsewhere: null, newLabels: null, minimal: false, ...cmd,
+      put: false, set: {}, errors: null, elsewhere: null, minimal: false, ...cmd,
     };
+    const batches = this.store.batches;
     // the command itself crosses a thread boundary too
     const reply = this.shard.handle(decode(encode({ k: 'write', rid: this.rid++, cmd: full })));
     if (!reply || reply.k !== 'write') throw new Error('no write reply');
-    if (reply.labels) for (const [id, name] of reply.labels) this.labelByName.set(name, id);
+    if (this.store.batches > batches) this.model(full, reply);
     return reply;
   }
 
-  /** Labels resolved as the front does: known names → ids, others allocated and sent as newLabels. */
-  labels(names: string[]): { ids: number[]; fresh: NewLabel[] | null } {
+  /** What the blobs should hold, from the commands that changed something (a model independent of the shard). */
+  readonly expectBlobs = new Map<string, string>();
+  /** file id → its text */
+  readonly fileTexts = new Map<number, string>();
+  private model(cmd: WriteCommand, reply: WriteReply): void {
+    if (cmd.op === 'delete') {
+      reply.deleted?.forEach((ids, code) => {
+        const type = RESOURCE_TYPES[code]!;
+        for (const id of ids) {
+          if (type === 'file') this.fileTexts.delete(id);
+          const spec = BLOBS[type];
+          if (spec) this.expectBlobs.delete(spec.key(id));
+        }
+      });
+      return;
+    }
+    const spec = BLOBS[cmd.type];
+    if (spec && (cmd.op === 'create' || spec.field in cmd.set)) {
+      this.expectBlobs.set(spec.key(cmd.id), (cmd.set[spec.field] as string | undefined) ?? spec.default);
+    }
+    if (cmd.type === 'file' && typeof cmd.set.content === 'string') this.fileTexts.set(cmd.id, cmd.set.content);
+  }
+
+  /** Labels resolved as the front does: known names → ids; unknown names get ids and are
+   * broadcast to the shard (as a labels message) before the write that uses them. */
+  labels(names: string[]): number[] {
     const ids: number[] = [];
-    const fresh: NewLabel[] = [];
+    const upsert: Array<[number, string]> = [];
     for (const name of names) {
-      let id = this.labelByName.get(name) ?? fresh.find((l) => l.name === name)?.id;
-      if (id === undefined) { id = this.allocate('label'); fresh.push({ id, name }); }
+      let id = this.labelByName.get(name);
+      if (id === undefined) { id = this.allocate('label'); this.labelByName.set(name, id); upsert.push([id, name]); }
       ids.push(id);
     }
-    return { ids, fresh: fresh.length ? fresh : null };
+    if (upsert.length) {
+      const reply = this.shard.handle(decode(encode({ k: 'labels', upsert, remove: [] })));
+      if (reply !== null) throw new Error('a labels message has no reply');
+    }
+    return ids;
   }
 
   create(type: WType, set: Record<string, unknown>, extra: Partial<WriteCommand> = {}): WriteReply {
@@ -159,6 +213,49 @@ function visible(h: Harness): string {
     out.push(JSON.stringify(h.list(type)));
   }
   return out.join('\n');
+}
+
+/**
+ * Where the live store's blobs differ from the harness's model (empty when they agree): every live
+ * row's large value is its last written text (a row at the default has no blob), no blob outlives
+ * its row, and a file text is stored once per content hash for as long as some file uses it.
+ */
+function blobProblems(h: Harness): string[] {
+  const out: string[] = [];
+  const st = h.shard.state;
+  const blobs = h.store.blobs;
+  const alive = (key: string): boolean => {
+    const id = Number(key.slice(1));
+    switch (key[0]) {
+      case 'r': return st.results.has(id);
+      case 'h': return st.hosts.has(id);
+      case 'p': return st.aggregates.has(id);
+      case 'v': return st.records.has(id);
+      default: return false;
+    }
+  };
+  for (const [key, text] of h.expectBlobs) {
+    if (!alive(key)) out.push(`model: ${key} belongs to no live row`);
+    const spec = BLOBS[{ r: 'result', h: 'host', p: 'playbook', v: 'record' }[key[0]!]!]!;
+    const stored = blobs.get(key);
+    if (text === spec.default ? stored !== undefined : stored !== text) out.push(`${key}: stored ${stored} ≠ written ${text}`);
+  }
+  for (const type of ['result', 'host', 'playbook', 'record'] as const) {
+    for (const id of st.index(type).keys()) if (!h.expectBlobs.has(BLOBS[type]!.key(id))) out.push(`model: ${type} ${id} unknown`);
+  }
+  const hashes = new Set<string>();
+  for (const f of st.files.values()) {
+    hashes.add(f.sha1);
+    const text = h.fileTexts.get(f.id);
+    if (text === undefined) { out.push(`model: file ${f.id} unknown`); continue; }
+    if (sha1(text) !== f.sha1) out.push(`file ${f.id}: sha1 ${f.sha1} is not that of its text`);
+    if (blobs.get(blobKey.file(f.sha1)) !== text) out.push(`file ${f.id}: blob ${JSON.stringify(blobs.get(blobKey.file(f.sha1)))} ≠ ${JSON.stringify(text)}`);
+  }
+  for (const key of blobs.keys()) {
+    if (key[0] === 'f') { if (!hashes.has(key.slice(1))) out.push(`${key}: no live file has this content`); }
+    else if (!h.expectBlobs.has(key)) out.push(`${key}: ${alive(key) ? 'not written by any command' : 'outlived its row'}`);
+  }
+  return out;
 }
 
 // ---- items counters (SPEC §2 `items`, §4) --------------------------------------
@@ -344,9 +441,9 @@ function bigScaffold(h: Harness) {
 
 test('deleting a playbook removes everything under it and reports every id; labels and other playbooks stay', (t) => {
   const h = new Harness();
-  const { ids, fresh } = h.labels(['prod']);
+  const ids = h.labels(['prod']);
   const x = bigScaffold(h);
-  t.is(h.update('playbook', x.pb, { labels: ids }, { newLabels: fresh }).status, 200);
+  t.is(h.update('playbook', x.pb, { labels: ids }).status, 200);
   const otherRows = (): string[] => (['playbook', 'play', 'task', 'host', 'file'] as const)
     .map((type) => h.getReply(type, type === 'playbook' ? x.other.pb : (x.other as any)[type]).body)
     .concat(h.getReply('result', x.otherResult).body);
@@ -441,7 +538,7 @@ test('deleting a result or a record reports only that id', (t) => {
 test('deleting or updating an unknown id is a 404 and journals nothing', (t) => {
   const h = new Harness();
   const s = h.scaffold();
-  const before = h.journal.events.length;
+  const before = h.store.events.length;
   for (const type of ['playbook', 'play', 'task', 'host', 'result', 'file', 'record'] as const) {
     const d = h.remove(type, 999);
     t.is(d.status, 404);
@@ -452,7 +549,7 @@ test('deleting or updating an unknown id is a 404 and journals nothing', (t) => 
   const r = h.result(s);
   t.is(h.remove('result', r).status, 204);
   t.is(h.remove('result', r).status, 404, 'a second delete finds nothing');
-  t.is(h.journal.events.length, before + 2);
+  t.is(h.store.events.length, before + 2);
 });
 
 test('deleting a host takes it out of delegated_to of the results that remain (compat rows show it)', (t) => {
@@ -477,7 +574,7 @@ test('host get-or-create returns the existing host unchanged with 201 and journa
   h.update('host', s.host, { facts: '{"a":1}' });
   h.result(s, { status: 'ok' });
   const before = h.getReply('host', s.host).body;
-  const events = h.journal.events.length;
+  const events = h.store.events.length;
   const r = h.create('host', { playbook: s.pb, name: 'web1', facts: '{"b":2}', ok: 99 });
   t.is(r.status, 201);
   t.deepEqual(r.created, [TYPE_CODE.host, s.host]);
@@ -486,7 +583,7 @@ test('host get-or-create returns the existing host unchanged with 201 and journa
   t.deepEqual(body.facts, { a: 1 });
   t.is(body.ok, 1);
   t.is(h.getReply('host', s.host).body, before);
-  t.is(h.journal.events.length, events);
+  t.is(h.store.events.length, events);
   // same name in another playbook is another host
   const other = h.scaffold('other');
   t.not(other.host, s.host);
@@ -495,7 +592,7 @@ test('host get-or-create returns the existing host unchanged with 201 and journa
 test('file get-or-create: same content finds the file, different content is refused on `content`', (t) => {
   const h = new Harness();
   const s = h.scaffold();
-  const events = h.journal.events.length;
+  const events = h.store.events.length;
   const same = h.create('file', { playbook: s.pb, path: '/src/pb.yml', content: '- hosts: all\n' });
   t.is(same.status, 201);
   t.is(JSON.parse(same.body!).id, s.file);
@@ -504,7 +601,7 @@ test('file get-or-create: same content finds the file, different content is refu
   t.is(diff.status, 400);
   t.is(diff.body, JSON.stringify({ content: [`A file with path "/src/pb.yml" already exists in playbook ${s.pb} with different content.`] }));
   t.is(diff.created, null);
-  t.is(h.journal.events.length, events);
+  t.is(h.store.events.length, events);
   t.deepEqual(h.detail('playbook', s.pb).items.files, 1);
   // sha1 is the hex SHA-1 of the UTF-8 content; empty content is allowed
   const empty = JSON.parse(h.create('file', { playbook: s.pb, path: '/e', content: '' }).body!);
@@ -698,18 +795,18 @@ test('a refused command emits no events and changes nothing', (t) => {
   const o = h.scaffold('other');
   const r = h.result(s, { status: 'ok', started: T0 });
   h.make('record', { playbook: s.pb, key: 'k', type: 't' });
-  const { ids, fresh } = h.labels(['newlabel']);
+  const ids = h.labels(['newlabel']);
   const before = visible(h);
-  const events = h.journal.events.length;
-  const batches = h.journal.batches;
+  const events = h.store.events.length;
+  const batches = h.store.batches;
   const refusals: WriteReply[] = [
     h.create('result', { playbook: s.pb, play: s.play, task: s.task, host: 999, status: 'failed' }),
     h.create('result', { playbook: s.pb, play: o.play, task: s.task, host: s.host }),
     h.create('record', { playbook: s.pb, key: 'k', type: 't' }),
     h.create('file', { playbook: s.pb, path: '/src/pb.yml', content: 'changed' }),
     h.create('play', { playbook: 9999, uuid: '5e0c9a5e-0000-4000-8000-000000000001' }),
-    h.create('playbook', { path: '/y', runner_version: '1', labels: ids, started: T0, ended: T0 - 1 }, { newLabels: fresh }),
-    h.update('playbook', s.pb, { labels: ids, name: 'renamed', ended: T0 - 1 }, { newLabels: fresh }),
+    h.create('playbook', { path: '/y', runner_version: '1', labels: ids, started: T0, ended: T0 - 1 }),
+    h.update('playbook', s.pb, { labels: ids, name: 'renamed', ended: T0 - 1 }),
     h.update('result', r, { status: 'failed', ended: T0 - 5 }),
     h.update('result', r, { status: 'failed', host: o.host }),
     h.update('task', s.task, { play: s.play, file: 31337 }),
@@ -720,39 +817,153 @@ test('a refused command emits no events and changes nothing', (t) => {
     t.is(reply.status, 400, `refusal #${i}: ${reply.body}`);
     t.is(reply.created, null);
     t.is(reply.deleted, null);
-    t.is(reply.labels, null, `refusal #${i} makes no label real`);
   }
-  t.is(h.journal.events.length, events);
-  t.is(h.journal.batches, batches);
+  t.is(h.store.events.length, events);
+  t.is(h.store.batches, batches);
   t.is(visible(h), before);
-  t.false(h.shard.state.labels.has(ids[0]!));
+  t.is(h.shard.state.aggregates.get(s.pb)!.playbook.labels.length, 0, 'the refused update attached no label');
 });
 
 // ---- labels ---------------------------------------------------------------------------------
 
-test('labels a playbook write brings in are journaled with it and shown; rename and delete reach cached summaries', (t) => {
+test('labels the front broadcast are shown by playbook writes and never journaled; rename and delete reach cached summaries', (t) => {
   const h = new Harness();
-  const { ids, fresh } = h.labels(['b-label', 'a-label']);
-  const pbReply = h.create('playbook', { path: '/x.yml', runner_version: '2.14', labels: ids }, { newLabels: fresh });
+  const batches = h.store.batches;
+  const ids = h.labels(['b-label', 'a-label']);
+  t.deepEqual([...h.shard.state.labels], [[ids[0], 'b-label'], [ids[1], 'a-label']], 'the replica holds what was broadcast');
+  t.is(h.store.batches, batches, 'a labels message journals nothing');
+  const n = h.store.events.length;
+  const pbReply = h.create('playbook', { path: '/x.yml', runner_version: '2.14', labels: ids });
   t.is(pbReply.status, 201);
   const pb = JSON.parse(pbReply.body!).id;
-  t.deepEqual(pbReply.labels?.map(([id, name]) => [id, name]), [[ids[0], 'b-label'], [ids[1], 'a-label']]);
+  t.false('labels' in pbReply, 'a write reply carries no labels');
   t.deepEqual(JSON.parse(pbReply.body!).labels, [{ id: ids[0], name: 'b-label' }, { id: ids[1], name: 'a-label' }]);
-  t.deepEqual(h.journal.events.slice(-2).map((e) => e.e), ['labels', 'create']);
+  t.is(h.store.events.length, n + 1, 'only the playbook create is journaled');
+  const ev = h.store.events[n]!;
+  t.like(ev, { e: 'create', t: 'playbook', p: pb });
+  t.deepEqual(ev.e === 'create' && ev.d.labels, ids, 'the playbook names its labels by id');
   const play = h.make('play', { playbook: pb, uuid: '5e0c9a5e-0000-4000-8000-000000000001' });
   t.deepEqual(h.detail('play', play).playbook.labels.map((l: Json) => l.name), ['b-label', 'a-label']); // caches the summary
+  t.deepEqual(h.list('playbook')[0].labels.map((l: Json) => l.name), ['b-label', 'a-label']);
+  const before = h.store.batches;
   h.shard.handle({ k: 'labels', upsert: [[ids[0]!, 'renamed']], remove: [] });
   h.labelByName.delete('b-label'); h.labelByName.set('renamed', ids[0]!);
   t.deepEqual(h.detail('play', play).playbook.labels.map((l: Json) => l.name), ['renamed', 'a-label']);
+  t.deepEqual(h.list('playbook')[0].labels.map((l: Json) => l.name), ['renamed', 'a-label']);
   h.shard.handle({ k: 'labels', upsert: [], remove: [ids[1]!] });
   t.deepEqual(h.detail('play', play).playbook.labels, [{ id: ids[0], name: 'renamed' }]);
   t.deepEqual(h.detail('playbook', pb).labels, [{ id: ids[0], name: 'renamed' }]);
-  // a second playbook reuses the existing label without a labels event
-  const again = h.labels(['renamed']);
-  t.is(again.fresh, null);
-  const n = h.journal.events.length;
-  h.make('playbook', { path: '/y.yml', runner_version: '2.14', labels: again.ids });
-  t.is(h.journal.events.length, n + 1);
+  t.deepEqual(h.list('playbook')[0].labels, [{ id: ids[0], name: 'renamed' }]);
+  t.is(h.store.batches, before, 'renames and deletes journal nothing on the shard');
+  // a second playbook reuses the existing label: no message, one journaled event
+  const m = h.store.events.length;
+  const pb2 = h.make('playbook', { path: '/y.yml', runner_version: '2.14', labels: h.labels(['renamed']) });
+  t.is(h.store.events.length, m + 1);
+  t.deepEqual(h.detail('playbook', pb2).labels, [{ id: ids[0], name: 'renamed' }]);
+});
+
+// The front's label catalogue (constructed without a store: nothing persisted).
+function catalogue(): { labels: LabelCatalogue; allocate: () => number } {
+  let next = 0;
+  return { labels: new LabelCatalogue(null), allocate: () => ++next };
+}
+
+test('label catalogue: resolve makes unknown names provisional labels with claims; known ones are reused', (t) => {
+  const { labels, allocate } = catalogue();
+  const a = labels.resolve(['prod', 'dev', 'prod'], allocate, T0);
+  t.deepEqual(a.ids, [1, 2, 1], 'a name repeated in one write is one label');
+  t.deepEqual(a.created.map((l) => [l.id, l.name]), [[1, 'prod'], [2, 'dev']]);
+  t.deepEqual(a.claims, [1, 2, 1]);
+  t.is(a.persisted, null, 'no store: nothing to wait for');
+  t.is(labels.byName.get('prod')?.id, 1);
+  t.is(labels.byId.get(2)?.name, 'dev');
+  t.true(labels.taken('prod'));
+  t.false(labels.taken('prod', 1), 'a label does not clash with itself');
+  t.is(labels.byId.get(1)!.toJSON(), '{"id":1,"created":"2026-01-01T00:00:00.000000Z","updated":"2026-01-01T00:00:00.000000Z","name":"prod"}');
+  // a write that uses them succeeds: they are confirmed
+  t.deepEqual(labels.settle(a.claims, true), []);
+  const b = labels.resolve(['dev', 'ci'], allocate, T0 + 1);
+  t.deepEqual(b.ids, [2, 3]);
+  t.deepEqual(b.created.map((l) => l.name), ['ci']);
+  t.deepEqual(b.claims, [3], 'confirmed labels are not claimed again');
+  // ... so a later failed write cannot take a confirmed label away
+  t.deepEqual(labels.settle(b.claims, false).map((l) => l.name), ['ci']);
+  t.true(labels.byName.has('dev'));
+  t.false(labels.byName.has('ci'));
+  t.false(labels.byId.has(3));
+  const c = labels.resolve([], allocate, T0 + 2);
+  t.deepEqual([c.ids, c.created, c.claims, c.persisted], [[], [], [], null]);
+});
+
+test('label catalogue: a refused write removes the labels it created and returns them (nothing used them)', (t) => {
+  const { labels, allocate } = catalogue();
+  labels.settle(labels.resolve(['prod'], allocate, T0).claims, true);
+  const r = labels.resolve(['prod', 'new1', 'new2'], allocate, T0);
+  t.deepEqual(r.ids, [1, 2, 3]);
+  const dropped = labels.settle(r.claims, false);
+  t.deepEqual(dropped.map((l) => [l.id, l.name]).sort(), [[2, 'new1'], [3, 'new2']]);
+  t.deepEqual([...labels.byId.keys()], [1]);
+  t.deepEqual([...labels.byName.keys()], ['prod']);
+  // the name is free again and comes back under a new id (ids are never reused)
+  const again = labels.resolve(['new1'], allocate, T0);
+  t.deepEqual(again.ids, [4]);
+  t.deepEqual(labels.settle(again.claims, true), []);
+  t.is(labels.byName.get('new1')?.id, 4);
+  // settling twice does nothing more
+  t.deepEqual(labels.settle(again.claims, false), []);
+  t.true(labels.byId.has(4));
+});
+
+for (const order of ['fail first', 'succeed first'] as const) {
+  test(`label catalogue: two writes claim the same new label; one fails, one succeeds (${order}) → it stays`, (t) => {
+    const { labels, allocate } = catalogue();
+    const a = labels.resolve(['shared', 'only-a'], allocate, T0);
+    const b = labels.resolve(['shared'], allocate, T0);
+    t.deepEqual(a.ids, [1, 2]);
+    t.deepEqual(b.ids, [1], 'the second write finds the provisional label');
+    t.deepEqual(b.created, [], 'and does not create it again');
+    t.deepEqual(b.claims, [1], 'but holds a claim on it');
+    if (order === 'fail first') {
+      t.deepEqual(labels.settle(a.claims, false).map((l) => l.name), ['only-a']);
+      t.true(labels.byName.has('shared'), 'still claimed by the other write');
+      t.deepEqual(labels.settle(b.claims, true), []);
+    } else {
+      t.deepEqual(labels.settle(b.claims, true), []);
+      t.deepEqual(labels.settle(a.claims, false).map((l) => l.name), ['only-a']);
+    }
+    t.deepEqual([...labels.byName.keys()], ['shared']);
+    // confirmed now: a later failure does not take it away
+    t.deepEqual(labels.settle(labels.resolve(['shared'], allocate, T0).claims, false), []);
+    t.true(labels.byId.has(1));
+  });
+}
+
+test('label catalogue: two writes claim the same new label and both fail → it goes', (t) => {
+  const { labels, allocate } = catalogue();
+  const a = labels.resolve(['shared'], allocate, T0);
+  const b = labels.resolve(['shared'], allocate, T0);
+  t.deepEqual(labels.settle(a.claims, false), [], 'the other write still holds it');
+  t.true(labels.byName.has('shared'));
+  t.deepEqual(labels.settle(b.claims, false).map((l) => [l.id, l.name]), [[1, 'shared']]);
+  t.is(labels.byName.size, 0);
+  t.is(labels.byId.size, 0);
+});
+
+test('label catalogue: create, rename and remove; a provisional label made real by a direct write stays', (t) => {
+  const { labels, allocate } = catalogue();
+  const { label } = labels.create(allocate(), 'x', T0);
+  t.is(labels.byName.get('x'), label);
+  t.is(labels.touch(label, 'y', T0 + 5), null);
+  t.false(labels.byName.has('x'));
+  t.is(labels.byName.get('y'), label);
+  t.deepEqual([label.created, label.updated], [T0, T0 + 5]);
+  t.is(labels.remove(label), null);
+  t.is(labels.byId.size, 0);
+  // a label a pending playbook write created, then touched by a label write: no longer provisional
+  const r = labels.resolve(['z'], allocate, T0);
+  labels.touch(labels.byId.get(r.ids[0]!)!, 'z', T0 + 1);
+  t.deepEqual(labels.settle(r.claims, false), []);
+  t.true(labels.byName.has('z'));
 });
 
 test('minimal replies carry only the id; a refusal still carries its errors', (t) => {
@@ -780,6 +991,112 @@ test('JSON fields are stored and returned as the text the front sent', (t) => {
   t.is(h.detail('task', task).tags, 'notalist');
   t.is(h.detail('task', s.task).tags.length, 0, 'tags default to []');
   t.is(h.detail('record', h.make('record', { playbook: s.pb, key: 'd', type: 't' })).value, '', 'value defaults to ""');
+});
+
+// ---- blobs (DESIGN.md "Persistence": large JSON values live outside the rows) ----
+
+test('large JSON values go to blobs, not into journaled events; a value reset to its default drops its blob', (t) => {
+  const h = new Harness();
+  const s = h.scaffold();
+  const pb = h.make('playbook', { path: '/b.yml', runner_version: '2.14', arguments: '{"limit":"web"}' });
+  const r = h.result(s, { content: '{"msg":"hi"}' });
+  h.update('host', s.host, { facts: '{"os":"linux"}' });
+  const rec = h.make('record', { playbook: s.pb, key: 'k', type: 'json', value: '[1]' });
+  t.is(h.store.blobs.get(blobKey.arguments(pb)), '{"limit":"web"}');
+  t.is(h.store.blobs.get(blobKey.content(r)), '{"msg":"hi"}');
+  t.is(h.store.blobs.get(blobKey.facts(s.host)), '{"os":"linux"}');
+  t.is(h.store.blobs.get(blobKey.value(rec)), '[1]');
+  t.is(h.store.blobs.get(blobKey.file(sha1('- hosts: all\n'))), '- hosts: all\n');
+  t.false(h.store.blobs.has(blobKey.arguments(s.pb)), 'a default value is not stored');
+  t.false(h.store.blobs.has(blobKey.content(h.result(s))), 'a default value is not stored');
+  for (const ev of h.store.events) {
+    if (ev.e === 'delete') continue;
+    for (const field of ['content', 'facts', 'arguments', 'value']) t.false(field in ev.d, `${ev.e} ${ev.t}: ${field} is not journaled`);
+  }
+  t.like(h.store.events.find((ev) => ev.e === 'create' && ev.t === 'file'), { d: { sha1: sha1('- hosts: all\n') } });
+  // and the representations splice them back in
+  t.deepEqual(h.detail('playbook', pb).arguments, { limit: 'web' });
+  t.deepEqual(h.detail('result', r).content, { msg: 'hi' });
+  t.deepEqual(h.detail('host', s.host).facts, { os: 'linux' });
+  t.deepEqual(h.detail('record', rec).value, [1]);
+  t.is(h.detail('file', s.file).content, '- hosts: all\n');
+  // back to the default: the blob goes, the default shows
+  t.is(h.update('result', r, { content: '{}' }).status, 200);
+  t.false(h.store.blobs.has(blobKey.content(r)));
+  t.deepEqual(h.detail('result', r).content, {});
+  t.is(h.update('record', rec, { value: '""' }).status, 200);
+  t.false(h.store.blobs.has(blobKey.value(rec)));
+  t.is(h.detail('record', rec).value, '');
+  t.deepEqual(blobProblems(h), []);
+});
+
+test('deleting rows removes their blobs, cascades included', (t) => {
+  const h = new Harness();
+  const x = bigScaffold(h);
+  for (const id of Object.values(x.results)) h.update('result', id, { content: `{"id":${id}}` });
+  h.update('host', x.host2, { facts: '{"a":1}' });
+  h.update('playbook', x.pb, { arguments: '{"v":true}' });
+  h.update('result', x.otherResult, { content: '{"other":1}' });
+  t.deepEqual(blobProblems(h), []);
+  h.remove('host', x.host2); // its facts and results b, d, f
+  for (const key of [blobKey.facts(x.host2), blobKey.content(x.results.b), blobKey.content(x.results.d), blobKey.content(x.results.f)]) {
+    t.false(h.store.blobs.has(key), key);
+  }
+  t.true(h.store.blobs.has(blobKey.content(x.results.a)));
+  t.deepEqual(blobProblems(h), []);
+  h.remove('record', x.record);
+  t.false(h.store.blobs.has(blobKey.value(x.record)));
+  h.remove('playbook', x.pb);
+  t.deepEqual([...h.store.blobs.keys()].filter((k) => k[0] !== 'f').sort(), [blobKey.content(x.otherResult)], 'only the other playbook’s blobs are left');
+  t.deepEqual(blobProblems(h), []);
+});
+
+test('a file text is stored once per hash and removed when the last file using it goes', (t) => {
+  const h = new Harness();
+  const s = h.scaffold();
+  const o = h.scaffold('other');
+  const text = '- hosts: all\n';
+  const key = blobKey.file(sha1(text));
+  // s.file and o.file (two playbooks) share the text
+  t.is(h.detail('file', o.file).sha1, sha1(text));
+  t.is([...h.store.blobs.keys()].filter((k) => k[0] === 'f').length, 1);
+  const same = h.make('file', { playbook: s.pb, path: '/copy.yml', content: text });
+  const lone = h.make('file', { playbook: s.pb, path: '/lone.yml', content: 'lone' });
+  const loneKey = blobKey.file(sha1('lone'));
+  t.is(h.store.blobs.get(loneKey), 'lone');
+
+  // a file whose hash no other file uses: its blob goes with it
+  t.is(h.remove('file', lone).status, 204);
+  t.false(h.store.blobs.has(loneKey), 'the only file with that content is gone: so is its text');
+  // files that share their text: it stays until the last one goes
+  t.is(h.remove('file', same).status, 204);
+  t.is(h.store.blobs.get(key), text, 'two more files use it');
+  t.is(h.remove('file', s.file).status, 204);
+  t.is(h.store.blobs.get(key), text, 'a file of another playbook still uses it');
+  t.is(h.detail('file', o.file).content, text);
+  t.is(h.remove('playbook', o.pb).status, 204);
+  t.false(h.store.blobs.has(key), 'the last file using it went with its playbook');
+  t.deepEqual(blobProblems(h), []);
+});
+
+test('a file content update moves it to the new text; the old one goes once unused', (t) => {
+  const h = new Harness();
+  const s = h.scaffold();
+  const f2 = h.make('file', { playbook: s.pb, path: '/two.yml', content: 'v1' });
+  const f3 = h.make('file', { playbook: s.pb, path: '/three.yml', content: 'v1' });
+  t.is(h.update('file', f2, { content: 'v2' }).status, 200);
+  t.is(h.store.blobs.get(blobKey.file(sha1('v1'))), 'v1', 'still used by another file');
+  t.is(h.store.blobs.get(blobKey.file(sha1('v2'))), 'v2');
+  t.is(h.update('file', f3, { content: 'v2' }).status, 200);
+  t.false(h.store.blobs.has(blobKey.file(sha1('v1'))), 'no file uses v1 any more');
+  t.is(h.detail('file', f3).content, 'v2');
+  t.is(h.update('file', f3, { content: 'v2' }).status, 200, 'rewriting the same text');
+  t.is(h.store.blobs.get(blobKey.file(sha1('v2'))), 'v2');
+  t.is(h.remove('file', f2).status, 204);
+  t.is(h.store.blobs.get(blobKey.file(sha1('v2'))), 'v2');
+  t.is(h.remove('file', f3).status, 204);
+  t.false(h.store.blobs.has(blobKey.file(sha1('v2'))));
+  t.deepEqual(blobProblems(h), []);
 });
 
 // ---- replay equivalence (DESIGN.md "Persistence") ---------------------------------------------
@@ -833,9 +1150,9 @@ function randomRun(seed: number, steps: number): RunOutcome {
       if (chance(0.5)) set.status = pick(RUN_STATUSES);
       if (chance(0.5)) set.name = chance(0.2) ? null : 'pb' + int(100);
       timing(set);
-      const { ids, fresh } = h.labels(labelNames.filter(() => chance(0.3)));
+      const ids = h.labels(labelNames.filter(() => chance(0.3)));
       if (ids.length) set.labels = ids;
-      reply = h.create('playbook', set, { newLabels: fresh });
+      reply = h.create('playbook', set);
     } else if (op < 0.55) {
       // create a child
       const pb = pick(pbIds)!;
@@ -880,14 +1197,13 @@ function randomRun(seed: number, steps: number): RunOutcome {
       const agg = st.aggregates.get(type === 'playbook' ? id : row.playbook)!;
       const put = chance(0.2);
       const set: Record<string, unknown> = {};
-      let newLabels: NewLabel[] | null = null;
       if (chance(0.03) && type !== 'playbook') set.playbook = pick(pbIds);
       switch (type) {
         case 'playbook': {
           if (chance(0.5)) set.status = pick(RUN_STATUSES);
           if (chance(0.3)) set.name = 'pb' + int(100);
           if (chance(0.3) || put) set.arguments = put && chance(0.5) ? '{}' : json();
-          if (chance(0.3)) { const l = h.labels(labelNames.filter(() => chance(0.3))); set.labels = l.ids; newLabels = l.fresh; }
+          if (chance(0.3)) set.labels = h.labels(labelNames.filter(() => chance(0.3)));
           if (chance(0.2)) set.controller = 'ctl' + int(3);
           timing(set);
           break;
@@ -924,7 +1240,7 @@ function randomRun(seed: number, steps: number): RunOutcome {
           if (put || chance(0.5)) set.value = put && chance(0.5) ? '""' : json();
           break;
       }
-      reply = h.update(type, id, set, { put, newLabels });
+      reply = h.update(type, id, set, { put });
       if (reply.status === 200 && type === 'host' && ['changed', 'failed', 'ok', 'skipped', 'unreachable'].some((c) => c in set)) overridden.add(id);
     } else {
       const type = pick(['play', 'task', 'task', 'host', 'host', 'result', 'result', 'result', 'result', 'file', 'record', 'record',
@@ -947,10 +1263,11 @@ function randomRun(seed: number, steps: number): RunOutcome {
   return { h, overridden, statuses, refused, created, deleted };
 }
 
-/** A row as plain data, without the serializer's cache. */
+/** A row as plain data, without the serializer's cache (a result's `updated` is a getter: read it too). */
 function plain(row: object): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(row)) if (k !== 'summaryCache') out[k] = v;
+  if (row instanceof ResultRow) out.updated = row.updated;
   return out;
 }
 
@@ -971,6 +1288,8 @@ function diffStates(live: ShardState, replayed: ShardState): string[] {
     }
   }
   same('label replica', [...live.labels], [...replayed.labels]);
+  same('max ids', live.maxIds, replayed.maxIds);
+  same('file refs', [...live.fileRefs].sort(), [...replayed.fileRefs].sort());
   return out;
 }
 
@@ -981,10 +1300,13 @@ function diffViews(live: string[], replayed: string[]): string | null {
   return null;
 }
 
-/** A fresh shard rebuilt from journaled events only. */
-function replay(events: readonly Event[], compat = false): Shard {
-  const replica = new Shard({ compat, journal: { append() { throw new Error('replay must not journal'); } } });
+/** A fresh shard rebuilt from journaled events only, over a copy of the live blobs; the
+ * front then re-sends its label catalogue, as it does after recovery. */
+function replay(live: Shard, events: readonly Event[], compat = false): Shard {
+  const replica = new Shard({ compat, store: new ReplayStore((live.store as MemoryStore).blobs) });
   for (const ev of events) replica.state.apply(decode<Event>(encode(ev)));
+  replica.state.releasedFiles = [];
+  replica.handle({ k: 'labels', upsert: [...live.state.labels], remove: [] });
   return replica;
 }
 
@@ -995,7 +1317,7 @@ function everything(shard: Shard, state: ShardState, compat: boolean): string[] 
     for (const id of state.index(type).keys()) {
       out.push((shard.handle({ k: 'get', rid: 1, type, id }) as GetReply).body);
     }
-    const serializer = new Serializer(state, compat);
+    const serializer = new Serializer(state, shard.store, compat);
     for (const order of [[], [['updated', true]], [['started', false], ['ended', true]]] as Array<Array<[string, boolean]>>) {
       if (order.length && (type === 'host' || type === 'file' || type === 'record') && order[0]![0] === 'started') continue;
       const { count, rows } = runList(state, serializer, { type, filters: [], order, skip: 0, take: 1e9 });
@@ -1017,11 +1339,11 @@ for (const seed of [1, 2, 3, 20261122, 0xdecaf]) {
     t.true(h.shard.state.results.size > 10, `results alive ${h.shard.state.results.size}`);
     const liveView = everything(h.shard, h.shard.state, false);
 
-    const replica = replay(h.journal.events);
+    const replica = replay(h.shard, h.store.events);
     t.deepEqual(diffStates(h.shard.state, replica.state), []);
     t.is(diffViews(liveView, everything(replica, replica.state, false)), null);
     // and once more in compat mode, from two independent replays
-    const x = replay(h.journal.events, true); const y = replay(h.journal.events, true);
+    const x = replay(h.shard, h.store.events, true); const y = replay(h.shard, h.store.events, true);
     everything(x, x.state, true); // warm x's caches, then change nothing: views must still agree
     t.is(diffViews(everything(x, x.state, true), everything(y, y.state, true)), null);
   });
@@ -1033,9 +1355,9 @@ for (const seed of [1, 2, 3, 20261122, 0xdecaf]) {
     for (const type of ['play', 'task', 'host', 'result', 'file', 'record'] as const) {
       let inAggs = 0;
       for (const agg of st.aggregates.values()) {
-        const m = (agg as any)[type + 's'] as Map<number, any>;
+        const m = (agg as any)[type + 's'] as { size: number; values(): IterableIterator<any> };
         inAggs += m.size;
-        for (const [id, row] of m) t.is(st.index(type).get(id), row, `${type} ${id} indexed`);
+        for (const row of m.values()) t.is(st.index(type).get(row.id), row, `${type} ${row.id} indexed`);
       }
       t.is(st.index(type).size, inAggs, `${type}: no orphans in the global index`);
       for (const row of st.index(type).values()) t.true(st.aggregates.has(row.playbook), `${type} ${row.id} has a playbook`);
@@ -1089,23 +1411,59 @@ for (const seed of [1, 2, 3, 20261122, 0xdecaf]) {
         records: [...st.records.values()].filter((x) => x.playbook === agg.playbook.id).length,
       });
     }
+    // results of an aggregate are in id order, as lists show them
+    for (const agg of st.aggregates.values()) {
+      const ids = [...agg.results.keys()];
+      t.deepEqual(ids, [...ids].sort((a, b) => a - b), `results of playbook ${agg.playbook.id} in id order`);
+    }
+  });
+
+  test(`the store holds the last written value of every live row and no orphan blob after a random run (seed ${seed})`, (t) => {
+    const { h } = randomRun(seed, 500);
+    t.true(h.store.blobs.size > 10, `blobs ${h.store.blobs.size}`);
+    t.deepEqual(blobProblems(h), []);
   });
 }
 
-test('the journal holds only plain data that survives the codec unchanged', (t) => {
+test('the journal holds only plain data that survives the codec unchanged, without large values, each event naming its playbook', (t) => {
   const { h } = randomRun(7, 200);
-  for (const ev of h.journal.events) t.deepEqual(decode(encode(ev)), ev);
-  t.true(h.journal.events.every((ev) => ev.e !== 'create' || typeof ev.d.id === 'number'));
+  for (const ev of h.store.events) t.deepEqual(decode(encode(ev)), ev);
+  t.true(h.store.events.every((ev) => ev.e !== 'create' || typeof ev.d.id === 'number'));
+  t.true(h.store.events.every((ev) => ev.e === 'delete'
+    || !['content', 'facts', 'arguments', 'value'].some((field) => field in ev.d)), 'large values are in blobs only');
+  // `p` is the playbook the event belongs to, as of when it happened
+  const st = new ShardState();
+  for (const ev of h.store.events) {
+    const owner = ev.e === 'create'
+      ? (ev.t === 'playbook' ? ev.d.id : ev.d.playbook)
+      : (ev.t === 'playbook' ? ev.id : st.index(ev.t).get(ev.id)?.playbook);
+    t.is(ev.p, owner, `${ev.e} ${ev.t}`);
+    st.apply(ev);
+  }
 });
 
 test('the replay check detects a lost event (negative control)', (t) => {
   const { h } = randomRun(1, 300);
-  const events = [...h.journal.events];
+  const events = [...h.store.events];
   let last = -1;
   events.forEach((ev, i) => { if (ev.e === 'update' && ev.t === 'result') last = i; });
   t.true(last >= 0);
   events.splice(last, 1);
-  const replica = replay(events);
+  const replica = replay(h.shard, events);
   t.not(diffStates(h.shard.state, replica.state).length, 0);
   t.not(diffViews(everything(h.shard, h.shard.state, false), everything(replica, replica.state, false)), null);
+});
+
+test('the blob check detects a lost, a stale and an orphan blob (negative control)', (t) => {
+  const { h } = randomRun(1, 300);
+  t.deepEqual(blobProblems(h), []);
+  const [key, text] = [...h.store.blobs].find(([k]) => k[0] === 'r')!;
+  h.store.blobs.delete(key);
+  t.is(blobProblems(h).length, 1, 'lost');
+  h.store.blobs.set(key, text + ' ');
+  t.is(blobProblems(h).length, 1, 'stale');
+  h.store.blobs.set(key, text);
+  h.store.blobs.set(blobKey.content(999999), '{}');
+  h.store.blobs.set(blobKey.file(sha1('nobody')), 'nobody');
+  t.is(blobProblems(h).length, 2, 'orphans');
 });
