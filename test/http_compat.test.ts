@@ -1,0 +1,133 @@
+// SPEC.md §9: LOGBOOK_ARA_COMPAT=true adds ansible_version/controller/user to
+// every playbook object (top-level and nested), created/updated to every list
+// row and delegated_to to result rows; with the mode off, representations are
+// exactly §2.
+import test, { type ExecutionContext } from 'ava';
+import { api, startLogbook, type Logbook } from './helpers/server.js';
+import {
+  SERVER_ENV, createFile, createHost, createLabel, createPlay, createPlaybook, createRecord, createResult, createTask,
+  get, list, patch, put, uniq, type Json,
+} from './helpers/fixtures.js';
+import { DETAIL, ROW, WRITE } from './helpers/shapes.js';
+
+let on: Logbook;
+let off: Logbook;
+test.before(async () => {
+  [on, off] = await Promise.all([
+    startLogbook({ env: { ...SERVER_ENV, LOGBOOK_ARA_COMPAT: 'true' } }),
+    startLogbook({ env: SERVER_ENV }),
+  ]);
+});
+test.after.always(async () => { await Promise.all([on?.stop(), off?.stop()]); });
+
+interface Made { pb: Json; file: Json; play: Json; task: Json; host: Json; host2: Json; result: Json; record: Json; label: Json }
+
+async function build(url: string, playbook: Record<string, unknown> = { controller: 'ctl.example.org', user: 'alice' }): Promise<Made> {
+  const pb = await createPlaybook(url, { runner_version: '2.15.13', labels: [uniq('c')], ...playbook });
+  const file = await createFile(url, pb.id);
+  const play = await createPlay(url, pb.id);
+  const task = await createTask(url, { playbook: pb.id, play: play.id, file: file.id });
+  const host = await createHost(url, pb.id);
+  const host2 = await createHost(url, pb.id);
+  const result = await createResult(url, { playbook: pb.id, play: play.id, task: task.id, host: host.id }, { delegated_to: [host2.id] });
+  const record = await createRecord(url, pb.id);
+  const label = await createLabel(url);
+  return { pb, file, play, task, host, host2, result, record, label };
+}
+
+function compatPlaybook(t: ExecutionContext, obj: Json, expected: { ansible_version: string; controller: string | null; user: string | null }, what: string) {
+  t.is(obj.ansible_version, expected.ansible_version, `${what}: ansible_version`);
+  t.is(obj.controller, expected.controller, `${what}: controller`);
+  t.is(obj.user, expected.user, `${what}: user`);
+  t.is(obj.runner_version, expected.ansible_version, `${what}: runner_version still there`);
+}
+
+test('compat on: every playbook object, top-level and nested, carries ansible_version, controller and user', async (t) => {
+  const url = on.url;
+  const m = await build(url);
+  const exp = { ansible_version: '2.15.13', controller: 'ctl.example.org', user: 'alice' };
+  compatPlaybook(t, m.pb, exp, 'POST response');
+  compatPlaybook(t, await get(url, `/api/v1/playbooks/${m.pb.id}`), exp, 'detail');
+  compatPlaybook(t, (await list(url, 'playbooks', { path: m.pb.path })).results[0], exp, 'list row');
+  for (const [resource, id] of [['plays', m.play.id], ['tasks', m.task.id], ['hosts', m.host.id], ['results', m.result.id], ['files', m.file.id], ['records', m.record.id]] as const) {
+    compatPlaybook(t, (await get(url, `/api/v1/${resource}/${id}`)).playbook, exp, `${resource} detail nested playbook`);
+  }
+  const patched = await patch(url, `/api/v1/playbooks/${m.pb.id}`, { controller: 'other', ansible_version: '2.16.0' });
+  compatPlaybook(t, patched, { ansible_version: '2.16.0', controller: 'other', user: 'alice' }, 'PATCH response');
+  // never sent → null
+  const bare = await createPlaybook(url);
+  compatPlaybook(t, bare, { ansible_version: '2.15.13', controller: null, user: null }, 'never sent');
+  compatPlaybook(t, await get(url, `/api/v1/playbooks/${bare.id}`), { ansible_version: '2.15.13', controller: null, user: null }, 'never sent (detail)');
+});
+
+test('compat on: every list row carries created and updated; result rows carry delegated_to', async (t) => {
+  const url = on.url;
+  const m = await build(url);
+  const rows: Record<string, Json> = {
+    playbooks: (await list(url, 'playbooks', { path: m.pb.path })).results[0],
+    plays: (await list(url, 'plays', { playbook: m.pb.id })).results[0],
+    tasks: (await list(url, 'tasks', { playbook: m.pb.id })).results[0],
+    hosts: (await list(url, 'hosts', { playbook: m.pb.id })).results[0],
+    results: (await list(url, 'results', { playbook: m.pb.id })).results[0],
+    files: (await list(url, 'files', { playbook: m.pb.id })).results[0],
+    records: (await list(url, 'records', { playbook: m.pb.id })).results[0],
+    labels: (await list(url, 'labels', { name: m.label.name })).results[0],
+  };
+  for (const [resource, row] of Object.entries(rows)) {
+    const detail = await get(url, `/api/v1/${resource}/${row.id}`);
+    t.is(row.created, detail.created, `${resource} row created`);
+    t.is(row.updated, detail.updated, `${resource} row updated`);
+  }
+  t.deepEqual(rows.results.delegated_to, [m.host2.id], 'result row delegated_to');
+  const plain = await createResult(url, { playbook: m.pb.id, play: m.play.id, task: m.task.id, host: m.host2.id });
+  const plainRow = (await list(url, 'results', { host: m.host2.id })).results[0];
+  t.is(plainRow.id, plain.id);
+  t.true(Array.isArray(plainRow.delegated_to), 'delegated_to present even when not sent');
+  t.deepEqual(plainRow.delegated_to, []);
+});
+
+test('compat on: the ara CLI default orders and filters work', async (t) => {
+  const url = on.url;
+  const a = await build(url, { controller: uniq('ctl'), user: 'bob' });
+  const b = await build(url, { controller: a.pb.controller, user: 'bob', runner_version: '2.16.1' });
+  for (const order of ['-started', '-updated', '-id', 'started']) {
+    const r = await api(url, 'GET', `/api/v1/playbooks?controller=${encodeURIComponent(a.pb.controller)}&order=${order}&limit=200`);
+    t.is(r.status, 200, order);
+    t.is(r.body.count, 2, order);
+  }
+  t.deepEqual((await list(url, 'playbooks', { controller: a.pb.controller, order: '-started' })).results.map((p: Json) => p.id), [b.pb.id, a.pb.id]);
+  t.deepEqual((await list(url, 'playbooks', { controller: a.pb.controller, ansible_version: '2.16.1' })).results.map((p: Json) => p.id), [b.pb.id]);
+  t.deepEqual((await list(url, 'results', { playbook: b.pb.id, order: '-updated' })).results.map((r: Json) => r.id), [b.result.id]);
+});
+
+test('compat off: no ansible_version/controller/user, no created/updated in rows, no delegated_to; §2 keys exactly', async (t) => {
+  const url = off.url;
+  const m = await build(url);
+  t.deepEqual(Object.keys(m.pb), WRITE.playbook);
+  const detail = await get(url, `/api/v1/playbooks/${m.pb.id}`);
+  t.deepEqual(Object.keys(detail), DETAIL.playbook);
+  for (const k of ['ansible_version', 'controller', 'user']) t.false(k in detail, k);
+  const nested = (await get(url, `/api/v1/results/${m.result.id}`)).playbook;
+  for (const k of ['ansible_version', 'controller', 'user']) t.false(k in nested, `nested ${k}`);
+  t.deepEqual(Object.keys(m.result), WRITE.result, 'result write response has no delegated_to');
+  const rows: Record<string, Json> = {
+    playbook: (await list(url, 'playbooks', { path: m.pb.path })).results[0],
+    play: (await list(url, 'plays', { playbook: m.pb.id })).results[0],
+    task: (await list(url, 'tasks', { playbook: m.pb.id })).results[0],
+    result: (await list(url, 'results', { playbook: m.pb.id })).results[0],
+    file: (await list(url, 'files', { playbook: m.pb.id })).results[0],
+    record: (await list(url, 'records', { playbook: m.pb.id })).results[0],
+  };
+  for (const [type, row] of Object.entries(rows)) t.deepEqual(Object.keys(row), ROW[type], `${type} row`);
+  // controller/user/delegated_to sent with the mode off are accepted (the ARA callback sends them)
+  const replaced = await put(url, `/api/v1/playbooks/${m.pb.id}`, { path: m.pb.path, runner_version: '2', controller: 'c', user: 'u' });
+  t.deepEqual(Object.keys(replaced), WRITE.playbook);
+});
+
+test('compat on vs off: controller and user are stored either way (the mode only changes representations)', async (t) => {
+  // written with the mode off, the values are not shown; the filter still works on them
+  const url = off.url;
+  const ctl = uniq('ctl');
+  const pb = await createPlaybook(url, { controller: ctl, user: 'carol' });
+  t.deepEqual((await list(url, 'playbooks', { controller: ctl })).results.map((p: Json) => p.id), [pb.id]);
+});
