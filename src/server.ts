@@ -49,6 +49,8 @@ export async function startServer(config: Config): Promise<Server> {
     return {
       port: front.port,
       async close() {
+        // stop accepting: no new connections, and requests arriving on open ones get 503 + close
+        front.closing = true;
         us_listen_socket_close(socket);
         const deadline = Date.now() + 10_000;
         while (pool.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));

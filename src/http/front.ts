@@ -84,6 +84,8 @@ export class Front {
   private readonly labels: LabelCatalogue;
   /** false until every shard has recovered: requests get 503 meanwhile */
   ready = false;
+  /** set when shutdown begins: new requests (on kept-alive connections) get 503 and a close */
+  closing = false;
   private readonly normalizer: BodyNormalizer;
   private readonly pages: PageSettings;
   // Reply handlers are bound once: the pending table stores the handler and a
@@ -155,6 +157,11 @@ export class Front {
 
   private route(ex: Req, body: Buffer): void {
     const { route, method } = ex;
+    if (this.closing) {
+      ex.extraHeaders = [['Retry-After', '1']];
+      ex.close = true;
+      return reply(ex, 503, route.kind === 'healthz' ? '{"status":"stopping"}' : Errors.unavailable('logbook is shutting down; retry shortly.'));
+    }
     if (!this.ready) {
       ex.extraHeaders = [['Retry-After', '1']];
       return reply(ex, 503, route.kind === 'healthz' ? '{"status":"recovering"}' : Errors.unavailable('logbook is recovering its data; retry shortly.'));
@@ -269,8 +276,7 @@ export class Front {
     if (type === 'label') return this.labelWrite(ex, null, n);
     if (type === 'playbook') {
       if (n.errors) return reply(ex, 400, Errors.fields(n.errors, WRITE_FIELDS.playbook));
-      const id = this.dir.allocate('playbook');
-      return this.sendWrite(ex, this.pool.shardOf(id), 'create', 'playbook', id, false, n);
+      return this.sendWrite(ex, -1, 'create', 'playbook', 0, false, n);
     }
     const playbook = n.set.playbook as number | undefined;
     if (playbook === undefined || this.locate('playbook', playbook) < 0) {
@@ -307,11 +313,22 @@ export class Front {
     this.pool.send(shard, { k: 'write', rid: 0, cmd }, this.onWrite, { ex, shard, claims: null } satisfies WriteContext);
   }
 
+  /**
+   * Send a write to its shard. A new playbook gets its id (and so its shard) only
+   * when it is sent: a create that first waits for its new labels to be stored
+   * must not reach its shard after a playbook with a higher id, because each
+   * shard keeps its records in creation order = id order (unordered lists and
+   * the front's merge rely on it).
+   */
   private sendWrite(ex: Req, shard: number, op: 'create' | 'update', type: Exclude<ResourceType, 'label'>, id: number, put: boolean, n: Normalized): void {
-    const cmd: WriteCommand = {
-      op, type, id, put, set: n.set, errors: n.errors, elsewhere: this.foreignKeys(type, n.set, shard), minimal: ex.minimal,
-    };
     const ctx: WriteContext = { ex, shard, claims: null };
+    const dispatch = () => {
+      if (op === 'create' && type === 'playbook') { id = this.dir.allocate('playbook'); ctx.shard = this.pool.shardOf(id); }
+      const cmd: WriteCommand = {
+        op, type, id, put, set: n.set, errors: n.errors, elsewhere: this.foreignKeys(type, n.set, ctx.shard), minimal: ex.minimal,
+      };
+      this.pool.send(ctx.shard, { k: 'write', rid: 0, cmd }, this.onWrite, ctx);
+    };
     if (type === 'playbook' && Array.isArray(n.set.labels)) {
       // New label names become labels first (durably), so a committed playbook
       // never names a label that a crash could lose.
@@ -320,14 +337,11 @@ export class Front {
       ctx.claims = resolved.claims.length ? resolved.claims : null;
       if (resolved.created.length) this.pool.broadcast({ k: 'labels', upsert: resolved.created.map((l) => [l.id, l.name]), remove: [] });
       if (resolved.persisted) {
-        resolved.persisted.then(
-          () => this.pool.send(shard, { k: 'write', rid: 0, cmd }, this.onWrite, ctx),
-          (err) => { this.storageFailed(ex, err); this.settleLabels(ctx, false); },
-        );
+        resolved.persisted.then(dispatch, (err) => { this.storageFailed(ex, err); this.settleLabels(ctx, false); });
         return;
       }
     }
-    this.pool.send(shard, { k: 'write', rid: 0, cmd }, this.onWrite, ctx);
+    dispatch();
   }
 
   /** FK fields whose id exists on another shard: the shard reports "does not belong to playbook". */

@@ -37,9 +37,11 @@ export class LabelCatalogue {
 
   constructor(private readonly store: FrontStore | null) {}
 
+  /** Load the stored catalogue; returns the highest label id ever created. */
   load(): number {
     let max = 0;
     if (!this.store) return max;
+    max = this.store.labelMaxId();
     for (const [id, l] of this.store.allLabels()) {
       this.add(new Label(id, l.name, l.created, l.updated));
       if (id > max) max = id;

@@ -260,6 +260,28 @@ export class ShardState {
     removed[TYPE_CODE.result]!.push(r.id);
   }
 
+  /** An id that was created (even if its row is gone): raise the type's high-water mark. */
+  observeId(t: EventType, id: number): void {
+    const code = TYPE_CODE[t];
+    if (id > this.maxIds[code]!) this.maxIds[code] = id;
+  }
+
+  /** Re-insert every shard-wide index in ascending id order, if it is not already. */
+  sortIndexes(): void {
+    for (const t of ['playbook', 'play', 'task', 'host', 'result', 'file', 'record'] as const) {
+      const index = this.index(t);
+      let prev = 0;
+      let sorted = true;
+      for (const id of index.keys()) { if (id < prev) { sorted = false; break; } prev = id; }
+      if (sorted) continue;
+      const ids = Float64Array.from(index.keys()).sort();
+      const values: unknown[] = new Array(ids.length);
+      for (let i = 0; i < ids.length; i++) values[i] = index.get(ids[i]!);
+      index.clear();
+      for (let i = 0; i < ids.length; i++) index.set(ids[i]!, values[i]);
+    }
+  }
+
   private refFile(sha1: string, delta: 1 | -1): void {
     const n = (this.fileRefs.get(sha1) ?? 0) + delta;
     if (n > 0) { this.fileRefs.set(sha1, n); return; }

@@ -12,6 +12,8 @@ export const FORMAT_VERSION = 1;
 export class StoreError extends Error {}
 
 interface FormatRecord { format: number; shards: number; created: string }
+/** meta key of the highest label id ever created: deleted label ids are never handed out again */
+const LABEL_HIGH_WATER = 'labelMaxId';
 export interface StoredLabel { name: string; created: number; updated: number }
 
 /** Take the data directory: refuse it if another live process holds it. */
@@ -42,7 +44,8 @@ function alive(pid: number): boolean {
 
 export class FrontStore {
   private readonly env: RootDatabase;
-  private readonly meta: Database<FormatRecord, string>;
+  private readonly meta: Database<any, string>;
+  private labelHighWater = 0;
   readonly labels: Database<StoredLabel, number>;
 
   constructor(dataDir: string) {
@@ -69,7 +72,17 @@ export class FrontStore {
     }
   }
 
-  putLabel(id: number, label: StoredLabel): Promise<unknown> { return durable(this.labels.put(id, label)); }
+  /** Store a label; a new highest id is recorded in the same transaction (same event turn). */
+  putLabel(id: number, label: StoredLabel): Promise<unknown> {
+    if (id > this.labelHighWater) { this.labelHighWater = id; void this.meta.put(LABEL_HIGH_WATER, id); }
+    return durable(this.labels.put(id, label));
+  }
+
+  /** The highest label id ever created, deleted ones included. */
+  labelMaxId(): number {
+    this.labelHighWater = Math.max(this.labelHighWater, Number(this.meta.get(LABEL_HIGH_WATER) ?? 0));
+    return this.labelHighWater;
+  }
   removeLabel(id: number): Promise<unknown> { return durable(this.labels.remove(id)); }
 
   *allLabels(): Iterable<[number, StoredLabel]> {

@@ -164,13 +164,20 @@ export class LmdbShardStore implements ShardStore {
       for (const ev of events) {
         const covered = snapSeq.get(ev.p);
         if (covered !== undefined && seq <= covered) continue;
-        // events of a playbook deleted later (its snapshot went with it) are skipped
-        if (!state.aggregates.has(ev.p) && !(ev.e === 'create' && ev.t === 'playbook')) continue;
+        // events of a playbook deleted later (its snapshot went with it) are skipped,
+        // but the ids they created stay used: ids are never handed out twice
+        if (!state.aggregates.has(ev.p) && !(ev.e === 'create' && ev.t === 'playbook')) {
+          if (ev.e === 'create') state.observeId(ev.t, ev.d.id);
+          continue;
+        }
         state.apply(ev);
         eventsApplied++;
       }
     }
     state.releasedFiles = [];
+    // snapshots load playbook by playbook: put the shard-wide indexes back in id
+    // (= creation) order, which unordered lists and the front's merge rely on
+    state.sortIndexes();
     this.sinceSnapshot = journalEntries;
     return { snapshots, journalEntries, eventsApplied, ms: performance.now() - t0 };
   }
