@@ -38,14 +38,17 @@ function build(level: LogLevel): Logger {
 
 const root: Logger = build('info');
 let logger: Logger = root;
+/** debug lines are per request: callers test this flag before building their fields */
+export let debugEnabled = false;
 
 /** Set the level (LOGBOOK_LOG_LEVEL); `bindings` go into every line (e.g. a shard number). */
 export function setLogLevel(level: LogLevel, bindings: Fields | null = null): void {
   root.level = level;
   logger = bindings ? root.child(bindings) : root;
+  debugEnabled = logger.isLevelEnabled('debug');
 }
 
-/** Is a level on? Callers check before building fields for high-volume lines. */
+/** Is a level on? */
 export function logEnabled(level: Exclude<LogLevel, 'silent'>): boolean {
   return logger.isLevelEnabled(level);
 }

@@ -32,7 +32,7 @@
 //   logbook_maintenance_last_run_timestamp_seconds
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { RESOURCE_TYPES, TYPE_TO_PATH } from './api/resources.js';
-import { log, logEnabled } from './log.js';
+import { debugEnabled, log } from './log.js';
 import type { StatsReply } from './shard/protocol.js';
 
 // ---- per-request metrics ---------------------------------------------------
@@ -116,7 +116,7 @@ export class HttpMetrics {
     while (b < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[b]!) b++;
     this.buckets[slot * NB + b]!++;
     this.sums[slot]! += seconds;
-    if (logEnabled('debug')) {
+    if (debugEnabled) {
       log.debug('request', {
         method: req.method, route: ROUTE_TEMPLATES[Math.floor(slot / NM)], url: req.url, status,
         ms: Math.round(seconds * 1e6) / 1e3,

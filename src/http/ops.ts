@@ -19,6 +19,8 @@ export type OpsRoute =
   | { kind: 'ops'; op: 'crash'; shard: number };
 
 const TEST_CRASH = /^\/__test__\/shards\/(\d{1,2})\/crash$/;
+/** read once: process.env is a slow native getter, and this is checked on the request path */
+const TEST_HOOKS = process.env.LOGBOOK_TEST_HOOKS === '1';
 
 /** The ops route of a path (trailing slash already removed), or null. */
 export function parseOpsRoute(path: string): OpsRoute | null {
@@ -27,7 +29,7 @@ export function parseOpsRoute(path: string): OpsRoute | null {
     case '/metrics': return { kind: 'ops', op: 'metrics' };
     case '/api/v1/openapi.json': return { kind: 'ops', op: 'openapi' };
   }
-  if (process.env.LOGBOOK_TEST_HOOKS === '1') {
+  if (TEST_HOOKS && path.startsWith('/__test__/')) {
     const m = TEST_CRASH.exec(path);
     if (m) return { kind: 'ops', op: 'crash', shard: Number(m[1]) };
   }

@@ -30,6 +30,9 @@ const testHooks = process.env.LOGBOOK_TEST_HOOKS === '1';
 let store: ShardStore;
 let shard: Shard;
 try {
+  // test hook: a slow recovery, so tests can watch the 503s that come before it
+  const delay = testHooks ? Number(process.env.LOGBOOK_TEST_RECOVERY_DELAY_MS ?? 0) : 0;
+  if (delay > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
   const lmdb = init.dataDir === null ? null : new LmdbShardStore(init.dataDir, init.shard, init.durability);
   store = lmdb ?? new MemoryStore();
   shard = new Shard({
