@@ -18,6 +18,10 @@ try {
   throw err;
 }
 setLogLevel(config.logLevel);
+// a bug outside any request handler: log it as one JSON line (pino writes errors synchronously), then exit
+const die = (what: string) => (err: unknown) => { log.fatal(what, { err: errText(err) }); process.exit(1); };
+process.on('uncaughtException', die('uncaught exception'));
+process.on('unhandledRejection', die('unhandled promise rejection'));
 log.info('starting', { version: VERSION, node: process.version, config: configSummary(config) });
 
 const started = performance.now();
