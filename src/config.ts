@@ -31,6 +31,11 @@ export interface Config {
   readonly snapshotEvery: number;
   /** and at least this often (seconds) while anything changed */
   readonly snapshotInterval: number;
+  // ---- operations (retention, shutdown) ----
+  /** seconds between retention/expiry checks */
+  readonly maintenanceInterval: number;
+  /** seconds a shutdown waits for in-flight requests before closing anyway */
+  readonly shutdownTimeout: number;
 }
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -119,6 +124,9 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   option('durability', 'DURABILITY', 'flush', durability, 'acknowledge writes once flushed to disk (flush), committed to the OS (commit), or unsynced (none)'),
   option('snapshotEvery', 'SNAPSHOT_EVERY', 100_000, int(1, 100_000_000), 'snapshot a shard after this many journaled commands'),
   option('snapshotInterval', 'SNAPSHOT_INTERVAL', 300, int(1, 86_400), 'seconds between snapshots while data changes'),
+  // ---- operations (retention, shutdown) ----
+  option('maintenanceInterval', 'MAINTENANCE_INTERVAL', 60, int(1, 86_400), 'seconds between retention and expiry checks'),
+  option('shutdownTimeout', 'SHUTDOWN_TIMEOUT', 10, int(1, 3600), 'seconds SIGTERM/SIGINT wait for in-flight requests'),
 ];
 
 /**
@@ -154,9 +162,32 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
   return Object.freeze(c);
 }
 
+/** A default as --help shows it: `off` for null, `none` for an empty list. */
+function defaultText(value: unknown): string {
+  if (value === null) return 'off';
+  if (Array.isArray(value)) return value.length ? value.join(',') : 'none';
+  return String(value);
+}
+
 export function helpText(version: string): string {
-  const rows = OPTIONS.map((o) => `  ${o.flag.padEnd(26)} ${o.env.padEnd(30)} default: ${JSON.stringify(o.default)}\n      ${o.help}`);
+  const rows = OPTIONS.map((o) => `  ${o.flag.padEnd(26)} ${o.env.padEnd(30)} default: ${defaultText(o.default)}\n      ${o.help}`);
   return `logbook ${version} — records automation runs (ARA-compatible HTTP JSON API)\n\n`
     + `Usage: node dist/src/main.js [--option value]…   (each option can also be set by its environment variable)\n\n`
     + `  --help                     show this help\n  --version                  print the version\n\n${rows.join('\n')}\n`;
+}
+
+// ---- operations: what start-up logs about the configuration ----
+
+/** Options whose value may be or lead to a credential: logged as set/unset only. */
+const SENSITIVE = /TOKEN|PASSWORD|SECRET|USERS|CREDENTIAL|KEY/;
+
+/** Every option's effective value, with sensitive ones masked, for the start-up log line. */
+export function configSummary(config: Config): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const opt of OPTIONS) {
+    const value = config[opt.key];
+    const unset = value === null || value === '' || (Array.isArray(value) && value.length === 0);
+    out[opt.key] = SENSITIVE.test(opt.env) ? (unset ? null : '[set]') : value;
+  }
+  return out;
 }

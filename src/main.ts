@@ -1,7 +1,7 @@
 // Entry point: configuration → shards → front. Exits 2 on a bad configuration,
 // with a message naming the variable; exits 0 on SIGTERM/SIGINT after closing.
-import { ConfigError, helpText, loadConfig } from './config.js';
-import { log, setLogLevel } from './log.js';
+import { ConfigError, configSummary, helpText, loadConfig } from './config.js';
+import { errText, log, setLogLevel } from './log.js';
 import { startServer } from './server.js';
 import { StoreError } from './store/front_store.js';
 import { VERSION } from './version.js';
@@ -18,6 +18,11 @@ try {
   throw err;
 }
 setLogLevel(config.logLevel);
+// a bug outside any request handler: log it as one JSON line (pino writes errors synchronously), then exit
+const die = (what: string) => (err: unknown) => { log.fatal(what, { err: errText(err) }); process.exit(1); };
+process.on('uncaughtException', die('uncaught exception'));
+process.on('unhandledRejection', die('unhandled promise rejection'));
+log.info('starting', { version: VERSION, node: process.version, config: configSummary(config) });
 
 const started = performance.now();
 let server;
@@ -25,7 +30,9 @@ try {
   server = await startServer(config);
 } catch (err) {
   if (err instanceof StoreError) { process.stderr.write(`logbook: ${err.message}\n`); process.exit(2); }
-  throw err;
+  log.fatal('start-up failed', { err: errText(err) });
+  await log.flush();
+  process.exit(1);
 }
 log.info('listening', {
   host: config.host, port: server.port, shards: config.shards, dataDir: config.dataDir,
@@ -36,9 +43,15 @@ let stopping = false;
 const stop = async (signal: string) => {
   if (stopping) return;
   stopping = true;
-  log.info('stopping', { signal });
+  log.info('stopping', { signal, timeoutSeconds: config.shutdownTimeout });
+  // a bound on the whole shutdown, even if closing the store hangs
+  setTimeout(() => {
+    log.error('shutdown took too long; exiting', { signal });
+    void log.flush().finally(() => process.exit(1));
+  }, (config.shutdownTimeout + 15) * 1000).unref();
   await server!.close();
   log.info('stopped', { signal });
+  await log.flush();
   process.exit(0);
 };
 process.on('SIGTERM', () => void stop('SIGTERM'));

@@ -5,6 +5,8 @@ import { App, us_listen_socket_close, us_socket_local_port, type us_listen_socke
 import type { Config } from './config.js';
 import { Front } from './http/front.js';
 import { log } from './log.js';
+import { HTTP } from './metrics.js';
+import { Retention, poolTarget } from './retention.js';
 import { ShardPool } from './shard/pool.js';
 import { FrontStore, lockDataDir } from './store/front_store.js';
 import { VERSION } from './version.js';
@@ -34,29 +36,51 @@ export async function startServer(config: Config): Promise<Server> {
     log.info('recovering', { host: config.host, port: front.port, dataDir: config.dataDir, shards: config.shards });
     const { pool, ready } = await ShardPool.start({
       shards: config.shards, compat: config.araCompat, dataDir: config.dataDir, durability: config.durability,
-      snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000,
+      snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000, logLevel: config.logLevel,
     });
     front.recover(pool, ready);
     const totals = ready.reduce((a, r) => ({
       results: a.results + r.recovery.results, events: a.events + r.recovery.eventsApplied,
       snapshots: a.snapshots + r.recovery.snapshots, shardMs: Math.max(a.shardMs, r.recovery.ms),
     }), { results: 0, events: 0, snapshots: 0, shardMs: 0 });
+    const recoveryMs = performance.now() - t0;
     log.info('recovered', {
-      ms: Math.round(performance.now() - t0), slowestShardMs: Math.round(totals.shardMs), results: totals.results,
+      ms: Math.round(recoveryMs), slowestShardMs: Math.round(totals.shardMs), results: totals.results,
       snapshots: totals.snapshots, journalEventsReplayed: totals.events,
     });
+    // ---- operations: recovery metrics, retention/expiry ----
+    front.metrics.recovery.set(recoveryMs / 1000);
+    for (const r of ready) front.metrics.shardRecovery.set({ shard: String(r.shard) }, r.recovery.ms / 1000);
+    const retention = new Retention(poolTarget(pool, (deleted) => front.forget(deleted)), {
+      retentionDays: config.retentionDays, expireRunningAfter: config.expireRunningAfter,
+      intervalMs: config.maintenanceInterval * 1000, sink: front.metrics,
+    });
+    if (retention.enabled) {
+      log.info('retention on', {
+        retentionDays: config.retentionDays, expireRunningAfterSeconds: config.expireRunningAfter,
+        checkIntervalSeconds: config.maintenanceInterval,
+      });
+    }
+    retention.start();
     const frontStore = store;
     return {
       port: front.port,
       async close() {
-        // stop accepting: no new connections, and requests arriving on open ones get 503 + close
-        front.closing = true;
+        // Stop accepting: no new connections; requests on open connections get
+        // 503 + Connection: close. In-flight requests (bodies still arriving,
+        // commands in the shards, label writes) finish within the bound.
+        const stopAt = performance.now();
         us_listen_socket_close(socket);
-        const deadline = Date.now() + 10_000;
-        while (pool.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        front.draining = true;
+        const deadline = Date.now() + config.shutdownTimeout * 1000;
+        const stopping = retention.stop();
+        while ((HTTP.inFlight > 0 || pool.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        const abandoned = HTTP.inFlight;
+        await Promise.race([stopping, new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())))]);
         await pool.close();
         await frontStore.close();
         unlock();
+        log.info('drained', { ms: Math.round(performance.now() - stopAt), unfinishedRequests: abandoned });
       },
     };
   } catch (err) {

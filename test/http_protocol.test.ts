@@ -143,10 +143,10 @@ test('a trailing slash is accepted and means the same (lists, details, writes, i
   if (page.body.next) t.is((await api(url, 'GET', new URL(page.body.next).pathname + new URL(page.body.next).search)).status, 200);
 });
 
-test('GET /healthz → 200 {"status":"ok"}', async (t) => {
+test('GET /healthz → 200 {"status":"ok", …}', async (t) => {
   const r = await api(url, 'GET', '/healthz');
   t.is(r.status, 200);
-  t.deepEqual(r.body, { status: 'ok' });
+  t.is(r.body.status, 'ok'); // more keys (version, shards, uptime) are allowed (operations issue)
   t.regex(r.headers.get('content-type') ?? '', /^application\/json/);
 });
 

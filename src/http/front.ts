@@ -8,7 +8,7 @@ import { Errors } from '../api/errors.js';
 import { parseListQuery, toShardQuery, type PageSettings, type ParsedList } from '../api/list_query.js';
 import { compareRows, mergePages } from '../api/order.js';
 import {
-  DISPLAY_NAME, PATH_TO_TYPE, TYPE_TO_PATH, WRITE_FIELDS, RESOURCE_TYPES,
+  DISPLAY_NAME, PATH_TO_TYPE, TYPE_TO_PATH, WRITE_FIELDS, RESOURCE_TYPES, TYPE_CODE,
   isChildType, type ResourceType,
 } from '../api/resources.js';
 import { compileWriteValidators, type WriteMode } from '../api/schemas.js';
@@ -23,9 +23,12 @@ import { Directory } from './directory.js';
 import { LabelCatalogue, type Label } from './labels.js';
 import { pageLinks, parseQuery } from './page_links.js';
 import { ALLOW_DETAIL, ALLOW_INDEX, ALLOW_LIST, reply, type Exchange } from './respond.js';
+// ---- operations (health, metrics, OpenAPI, shard restarts, retention) ----
+import { HTTP, Metrics, ROUTE } from '../metrics.js';
+import { Ops, opsAllow, opsMetricRoute, parseOpsRoute, type OpsRoute } from './ops.js';
 
 type Route =
-  | { kind: 'index' } | { kind: 'root' } | { kind: 'healthz' } | { kind: 'missing' }
+  | { kind: 'index' } | { kind: 'root' } | { kind: 'missing' } | OpsRoute
   | { kind: 'list'; type: ResourceType }
   | { kind: 'detail'; type: ResourceType; id: number };
 
@@ -48,7 +51,8 @@ export function parseRoute(url: string): Route {
   const path = url.length > 1 && url.endsWith('/') ? url.slice(0, -1) : url;
   if (path === '/api') return { kind: 'index' };
   if (path === '/api/v1') return { kind: 'root' };
-  if (path === '/healthz') return { kind: 'healthz' };
+  const ops = parseOpsRoute(path);
+  if (ops) return ops;
   if (!path.startsWith('/api/v1/')) return { kind: 'missing' };
   const rest = path.slice(8);
   const slash = rest.indexOf('/');
@@ -68,8 +72,20 @@ function allowOf(route: Route): string {
     case 'list': return ALLOW_LIST;
     case 'detail': return ALLOW_DETAIL;
     case 'missing': return '';
-    case 'healthz': return 'GET, HEAD';
+    case 'ops': return opsAllow(route);
     default: return ALLOW_INDEX;
+  }
+}
+
+/** The route template index of a route, for metrics (metrics.ts ROUTE). */
+function metricRoute(route: Route): number {
+  switch (route.kind) {
+    case 'index': return ROUTE.index;
+    case 'root': return ROUTE.root;
+    case 'missing': return ROUTE.missing;
+    case 'list': return ROUTE.list + TYPE_CODE[route.type];
+    case 'detail': return ROUTE.detail + TYPE_CODE[route.type];
+    case 'ops': return opsMetricRoute(route);
   }
 }
 
@@ -84,8 +100,6 @@ export class Front {
   private readonly labels: LabelCatalogue;
   /** false until every shard has recovered: requests get 503 meanwhile */
   ready = false;
-  /** set when shutdown begins: new requests (on kept-alive connections) get 503 and a close */
-  closing = false;
   private readonly normalizer: BodyNormalizer;
   private readonly pages: PageSettings;
   // Reply handlers are bound once: the pending table stores the handler and a
@@ -96,8 +110,17 @@ export class Front {
 
   /** set by recover(): the front answers 503 until the shards have recovered */
   private pool!: ShardPool;
+  // ---- operations ----
+  readonly metrics = new Metrics();
+  private readonly ops: Ops;
+  /** set by a shutdown: new requests get 503 and their connection closed */
+  draining = false;
 
   constructor(private readonly config: Config, private readonly version: string, store: FrontStore | null) {
+    this.ops = new Ops(config, version, this.metrics, {
+      ready: () => this.ready, draining: () => this.draining,
+      pool: () => this.pool ?? null, labelCount: () => this.labels.byId.size,
+    });
     this.labels = new LabelCatalogue(store);
     this.normalizer = new BodyNormalizer(compileWriteValidators(), {
       ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,
@@ -116,7 +139,24 @@ export class Front {
     }
     const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
     if (upsert.length) this.pool.broadcast({ k: 'labels', upsert, remove: [] });
+    pool.onRestart = (msg) => this.shardRestarted(msg);
     this.ready = true;
+  }
+
+  // ---- operations hooks (shard restarts: shard/pool.ts; retention: retention.ts) ----
+
+  /** A restarted shard recovered from disk: relearn its ids, give it the label catalogue. */
+  private shardRestarted(msg: ReadyMessage): void {
+    msg.maxIds.forEach((id, code) => this.dir.observe(code, id));
+    msg.ids.forEach((ids, code) => { for (const id of ids) this.dir.set(code, id, msg.shard); });
+    const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
+    if (upsert.length) this.pool.send(msg.shard, { k: 'labels', upsert, remove: [] }, null);
+    this.metrics.shardRecovery.set({ shard: String(msg.shard) }, msg.recovery.ms / 1000);
+  }
+
+  /** Ids deleted outside a request (retention), per type code, leave the directory. */
+  forget(deleted: number[][]): void {
+    for (let code = 0; code < deleted.length; code++) for (const id of deleted[code]!) this.dir.clear(code, id);
   }
 
   /** The uWS route handler: copy what is needed out of `req`, then read the body if any. */
@@ -131,8 +171,9 @@ export class Front {
       contentType: req.getHeader('content-type'),
       minimal: /\breturn=minimal\b/i.test(req.getHeader('prefer')),
       route,
+      slot: HTTP.slotOf(metricRoute(route), method), t0: HTTP.start(),
     };
-    res.onAborted(() => { ex.aborted = true; });
+    res.onAborted(() => { if (!ex.done && !ex.aborted) HTTP.abort(ex); ex.aborted = true; });
     const length = req.getHeader('content-length');
     const hasBody = BODY_METHODS.has(method) || (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
     if (!hasBody) { this.dispatch(ex, null); return; }
@@ -157,19 +198,15 @@ export class Front {
 
   private route(ex: Req, body: Buffer): void {
     const { route, method } = ex;
-    if (this.closing) {
-      ex.extraHeaders = [['Retry-After', '1']];
+    if (route.kind === 'ops') return this.ops.handle(ex, route);
+    if (this.draining) {
       ex.close = true;
-      return reply(ex, 503, route.kind === 'healthz' ? '{"status":"stopping"}' : Errors.unavailable('logbook is shutting down; retry shortly.'));
+      return reply(ex, 503, Errors.unavailable('logbook is shutting down; retry shortly.'));
     }
-    if (!this.ready) {
-      ex.extraHeaders = [['Retry-After', '1']];
-      return reply(ex, 503, route.kind === 'healthz' ? '{"status":"recovering"}' : Errors.unavailable('logbook is recovering its data; retry shortly.'));
-    }
+    if (!this.ready) return reply(ex, 503, Errors.unavailable('logbook is recovering its data; retry shortly.'));
     const read = method === 'GET' || method === 'HEAD';
     switch (route.kind) {
       case 'missing': return reply(ex, 404, Errors.notFound());
-      case 'healthz': return read ? reply(ex, 200, '{"status":"ok"}') : this.notAllowed(ex);
       case 'index':
       case 'root':
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody(route.kind === 'index' ? 'Api Index' : 'Api Root'));

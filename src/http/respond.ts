@@ -2,6 +2,7 @@
 // rule (GET's status and headers, no body). Replies that arrive from a shard are
 // written inside res.cork() so status, headers and body leave in one syscall.
 import type { HttpResponse } from 'uWebSockets.js';
+import { HTTP } from '../metrics.js';
 
 export const ALLOW_LIST = 'GET, POST, HEAD, OPTIONS';
 export const ALLOW_DETAIL = 'GET, PUT, PATCH, DELETE, HEAD, OPTIONS';
@@ -25,15 +26,28 @@ export interface Exchange {
   /** close the connection after answering (e.g. an oversized body left unread) */
   close: boolean;
   extraHeaders: Array<[string, string]> | null;
+  // ---- operations: metrics slot (route × method), arrival time, path (metrics.ts) ----
+  slot: number;
+  t0: number;
+  url: string;
 }
 
+/** A 503 tells the client when to retry (SPEC §6), unless the handler chose the headers. */
+const RETRY_AFTER: Array<[string, string]> = [['Retry-After', '1']];
+
 export function reply(ex: Exchange, status: number, body: string | null): void {
+  replyAs(ex, status, body, 'application/json');
+}
+
+/** reply() with another media type (/metrics is text). */
+export function replyAs(ex: Exchange, status: number, body: string | null, contentType: string): void {
   if (ex.aborted || ex.done) return;
   ex.done = true;
+  if (status === 503 && ex.extraHeaders === null) ex.extraHeaders = RETRY_AFTER;
   const res = ex.res;
   res.cork(() => {
     res.writeStatus(STATUS_LINE[status] ?? String(status));
-    if (body !== null) res.writeHeader('Content-Type', 'application/json');
+    if (body !== null) res.writeHeader('Content-Type', contentType);
     res.writeHeader('Vary', 'Accept');
     res.writeHeader('Allow', ex.allow);
     if (ex.extraHeaders) for (const [k, v] of ex.extraHeaders) res.writeHeader(k, v);
@@ -41,4 +55,5 @@ export function reply(ex: Exchange, status: number, body: string | null): void {
     else if (ex.method === 'HEAD') res.endWithoutBody(Buffer.byteLength(body), ex.close);
     else res.end(body, ex.close);
   });
+  HTTP.finish(ex, status);
 }

@@ -1,9 +1,15 @@
 // The front's side of the shards (piscina-style): one worker per shard, one
 // `requestId → pending` table, and every pending request of a worker that dies is
 // failed at once so no HTTP request is left hanging.
+//
+// A worker that dies is restarted: the new one recovers the shard's aggregates
+// from disk (snapshots + journal) and, once ready, the front re-sends what lives
+// only in memory (the label replica) and relearns the shard's ids (onRestart).
+// Until then the shard is down: requests for it are answered 503 at once.
+// Restarts that keep failing back off exponentially (up to 30 s).
 import { Worker } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
-import { log } from '../log.js';
+import { errText, log } from '../log.js';
 import { decode, encode, type FrontToShard, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
 
 /** Called with the shard's reply (or a synthesized 503 when the shard is gone). */
@@ -13,41 +19,97 @@ interface Pending { handler: ReplyHandler; context: any; shard: number }
 
 export type PoolOptions = Omit<ShardInit, 'shard'>;
 
+/** A restart within this long of the previous one counts as a failed attempt (backoff grows). */
+const STABLE_MS = 10_000;
+const MAX_BACKOFF_MS = 30_000;
+
 export class ShardPool {
   readonly size: number;
-  private readonly workers: Worker[] = [];
+  private readonly workers: Array<Worker | null> = [];
   private readonly pending = new Map<number, Pending>();
   private nextRid = 1;
   private closing = false;
+  /** shards that accept messages (false while a dead worker is being replaced) */
+  private readonly up: boolean[];
+  /** requests sent to each shard and not yet answered (the queue depth /metrics shows) */
+  readonly queued: Int32Array;
+  /** restarts per shard since start-up */
+  readonly restarts: number[];
+  private readonly attempts: number[];
+  private readonly restartedAt: number[];
+  private readonly timers: Array<NodeJS.Timeout | null>;
+  /** set by the front: a restarted shard is ready (its ids, recovery stats) */
+  onRestart: ((ready: ReadyMessage) => void) | null = null;
 
-  private constructor(size: number) { this.size = size; }
+  private constructor(private readonly options: PoolOptions) {
+    this.size = options.shards;
+    this.up = new Array<boolean>(this.size).fill(false);
+    this.queued = new Int32Array(this.size);
+    this.restarts = new Array<number>(this.size).fill(0);
+    this.attempts = new Array<number>(this.size).fill(0);
+    this.restartedAt = new Array<number>(this.size).fill(0);
+    this.timers = new Array<NodeJS.Timeout | null>(this.size).fill(null);
+  }
 
   /** Start every shard; resolves when all have recovered, with what they report. */
   static async start(options: PoolOptions): Promise<{ pool: ShardPool; ready: ReadyMessage[] }> {
-    const pool = new ShardPool(options.shards);
-    const url = new URL('./worker.js', import.meta.url);
-    const ready = await Promise.all(Array.from({ length: options.shards }, (_, shard) => new Promise<ReadyMessage>((resolve, reject) => {
-      const init: ShardInit = { ...options, shard };
-      const worker = new Worker(url, { workerData: init });
-      pool.workers[shard] = worker;
+    const pool = new ShardPool(options);
+    const ready = await Promise.all(Array.from({ length: options.shards }, (_, shard) => pool.spawn(shard)));
+    pool.up.fill(true);
+    return { pool, ready };
+  }
+
+  /** Start one worker; resolves with its ready message, rejects if it fails to start. */
+  private spawn(shard: number): Promise<ReadyMessage> {
+    return new Promise<ReadyMessage>((resolve, reject) => {
+      const init: ShardInit = { ...this.options, shard };
+      const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: init });
+      this.workers[shard] = worker;
       let started = false;
       worker.on('message', (bytes: Uint8Array) => {
         const msg = decode<ShardToFront>(bytes);
         if (msg.k === 'ready') { started = true; resolve(msg); return; }
         if (msg.k === 'failed') { reject(new Error(`shard ${shard}: ${msg.error}`)); return; }
-        pool.onReply(msg);
+        this.onReply(msg);
       });
       worker.on('error', (err) => {
-        log.error('shard worker error', { shard, err: String(err?.stack ?? err) });
-        if (!started) reject(err);
+        log.error('shard worker error', { shard, err: errText(err) });
       });
       worker.on('exit', (code) => {
-        pool.failPending(shard);
-        if (!started) reject(new Error(`shard ${shard} exited during start-up (code ${code})`));
-        else if (!pool.closing) log.error('shard worker exited', { shard, code });
+        if (this.workers[shard] === worker) { this.workers[shard] = null; this.up[shard] = false; }
+        const failed = this.failPending(shard);
+        if (!started) { reject(new Error(`shard ${shard} exited during start-up (code ${code})`)); return; }
+        if (this.closing) return;
+        log.error('shard worker exited; restarting it', { shard, code, requestsFailed: failed });
+        this.restart(shard);
       });
-    })));
-    return { pool, ready };
+    });
+  }
+
+  private restart(shard: number): void {
+    const now = Date.now();
+    this.attempts[shard] = now - this.restartedAt[shard]! < STABLE_MS ? this.attempts[shard]! + 1 : 0;
+    const delay = this.attempts[shard] === 0 ? 0 : Math.min(MAX_BACKOFF_MS, 100 * 2 ** this.attempts[shard]!);
+    this.timers[shard] = setTimeout(() => {
+      this.timers[shard] = null;
+      if (this.closing) return;
+      this.restartedAt[shard] = Date.now();
+      this.restarts[shard]!++;
+      const t0 = performance.now();
+      this.spawn(shard).then((ready) => {
+        if (this.closing) return;
+        // up and onRestart in one turn: the label replica is the first message the new worker gets
+        this.up[shard] = true;
+        this.onRestart?.(ready);
+        log.warn('shard restarted', {
+          shard, ms: Math.round(performance.now() - t0), recoveryMs: Math.round(ready.recovery.ms),
+          snapshots: ready.recovery.snapshots, journalEventsReplayed: ready.recovery.eventsApplied,
+        });
+      }, (err) => {
+        log.error('shard restart failed', { shard, err: errText(err) });
+        if (!this.closing) this.restart(shard);
+      });
+    }, delay);
   }
 
   /** Shard that owns a playbook. */
@@ -57,18 +119,35 @@ export class ShardPool {
 
   get inFlight(): number { return this.pending.size; }
 
+  /** Is the shard's worker running and recovered? */
+  isUp(shard: number): boolean { return this.up[shard]!; }
+
+  /** Shards that are down (being restarted). */
+  down(): number[] {
+    const out: number[] = [];
+    for (let shard = 0; shard < this.size; shard++) if (!this.up[shard]) out.push(shard);
+    return out;
+  }
+
   send(shard: number, message: FrontToShard, handler: ReplyHandler | null, context?: unknown): void {
+    if (!this.up[shard]) {
+      // never post to a dead worker: nothing would ever answer
+      if (handler) queueMicrotask(() => handler(unavailable(0, shard), context));
+      return;
+    }
     if (handler) {
       const rid = this.nextRid++;
       (message as { rid: number }).rid = rid;
       this.pending.set(rid, { handler, context, shard });
+      this.queued[shard]!++;
     }
     const bytes = encode(message);
     this.workers[shard]!.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
   }
 
   broadcast(message: FrontToShard): void {
-    for (let shard = 0; shard < this.size; shard++) this.send(shard, message, null);
+    // a shard that is down gets the whole label catalogue when it is back
+    for (let shard = 0; shard < this.size; shard++) if (this.up[shard]) this.send(shard, message, null);
   }
 
   private onReply(reply: ShardToFront): void {
@@ -76,24 +155,45 @@ export class ShardPool {
     const entry = this.pending.get(reply.rid);
     if (!entry) return;
     this.pending.delete(reply.rid);
+    this.queued[entry.shard]!--;
     entry.handler(reply, entry.context);
   }
 
-  private failPending(shard: number): void {
+  /** Answer 503 to every request the shard held; returns how many. */
+  private failPending(shard: number): number {
+    let n = 0;
     for (const [rid, entry] of this.pending) {
       if (entry.shard !== shard) continue;
       this.pending.delete(rid);
-      entry.handler({ k: 'get', rid, status: 503, body: Errors.unavailable(`Shard ${shard} is unavailable.`) }, entry.context);
+      n++;
+      entry.handler(unavailable(rid, shard), entry.context);
     }
+    this.queued[shard] = 0;
+    return n;
+  }
+
+  /** Test hook (LOGBOOK_TEST_HOOKS=1): make a worker die of an uncaught exception. */
+  crash(shard: number): boolean {
+    if (!this.up[shard]) return false;
+    this.send(shard, { k: 'crash' }, null);
+    return true;
   }
 
   /** Let every shard finish and flush its writes, then stop the workers. */
   async close(): Promise<void> {
     this.closing = true;
-    await Promise.all(this.workers.map((worker, shard) => new Promise<void>((resolve) => {
+    for (const timer of this.timers) if (timer) clearTimeout(timer);
+    await Promise.all(this.workers.map((worker, shard) => worker === null ? undefined : new Promise<void>((resolve) => {
       const timer = setTimeout(() => { void worker.terminate(); }, 10_000);
       worker.once('exit', () => { clearTimeout(timer); resolve(); });
-      this.send(shard, { k: 'close' }, null);
+      const bytes = encode({ k: 'close' } satisfies FrontToShard);
+      worker.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
+      this.up[shard] = false;
     })));
   }
+}
+
+/** The reply a request gets when its shard is gone (handlers read status and body of any reply). */
+function unavailable(rid: number, shard: number): ShardToFront {
+  return { k: 'get', rid, status: 503, body: Errors.unavailable(`Shard ${shard} is unavailable; retry shortly.`) };
 }

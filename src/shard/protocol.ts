@@ -46,7 +46,60 @@ export type FrontToShard =
   | { k: 'list'; rid: number; q: ListQuery }
   | { k: 'labels'; upsert: Array<[number, string]>; remove: number[] }
   /** finish pending commits, flush, close the store and exit */
-  | { k: 'close' };
+  | { k: 'close' }
+  // ---- operations (metrics, retention/expiry, test hooks) ----
+  | { k: 'stats'; rid: number }
+  | { k: 'maintain'; rid: number; task: MaintenanceTask }
+  /** test hook (LOGBOOK_TEST_HOOKS=1 only): the worker dies of an uncaught exception */
+  | { k: 'crash' };
+
+/** One bounded batch of retention and expiry work for a shard (src/retention.ts). */
+export interface MaintenanceTask {
+  /** delete playbooks (and everything under them) whose `started` is before this, µs; null: retention off */
+  deleteStartedBefore: number | null;
+  /** mark playbooks still `running` whose `started` is before this expired, µs; null: expiry off */
+  expireStartedBefore: number | null;
+  /** µs: the `updated` stamp of what expiry changes */
+  now: number;
+  /** bounds of one batch: playbooks, and rows touched (at least one playbook is always taken) */
+  maxPlaybooks: number;
+  maxRows: number;
+}
+
+export interface MaintainReply {
+  k: 'maintain';
+  rid: number;
+  status: number;
+  /** ids removed per type code (cascades included), null when nothing was deleted */
+  deleted: number[][] | null;
+  /** records marked expired: [playbooks, plays, tasks] */
+  expired: [number, number, number];
+  /** the batch hit a bound: more work is queued */
+  more: boolean;
+}
+
+/** What a shard reports for /metrics. */
+export interface StatsReply {
+  k: 'stats';
+  rid: number;
+  status: number;
+  shard: number;
+  /** live records per type code */
+  records: number[];
+  /** journal entries since the last completed snapshot */
+  journalEntries: number;
+  /** bytes of pages used by the journal, snapshot and blob tables, and the store file's size (null: in memory) */
+  journalBytes: number | null;
+  snapshotBytes: number | null;
+  blobBytes: number | null;
+  fileBytes: number | null;
+  /** ms since the epoch of the last completed snapshot (null: none known) */
+  lastSnapshotAt: number | null;
+  /** the worker's V8 heap */
+  heapUsedBytes: number;
+  /** replies waiting for a commit */
+  waitingReplies: number;
+}
 
 export interface WriteReply {
   k: 'write';
@@ -79,7 +132,7 @@ export interface ReadyMessage {
 /** A shard could not start (e.g. its store would not open or recover). */
 export interface FailedMessage { k: 'failed'; shard: number; error: string }
 
-export type ShardToFront = WriteReply | GetReply | ListReply | ReadyMessage | FailedMessage;
+export type ShardToFront = WriteReply | GetReply | ListReply | ReadyMessage | FailedMessage | StatsReply | MaintainReply;
 
 /** Worker start-up data (workerData). */
 export interface ShardInit {
@@ -91,6 +144,8 @@ export interface ShardInit {
   durability: 'flush' | 'commit' | 'none';
   snapshotEvery: number;
   snapshotIntervalMs: number;
+  /** LOGBOOK_LOG_LEVEL, for the worker's own log lines */
+  logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 }
 
 // Plain maps rather than records: the messages are few and small beside the JSON

@@ -12,7 +12,10 @@ import { decide } from './decide.js';
 import { runList } from './list.js';
 import { Serializer } from './serialize.js';
 import { ShardState, type Event, type Removed } from './state.js';
-import type { FrontToShard, ShardToFront, WriteCommand, WriteReply } from './protocol.js';
+import type { FrontToShard, MaintainReply, MaintenanceTask, ShardToFront, StatsReply, WriteCommand, WriteReply } from './protocol.js';
+import { Maintenance } from './maintenance.js';
+import { errText, log } from '../log.js';
+import { getHeapStatistics } from 'node:v8';
 
 export interface ShardOptions {
   compat: boolean;
@@ -41,6 +44,7 @@ export class Shard {
    * (a queue with a head index: Array#shift is O(n) on long queues) */
   private waiting: Waiting[] = [];
   private waitingHead = 0;
+  private readonly maintenance = new Maintenance();
 
   constructor(options: ShardOptions) {
     this.compat = options.compat;
@@ -79,6 +83,9 @@ export class Shard {
         for (const id of msg.remove) this.state.labelChanged(id, null);
         return null;
       case 'close': return null;
+      case 'maintain': return this.maintain(msg.rid, msg.task);
+      case 'stats': return this.deliver(this.stats(msg.rid, -1), null);
+      case 'crash': return null;
     }
   }
 
@@ -90,30 +97,9 @@ export class Shard {
     const { events } = decision;
     let durable: Promise<void> | null = null;
     if (events.length) {
-      // prefetch/commit split: blobs are taken out of the events, the state is
-      // changed by the pure apply, then journal + blobs go to the store together
-      const puts: Array<[string, string]> = [];
-      const removes: string[] = [];
-      const files: Array<[string, string]> = [];
-      for (const ev of events) takeBlobs(ev, puts, removes, files);
-      let removed: Removed | null = null;
-      for (const ev of events) removed = this.state.apply(ev) ?? removed;
-      for (const [sha1, text] of files) {
-        const key = blobKey.file(sha1);
-        if (this.store.getBlob(key) === undefined) puts.push([key, text]);
-      }
-      for (const sha1 of this.state.releasedFiles) if (!this.state.fileRefs.has(sha1)) removes.push(blobKey.file(sha1));
-      this.state.releasedFiles = [];
-      const dropped: number[] = [];
-      if (removed) {
-        for (const id of removed[TYPE_CODE.result]!) removes.push(blobKey.content(id));
-        for (const id of removed[TYPE_CODE.host]!) removes.push(blobKey.facts(id));
-        for (const id of removed[TYPE_CODE.record]!) removes.push(blobKey.value(id));
-        for (const id of removed[TYPE_CODE.playbook]!) { removes.push(blobKey.arguments(id)); dropped.push(id); }
-        reply.deleted = removed;
-      }
-      durable = this.store.write(events, puts, removes, dropped);
-      if (this.store.journalLength >= this.snapshotEvery) this.snapshotSoon();
+      const committed = this.commit(events);
+      durable = committed.durable;
+      reply.deleted = committed.removed;
     }
     if (cmd.op === 'delete') return this.deliver(reply, durable);
     if (cmd.op === 'create') reply.created = [TYPE_CODE[decision.type], decision.id];
@@ -126,10 +112,71 @@ export class Shard {
     return this.deliver(reply, durable);
   }
 
+  /**
+   * Apply events and stage them durably: the prefetch/commit split — blobs are
+   * taken out of the events, the state is changed by the pure apply, then
+   * journal + blobs go to the store together. Returns the ids removed (per
+   * type code) and the promise of durability.
+   */
+  private commit(events: Event[]): { removed: Removed | null; durable: Promise<void> | null } {
+    const puts: Array<[string, string]> = [];
+    const removes: string[] = [];
+    const files: Array<[string, string]> = [];
+    for (const ev of events) takeBlobs(ev, puts, removes, files);
+    let removed: Removed | null = null;
+    for (const ev of events) {
+      const r = this.state.apply(ev);
+      if (r) removed = removed ? mergeRemoved(removed, r) : r;
+    }
+    for (const [sha1, text] of files) {
+      const key = blobKey.file(sha1);
+      if (this.store.getBlob(key) === undefined) puts.push([key, text]);
+    }
+    for (const sha1 of this.state.releasedFiles) if (!this.state.fileRefs.has(sha1)) removes.push(blobKey.file(sha1));
+    this.state.releasedFiles = [];
+    const dropped: number[] = [];
+    if (removed) {
+      for (const id of removed[TYPE_CODE.result]!) removes.push(blobKey.content(id));
+      for (const id of removed[TYPE_CODE.host]!) removes.push(blobKey.facts(id));
+      for (const id of removed[TYPE_CODE.record]!) removes.push(blobKey.value(id));
+      for (const id of removed[TYPE_CODE.playbook]!) { removes.push(blobKey.arguments(id)); dropped.push(id); }
+    }
+    const durable = this.store.write(events, puts, removes, dropped);
+    if (this.store.journalLength >= this.snapshotEvery) this.snapshotSoon();
+    return { removed, durable };
+  }
+
+  // ---- operations: retention/expiry batches and stats (src/retention.ts, src/metrics.ts) ----
+
+  /** One bounded retention/expiry batch, journaled as one entry; the reply waits for its commit. */
+  maintain(rid: number, task: MaintenanceTask): ShardToFront | null {
+    const batch = this.maintenance.batch(this.state, task);
+    const reply: MaintainReply = { k: 'maintain', rid, status: 200, deleted: null, expired: batch.expired, more: batch.more };
+    if (!batch.events.length) return this.deliver(reply, null);
+    const { removed, durable } = this.commit(batch.events);
+    reply.deleted = removed;
+    return this.deliver(reply, durable);
+  }
+
+  stats(rid: number, shard: number): StatsReply {
+    const s = this.state;
+    const store = this.store.stats?.() ?? null;
+    return {
+      k: 'stats', rid, status: 200, shard,
+      records: [0, s.aggregates.size, s.plays.size, s.tasks.size, s.hosts.size, s.results.size, s.files.size, s.records.size],
+      journalEntries: this.store.journalLength,
+      journalBytes: store?.journalBytes ?? null, snapshotBytes: store?.snapshotBytes ?? null,
+      blobBytes: store?.blobBytes ?? null, fileBytes: store?.fileBytes ?? null,
+      lastSnapshotAt: store?.lastSnapshotAt ?? null,
+      heapUsedBytes: getHeapStatistics().used_heap_size,
+      waitingReplies: this.waiting.length - this.waitingHead,
+    };
+  }
+
   snapshotSoon(): void {
     if (!this.store.snapshot) return;
     this.store.snapshot(this.state).catch((err) => {
-      console.error(JSON.stringify({ level: 'error', msg: 'snapshot failed', err: String((err as Error)?.stack ?? err) }));
+      log.error('snapshot failed', { err: errText(err) });
     });
   }
 
@@ -169,6 +216,15 @@ export class Shard {
     }
     this.onStorageFailure(err);
   }
+}
+
+/** Merge the ids removed by one event into those of earlier events (no spread: cascades can be large). */
+function mergeRemoved(into: Removed, more: Removed): Removed {
+  for (let code = 0; code < more.length; code++) {
+    const target = into[code]!;
+    for (const id of more[code]!) target.push(id);
+  }
+  return into;
 }
 
 /** Move an event's large JSON values out into blob puts/removes (the journal keeps the rest). */

@@ -8,6 +8,7 @@ import { TYPE_CODE } from '../api/resources.js';
 import { LmdbShardStore, MemoryStore, type ShardStore } from '../store/shard_store.js';
 import { Shard } from './shard.js';
 import { ShardState } from './state.js';
+import { errText, log, setLogLevel } from '../log.js';
 import { decode, encode, type FrontToShard, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
 
 const init = workerData as ShardInit;
@@ -18,13 +19,20 @@ function post(message: ShardToFront): void {
   port.postMessage(out, [out.buffer as ArrayBuffer]);
 }
 
+setLogLevel(init.logLevel ?? 'info', { shard: init.shard });
+
 function logError(msg: string, err: unknown): void {
-  console.error(JSON.stringify({ level: 'error', time: new Date().toISOString(), msg, shard: init.shard, err: String((err as Error)?.stack ?? err) }));
+  log.error(msg, { err: errText(err) });
 }
+
+const testHooks = process.env.LOGBOOK_TEST_HOOKS === '1';
 
 let store: ShardStore;
 let shard: Shard;
 try {
+  // test hook: a slow recovery, so tests can watch the 503s that come before it
+  const delay = testHooks ? Number(process.env.LOGBOOK_TEST_RECOVERY_DELAY_MS ?? 0) : 0;
+  if (delay > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
   const lmdb = init.dataDir === null ? null : new LmdbShardStore(init.dataDir, init.shard, init.durability);
   store = lmdb ?? new MemoryStore();
   shard = new Shard({
@@ -64,6 +72,12 @@ port.on('message', (bytes: Uint8Array) => {
   try {
     msg = decode<FrontToShard>(bytes);
     if (msg.k === 'close') { void closeStore(); return; }
+    if (msg.k === 'stats') { post(shard.stats(msg.rid, init.shard)); return; }
+    if (msg.k === 'crash') {
+      // test hook: die the way a bug would, from an uncaught exception outside any handler
+      if (testHooks) setImmediate(() => { throw new Error(`shard ${init.shard}: crash requested by a test hook`); });
+      return;
+    }
     const reply = shard.handle(msg);
     if (reply) post(reply);
   } catch (err) {

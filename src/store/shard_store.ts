@@ -7,6 +7,7 @@
 // lmdb-js puts them in one transaction; the shard replies only once that
 // transaction is durable (group commit: commands arriving meanwhile join the next).
 import { open, type Database, type RootDatabase } from 'lmdb';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Event, ShardState } from '../shard/state.js';
 import { PlaybookRow, PlayRow, TaskRow, HostRow, ResultRow, FileRow, RecordRow } from '../shard/rows.js';
@@ -28,6 +29,19 @@ export interface ShardStore extends BlobReader {
   /** Journal entries appended since the last completed snapshot. */
   readonly journalLength: number;
   close?(): Promise<void>;
+  /** Sizes and snapshot age for /metrics (absent: nothing on disk). */
+  stats?(): StoreStats;
+}
+
+export interface StoreStats {
+  /** bytes of pages used by each table */
+  journalBytes: number;
+  snapshotBytes: number;
+  blobBytes: number;
+  /** size of the shard's LMDB file */
+  fileBytes: number;
+  /** ms since the epoch of the last completed snapshot, if known */
+  lastSnapshotAt: number | null;
 }
 
 /** Blobs in a Map, nothing on disk: the in-memory configuration and unit tests. */
@@ -43,7 +57,8 @@ export class MemoryStore implements ShardStore {
 }
 
 const META_KEY = 0;
-interface ShardMeta { seq: number; maxIds: number[] }
+/** `at`: when the snapshot round completed (ms since the epoch; absent in data written before it existed) */
+interface ShardMeta { seq: number; maxIds: number[]; at?: number }
 
 /** Aggregate snapshot: [seq, playbook, plays, tasks, hosts, results, files, records] as positional arrays. */
 type AggregateSnapshot = [number, unknown[], unknown[][], unknown[][], unknown[][], unknown[][], unknown[][], unknown[][]];
@@ -60,10 +75,13 @@ export class LmdbShardStore implements ShardStore {
   private readonly overlay = new Map<string, { seq: number; value: string | null }>();
   private sinceSnapshot = 0;
   private snapshotting = false;
+  private readonly path: string;
+  private lastSnapshotAt: number | null = null;
 
   constructor(dataDir: string, shard: number, private readonly durability: Durability) {
+    this.path = join(dataDir, `shard-${shard}.mdb`);
     this.env = open({
-      path: join(dataDir, `shard-${shard}.mdb`),
+      path: this.path,
       maxDbs: 4,
       // Flushes overlap the next transactions instead of holding the write lock:
       // group commit keeps the disk busy while new writes queue up.
@@ -126,8 +144,10 @@ export class LmdbShardStore implements ShardStore {
           sliceStart = performance.now();
         }
       }
-      last = this.snapshots.put(META_KEY, { seq: this.seq, maxIds: state.maxIds.slice() });
+      const at = Date.now();
+      last = this.snapshots.put(META_KEY, { seq: this.seq, maxIds: state.maxIds.slice(), at });
       await flushedOf(last);
+      this.lastSnapshotAt = at;
       let trimmed: Promise<unknown> | null = null;
       for (const key of this.journal.getKeys({ end: start })) trimmed = this.journal.remove(key);
       if (trimmed) await trimmed;
@@ -154,6 +174,7 @@ export class LmdbShardStore implements ShardStore {
     const meta = this.snapshots.get(META_KEY) as ShardMeta | undefined;
     if (meta) {
       if (meta.seq > this.seq) this.seq = meta.seq;
+      if (typeof meta.at === 'number') this.lastSnapshotAt = meta.at;
       meta.maxIds.forEach((id, code) => { if (id > state.maxIds[code]!) state.maxIds[code] = id; });
     }
     let journalEntries = 0;
@@ -185,6 +206,19 @@ export class LmdbShardStore implements ShardStore {
   async close(): Promise<void> {
     await this.env.flushed;
     await this.env.close();
+  }
+
+  stats(): StoreStats {
+    const used = (db: Database<any, any>): number => {
+      const s = db.getStats() as { pageSize: number; treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number };
+      return (s.treeBranchPageCount + s.treeLeafPageCount + s.overflowPages) * s.pageSize;
+    };
+    let fileBytes = 0;
+    try { fileBytes = statSync(this.path).size; } catch { /* not created yet */ }
+    return {
+      journalBytes: used(this.journal), snapshotBytes: used(this.snapshots), blobBytes: used(this.blobs),
+      fileBytes, lastSnapshotAt: this.lastSnapshotAt,
+    };
   }
 }
 

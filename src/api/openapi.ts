@@ -1,0 +1,246 @@
+// The OpenAPI 3.1 document served at GET /api/v1/openapi.json, generated at
+// start-up from the very schemas and tables the server runs on, so it cannot
+// drift: request bodies from the TypeBox write schemas that validate them
+// (schemas.ts writeSchema), responses from the TypeBox response schemas
+// (schemas.ts responseSchemas), list parameters from FILTERS and ORDER_KEYS
+// (resources.ts), limits from the configuration. OpenAPI 3.1 schemas are JSON
+// Schema 2020-12, which is what TypeBox emits; only our two custom string
+// formats are rewritten into portable patterns.
+import type { Config } from '../config.js';
+import {
+  DISPLAY_NAME, FILTERS, ORDER_KEYS, RESOURCE_TYPES, TYPE_TO_PATH, WRITE_FIELDS,
+  type FilterSpec, type ResourceType,
+} from './resources.js';
+import { responseName, responseSchemas, writeSchema, type WriteMode } from './schemas.js';
+
+type Json = Record<string, unknown>;
+
+/** Timestamps in (SPEC §1): the pattern of what parseTimestamp accepts. */
+const TIMESTAMP_IN = '^\\d{4}-\\d{2}-\\d{2}[T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:?\\d{2})?$';
+const TIMESTAMP_HELP = 'YYYY-MM-DD[T| ]hh:mm[:ss[.f{1,9}]][Z|±hh:mm|±hhmm]; no offset means UTC; digits past the sixth are truncated';
+/** Filters also take a date alone (midnight UTC). */
+const FILTER_DATE = '^\\d{4}-\\d{2}-\\d{2}([T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:?\\d{2})?)?$';
+const BOOL_IN = '^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|1|0)$';
+
+const cap = (type: ResourceType): string => type[0]!.toUpperCase() + type.slice(1);
+const schemaRef = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: Json): Json => ({ 'application/json': { schema } });
+
+/** A TypeBox schema as plain JSON, with the custom formats made portable. */
+function portable(schema: unknown): Json {
+  return JSON.parse(JSON.stringify(schema), (_key, value) => {
+    if (value && typeof value === 'object' && !Array.isArray(value)) {
+      if (value.format === 'logbook-timestamp') return { type: 'string', pattern: TIMESTAMP_IN, description: TIMESTAMP_HELP };
+      if (value.format === 'logbook-uuid') {
+        return { type: 'string', description: 'a UUID in any standard form (hyphens, braces, urn:uuid:); returned lower-case hyphenated' };
+      }
+    }
+    return value;
+  }) as Json;
+}
+
+/** Write body schema; accepted aliases (ansible_version) are documented as properties too. */
+function bodySchema(type: ResourceType, mode: WriteMode): Json {
+  const schema = portable(writeSchema(type, mode));
+  const properties = schema.properties as Record<string, Json>;
+  const notes: string[] = [];
+  for (const spec of WRITE_FIELDS[type]) {
+    if (!spec.alias) continue;
+    properties[spec.alias] = { ...properties[spec.name], description: `alias of ${spec.name}` };
+    if (spec.required && mode !== 'patch') notes.push(`${spec.name} (or its alias ${spec.alias}) is required`);
+  }
+  const base = 'Unknown keys and read-only keys (id, items, sha1, created, updated, duration) are ignored.';
+  schema.description = [base, ...notes].join(' ');
+  return schema;
+}
+
+function filterParam(spec: FilterSpec): Json {
+  let schema: Json;
+  let description: string;
+  switch (spec.kind) {
+    case 'date_before': schema = { type: 'string', pattern: FILTER_DATE }; description = `${spec.column} at or before (inclusive); a date alone means midnight UTC`; break;
+    case 'date_after': schema = { type: 'string', pattern: FILTER_DATE }; description = `${spec.column} at or after (inclusive); a date alone means midnight UTC`; break;
+    case 'id': schema = { type: 'integer' }; description = `${spec.column} id`; break;
+    case 'icontains': schema = { type: 'string' }; description = `${spec.column} contains (case-insensitive)`; break;
+    case 'iexact': schema = { type: 'string' }; description = `${spec.column} equals (case-insensitive)`; break;
+    case 'exact': schema = { type: 'string' }; description = `${spec.column} equals`; break;
+    case 'status':
+      schema = { type: 'array', items: { type: 'string', enum: [...spec.choices!] } };
+      description = 'status; repeat the parameter for any of several (OR)';
+      break;
+    case 'bool': schema = { type: 'string', pattern: BOOL_IN }; description = `${spec.column}: true/false/1/0, any case`; break;
+    case 'uuid': schema = { type: 'string' }; description = 'UUID in any standard form'; break;
+    case 'int_gt': schema = { type: 'number' }; description = `${spec.column} greater than`; break;
+    case 'int_lt': schema = { type: 'number' }; description = `${spec.column} less than`; break;
+    case 'label': schema = { type: 'string' }; description = 'has a label with this name (case-insensitive)'; break;
+  }
+  return {
+    name: spec.param, in: 'query', required: false, description, schema,
+    ...(spec.kind === 'status' ? { style: 'form', explode: true } : {}),
+  };
+}
+
+function listParams(type: ResourceType, config: Config): Json[] {
+  const keys = ORDER_KEYS[type].join('|');
+  return [
+    ...FILTERS[type].map(filterParam),
+    {
+      name: 'order', in: 'query', required: false,
+      description: `sort keys, comma-separated, '-' for descending; ties by ascending id. Keys: ${ORDER_KEYS[type].join(', ')}`,
+      schema: { type: 'string', pattern: `^-?(${keys})(,-?(${keys}))*$` },
+    },
+    {
+      name: 'limit', in: 'query', required: false,
+      description: `page size; values above ${config.maxPageSize} are clamped`,
+      schema: { type: 'integer', minimum: 1, default: config.pageSize },
+    },
+    { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 } },
+  ];
+}
+
+const PREFER: Json = {
+  name: 'Prefer', in: 'header', required: false,
+  description: '`return=minimal` answers a write with `{"id": N}` only (same status)',
+  schema: { type: 'string' },
+};
+
+const detailResponse = (description: string): Json => ({ description, content: json(schemaRef('ErrorDetail')) });
+
+/** Error responses every API operation may give. */
+function commonErrors(): Json {
+  return {
+    401: detailResponse('missing or invalid credentials (when authentication is configured)'),
+    403: detailResponse('valid credentials without the needed scope'),
+    500: detailResponse('a bug; the server keeps serving'),
+    503: {
+      description: 'recovering, shutting down, overloaded, or the shard holding the data is restarting',
+      headers: { 'Retry-After': { schema: { type: 'integer' } } },
+      content: json(schemaRef('ErrorDetail')),
+    },
+  };
+}
+
+function writeErrors(config: Config): Json {
+  return {
+    400: { description: 'invalid body or field values; nothing was changed', content: json({ anyOf: [schemaRef('FieldErrors'), schemaRef('ErrorDetail')] }) },
+    413: detailResponse(`body over ${config.maxBodyBytes} bytes`),
+    415: detailResponse('body not application/json'),
+  };
+}
+
+function operation(id: string, summary: string, rest: Json): Json {
+  return { operationId: id, summary, ...rest };
+}
+
+function optionsOp(id: string, name: string): Json {
+  return operation(id, `Describe ${name}`, { responses: { 200: { description: 'OK', content: json(schemaRef('Options')) } } });
+}
+
+function resourcePaths(type: ResourceType, config: Config): Record<string, Json> {
+  const name = cap(type);
+  const plural = TYPE_TO_PATH[type];
+  const display = DISPLAY_NAME[type];
+  const tags = [plural];
+  const idParam: Json = { name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } };
+  const notFound = { 404: detailResponse('no such id') };
+  const write = (status: number, description: string): Json => ({
+    [status]: { description, content: json({ anyOf: [schemaRef(responseName(type, 'write')), schemaRef('Minimal')] }) },
+  });
+  const list = {
+    tags, parameters: listParams(type, config),
+    responses: { 200: { description: `a page of ${plural}`, content: json(schemaRef(responseName(type, 'page'))) },
+      400: { description: 'a bad list parameter', content: json(schemaRef('FieldErrors')) }, ...commonErrors() },
+  };
+  const detail = {
+    tags, responses: { 200: { description: display, content: json(schemaRef(responseName(type, 'detail'))) }, ...notFound, ...commonErrors() },
+  };
+  const body = (mode: WriteMode): Json => ({ required: true, content: json(schemaRef(`${name}${mode === 'create' ? 'Create' : mode === 'put' ? 'Put' : 'Patch'}`)) });
+  return {
+    [`/api/v1/${plural}`]: {
+      get: operation(`list${name}s`, `List ${plural}`, list),
+      head: operation(`head${name}s`, `List ${plural} (headers only)`, { ...list, responses: { 200: { description: 'as GET, without a body' } } }),
+      post: operation(`create${name}`, `Create a ${type}`, {
+        tags, parameters: [PREFER], requestBody: body('create'),
+        responses: { ...write(201, 'created (get-or-create resources also answer 201 with the existing record)'), ...writeErrors(config), ...commonErrors() },
+      }),
+      options: optionsOp(`describe${name}s`, `${display} List`),
+    },
+    [`/api/v1/${plural}/{id}`]: {
+      parameters: [idParam],
+      get: operation(`get${name}`, `Get a ${type}`, detail),
+      head: operation(`head${name}`, `Get a ${type} (headers only)`, { ...detail, responses: { 200: { description: 'as GET, without a body' }, ...notFound } }),
+      put: operation(`replace${name}`, `Replace a ${type} (omitted defaults are reset)`, {
+        tags, parameters: [PREFER], requestBody: body('put'),
+        responses: { ...write(200, 'updated'), ...notFound, ...writeErrors(config), ...commonErrors() },
+      }),
+      patch: operation(`update${name}`, `Update some fields of a ${type}`, {
+        tags, parameters: [PREFER], requestBody: body('patch'),
+        responses: { ...write(200, 'updated'), ...notFound, ...writeErrors(config), ...commonErrors() },
+      }),
+      delete: operation(`delete${name}`, `Delete a ${type} and what it cascades to (SPEC §3)`, {
+        tags, responses: { 204: { description: 'deleted' }, ...notFound, ...commonErrors() },
+      }),
+      options: optionsOp(`describe${name}`, `${display} Instance`),
+    },
+  };
+}
+
+/** The whole document (a plain JSON object). */
+export function buildOpenApi(config: Config, version: string): Json {
+  const schemas: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(responseSchemas(config.araCompat))) schemas[key] = portable(schema);
+  for (const type of RESOURCE_TYPES) {
+    schemas[`${cap(type)}Create`] = bodySchema(type, 'create');
+    schemas[`${cap(type)}Put`] = bodySchema(type, 'put');
+    schemas[`${cap(type)}Patch`] = bodySchema(type, 'patch');
+  }
+  const paths: Record<string, Json> = {
+    '/api/': {
+      get: operation('apiIndex', 'What this server is', { responses: { 200: { description: 'OK', content: json(schemaRef('ApiIndex')) } } }),
+      options: optionsOp('describeApiIndex', 'Api Index'),
+    },
+    '/api/v1/': {
+      get: operation('apiRoot', 'The list URL of every resource', { responses: { 200: { description: 'OK', content: json(schemaRef('ApiRoot')) } } }),
+      options: optionsOp('describeApiRoot', 'Api Root'),
+    },
+  };
+  for (const type of RESOURCE_TYPES) Object.assign(paths, resourcePaths(type, config));
+  Object.assign(paths, {
+    '/api/v1/openapi.json': {
+      get: operation('openapi', 'This document', { tags: ['operations'], responses: { 200: { description: 'OpenAPI 3.1', content: { 'application/json': {} } } } }),
+    },
+    '/healthz': {
+      get: operation('health', 'Liveness and readiness', {
+        tags: ['operations'],
+        responses: {
+          200: { description: 'recovered, every shard up', content: json(schemaRef('Health')) },
+          503: { description: 'recovering, stopping, or a shard is down (shards_down says which)', content: json(schemaRef('Health')) },
+        },
+      }),
+    },
+    '/metrics': {
+      get: operation('metrics', 'Prometheus metrics', {
+        tags: ['operations'],
+        responses: { 200: { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } } },
+      }),
+    },
+  });
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'logbook',
+      version,
+      description: 'Records automation runs (ARA-compatible HTTP JSON API). A trailing slash on any path means the same path.'
+        + (config.araCompat ? ' ARA compatibility mode is on: representations carry the extra fields ARA 1.5 clients read.' : ''),
+    },
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    tags: [...RESOURCE_TYPES.map((t) => ({ name: TYPE_TO_PATH[t] })), { name: 'operations' }],
+    paths,
+    components: {
+      schemas,
+      securitySchemes: { basic: { type: 'http', scheme: 'basic' }, bearer: { type: 'http', scheme: 'bearer' } },
+    },
+    // authentication is optional (off by default): no credentials, Basic, or a bearer token
+    security: [{}, { basic: [] }, { bearer: [] }],
+  };
+}
