@@ -35,6 +35,7 @@ export async function startServer(config: Config): Promise<Server> {
     const { pool, ready } = await ShardPool.start({
       shards: config.shards, compat: config.araCompat, dataDir: config.dataDir, durability: config.durability,
       snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000,
+      queueLimit: config.shardQueue,
     });
     front.recover(pool, ready);
     const totals = ready.reduce((a, r) => ({
@@ -50,6 +51,7 @@ export async function startServer(config: Config): Promise<Server> {
       port: front.port,
       async close() {
         us_listen_socket_close(socket);
+        front.close();
         const deadline = Date.now() + 10_000;
         while (pool.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
         await pool.close();

@@ -2,6 +2,7 @@
 // Everything that needs no stored state is decided here, on the front; the
 // shard checks foreign keys and uniqueness. JSON-valued fields keep the client's
 // own text (minified) so key order and big numbers survive untouched.
+import { LIMITS } from '../limits.js';
 import { Messages } from './errors.js';
 import { memberSpans, minify, replaceValues } from './json_text.js';
 import { WRITE_FIELDS, type FieldSpec, type ResourceType } from './resources.js';
@@ -137,7 +138,7 @@ function checkValue(spec: FieldSpec, v: unknown): FieldResult {
       for (const item of v) {
         const name = pythonStr(item);
         if (name === undefined) return bad(Messages.invalidString);
-        if (codePoints(name) > 255) return bad(Messages.maxLength(255));
+        if (codePoints(name) > LIMITS.nameLength) return bad(Messages.maxLength(LIMITS.nameLength));
         if (!names.includes(name)) names.push(name);
       }
       return ok(names);

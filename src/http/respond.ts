@@ -2,6 +2,7 @@
 // rule (GET's status and headers, no body). Replies that arrive from a shard are
 // written inside res.cork() so status, headers and body leave in one syscall.
 import type { HttpResponse } from 'uWebSockets.js';
+import { LIMITS } from '../limits.js';
 
 export const ALLOW_LIST = 'GET, POST, HEAD, OPTIONS';
 export const ALLOW_DETAIL = 'GET, PUT, PATCH, DELETE, HEAD, OPTIONS';
@@ -25,7 +26,11 @@ export interface Exchange {
   /** close the connection after answering (e.g. an oversized body left unread) */
   close: boolean;
   extraHeaders: Array<[string, string]> | null;
+  /** CORS (src/http/cors.ts): null when off; '' when on but the Origin is not allowed; else the Origin to echo */
+  cors: string | null;
 }
+
+const RETRY_AFTER = String(LIMITS.retryAfterSeconds);
 
 export function reply(ex: Exchange, status: number, body: string | null): void {
   if (ex.aborted || ex.done) return;
@@ -34,8 +39,10 @@ export function reply(ex: Exchange, status: number, body: string | null): void {
   res.cork(() => {
     res.writeStatus(STATUS_LINE[status] ?? String(status));
     if (body !== null) res.writeHeader('Content-Type', 'application/json');
-    res.writeHeader('Vary', 'Accept');
+    res.writeHeader('Vary', ex.cors === null ? 'Accept' : 'Accept, Origin');
+    if (ex.cors) res.writeHeader('Access-Control-Allow-Origin', ex.cors);
     res.writeHeader('Allow', ex.allow);
+    if (status === 503) res.writeHeader('Retry-After', RETRY_AFTER); // every 503 is temporary: recovery, overload, storage
     if (ex.extraHeaders) for (const [k, v] of ex.extraHeaders) res.writeHeader(k, v);
     if (body === null) res.endWithoutBody(0, ex.close);
     else if (ex.method === 'HEAD') res.endWithoutBody(Buffer.byteLength(body), ex.close);

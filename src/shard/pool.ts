@@ -3,6 +3,7 @@
 // failed at once so no HTTP request is left hanging.
 import { Worker } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
+import { LIMITS } from '../limits.js';
 import { log } from '../log.js';
 import { decode, encode, type FrontToShard, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
 
@@ -11,23 +12,29 @@ export type ReplyHandler = (reply: ShardToFront, context: any) => void;
 
 interface Pending { handler: ReplyHandler; context: any; shard: number }
 
-export type PoolOptions = Omit<ShardInit, 'shard'>;
+export type PoolOptions = Omit<ShardInit, 'shard'> & { queueLimit?: number };
 
 export class ShardPool {
   readonly size: number;
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, Pending>();
+  /** requests in flight per shard, bounded by `queueLimit` (src/limits.ts shardQueue) */
+  private readonly load: Int32Array;
   private nextRid = 1;
   private closing = false;
 
-  private constructor(size: number) { this.size = size; }
+  private constructor(size: number, private readonly queueLimit: number) {
+    this.size = size;
+    this.load = new Int32Array(size);
+  }
 
   /** Start every shard; resolves when all have recovered, with what they report. */
   static async start(options: PoolOptions): Promise<{ pool: ShardPool; ready: ReadyMessage[] }> {
-    const pool = new ShardPool(options.shards);
+    const pool = new ShardPool(options.shards, options.queueLimit ?? LIMITS.shardQueue);
     const url = new URL('./worker.js', import.meta.url);
     const ready = await Promise.all(Array.from({ length: options.shards }, (_, shard) => new Promise<ReadyMessage>((resolve, reject) => {
-      const init: ShardInit = { ...options, shard };
+      const { queueLimit: _, ...shared } = options;
+      const init: ShardInit = { ...shared, shard };
       const worker = new Worker(url, { workerData: init });
       pool.workers[shard] = worker;
       let started = false;
@@ -57,11 +64,25 @@ export class ShardPool {
 
   get inFlight(): number { return this.pending.size; }
 
+  /** Requests in flight to one shard. */
+  loadOf(shard: number): number { return this.load[shard]!; }
+
+  /**
+   * Send a message; `handler` gets the reply. When the shard already has
+   * `queueLimit` requests in flight the handler is called at once with a 503
+   * (Retry-After is added by reply()) and nothing is sent: the mailbox and the
+   * pending table stay bounded under overload.
+   */
   send(shard: number, message: FrontToShard, handler: ReplyHandler | null, context?: unknown): void {
     if (handler) {
+      if (this.load[shard]! >= this.queueLimit) {
+        handler({ k: 'get', rid: 0, status: 503, body: Errors.overloaded() }, context);
+        return;
+      }
       const rid = this.nextRid++;
       (message as { rid: number }).rid = rid;
       this.pending.set(rid, { handler, context, shard });
+      this.load[shard]++;
     }
     const bytes = encode(message);
     this.workers[shard]!.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
@@ -76,6 +97,7 @@ export class ShardPool {
     const entry = this.pending.get(reply.rid);
     if (!entry) return;
     this.pending.delete(reply.rid);
+    this.load[entry.shard]--;
     entry.handler(reply, entry.context);
   }
 
@@ -83,6 +105,7 @@ export class ShardPool {
     for (const [rid, entry] of this.pending) {
       if (entry.shard !== shard) continue;
       this.pending.delete(rid);
+      this.load[shard]--;
       entry.handler({ k: 'get', rid, status: 503, body: Errors.unavailable(`Shard ${shard} is unavailable.`) }, entry.context);
     }
   }
