@@ -15,10 +15,12 @@ export const LIMITS = {
   maxBodyBytes: 32 * MiB,
   /** Ceiling for LOGBOOK_MAX_BODY_BYTES: bodies are buffered whole before parsing. */
   maxBodyBytesCeiling: 1024 * MiB,
-  /** Bytes of request bodies being received at once, all connections together
-   * (at least one max-size body). Past it new body bytes get 503 + Retry-After:
-   * hundreds of connections each trickling a large body cannot exhaust memory. */
-  bodyBytesInFlight: 256 * MiB,
+  /** Bytes of request bodies being received at once, all connections together,
+   * in max-size bodies (8 × 32 MiB = 256 MiB by default). Past it new body bytes
+   * get 503 + Retry-After: hundreds of connections each trickling a large body
+   * cannot exhaust memory. Bodies that arrive whole (the usual few KB) are
+   * released in the same callback and hardly count. */
+  bodiesInFlight: 8,
   /** Request line + headers. Enforced by uWebSockets.js itself
    * (UWS_HTTP_MAX_HEADERS_SIZE, default 4 KiB): it answers 431 and closes.
    * Listed here so the number is known; a query string shares this budget. */
@@ -98,7 +100,7 @@ function assert(ok: boolean, what: string): void {
 
 assert(LIMITS.pageSize <= LIMITS.maxPageSize && LIMITS.maxPageSize <= LIMITS.pageSizeCeiling, 'pageSize ≤ maxPageSize ≤ pageSizeCeiling');
 assert(LIMITS.maxBodyBytes <= LIMITS.maxBodyBytesCeiling, 'maxBodyBytes ≤ maxBodyBytesCeiling');
-assert(LIMITS.maxBodyBytes <= LIMITS.bodyBytesInFlight, 'a default-size body fits in bodyBytesInFlight');
+assert(LIMITS.bodiesInFlight >= 1, 'at least one body can be received');
 assert(LIMITS.shardQueue >= 1 && LIMITS.shardQueue <= LIMITS.shardQueueCeiling, '1 ≤ shardQueue ≤ shardQueueCeiling');
 assert(LIMITS.nameLength <= LIMITS.pathLength, 'nameLength ≤ pathLength');
 assert(128 * 2 ** LIMITS.scryptLogN * LIMITS.scryptR <= LIMITS.scryptMaxMemoryBytes, 'default scrypt cost within the accepted maximum');

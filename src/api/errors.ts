@@ -25,6 +25,8 @@ export const Messages = {
   enterUuid: 'Enter a valid UUID.',
   selectChoice: (v: string) => `Select a valid choice. ${v} is not one of the available choices.`,
   minValue: (n: number) => `Ensure this value is greater than or equal to ${n}.`,
+  // text that could not be stored as sent (a lone UTF-16 surrogate from a \uD800 escape)
+  unpairedSurrogate: 'Not a valid string: it contains an unpaired UTF-16 surrogate.',
 } as const;
 
 export const Errors = {

@@ -26,6 +26,8 @@ const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnPropert
 const TRUE = new Set<unknown>(['t', 'T', 'y', 'Y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'On', 'ON', '1', 1, true]);
 const FALSE = new Set<unknown>(['f', 'F', 'n', 'N', 'no', 'No', 'NO', 'false', 'False', 'FALSE', 'off', 'Off', 'OFF', '0', 0, false]);
 const INT_TEXT = /^\s*[-+]?\d+(?:\.0*)?\s*$/;
+/** A UTF-16 surrogate not part of a pair (JSON allows the escape "\ud800"; UTF-8 cannot carry it). */
+const LONE_SURROGATE = /\p{Surrogate}/u;
 const ID_TEXT = /^\s*\d+\s*$/;
 
 /** Python's name for a JSON value's type, as DRF puts it in messages. */
@@ -147,6 +149,14 @@ function checkValue(spec: FieldSpec, v: unknown): FieldResult {
   }
 }
 
+const isText = (spec: FieldSpec): boolean => spec.kind === 'string' || spec.kind === 'text' || spec.kind === 'labels';
+
+function hasLoneSurrogate(v: unknown): boolean {
+  if (typeof v === 'string') return LONE_SURROGATE.test(v);
+  if (Array.isArray(v)) return v.some((x) => typeof x === 'string' && LONE_SURROGATE.test(x));
+  return false;
+}
+
 /** Canonical values (passed the compiled schema) need conversion only. */
 function convertCanonical(spec: FieldSpec, v: unknown): unknown {
   switch (spec.kind) {
@@ -182,6 +192,12 @@ export class BodyNormalizer {
       if (value === null) {
         if (spec.nullable) set[spec.name] = null;
         else { errors[key] = [Messages.notNull]; hasErrors = true; }
+        continue;
+      }
+      if (isText(spec) && hasLoneSurrogate(value)) {
+        // stored text must survive UTF-8 (msgpackr, LMDB) unchanged; JSON-valued
+        // fields are kept as the client's escaped text and are not affected
+        errors[key] = [Messages.unpairedSurrogate]; hasErrors = true;
         continue;
       }
       if (spec.kind === 'json') {

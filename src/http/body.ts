@@ -1,7 +1,7 @@
 // Reading and parsing request bodies. The size cap is enforced from the
 // Content-Length header before a byte is read, and again while chunks arrive
 // (chunked uploads); a body over the cap is answered 413 and the connection closed.
-// All bodies being received share one memory budget (LIMITS.bodyBytesInFlight),
+// All bodies being received share one memory budget (LIMITS.bodiesInFlight),
 // and nesting depth is capped (LIMITS.jsonDepth).
 import type { HttpResponse } from 'uWebSockets.js';
 import { Errors } from '../api/errors.js';
@@ -14,9 +14,8 @@ export type BodyResult =
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** Bytes of bodies being received right now, all requests together (LIMITS.bodyBytesInFlight). */
+/** Bytes of bodies being received right now, all requests together (≤ LIMITS.bodiesInFlight × limit). */
 let bodyBytesInFlight = 0;
-export const bodyBytesBuffered = (): number => bodyBytesInFlight;
 
 /** A body being read; `release()` (idempotent) returns its bytes to the shared budget. */
 export class BodyReader {
@@ -30,14 +29,14 @@ export class BodyReader {
 /**
  * Collect the body and call `done(bytes)` once, or `tooLarge()` once if it exceeds
  * `limit`, or `busy()` once if all bodies being read together would exceed
- * LIMITS.bodyBytesInFlight (at least `limit`). uWS neuters each chunk's
+ * LIMITS.bodiesInFlight × `limit` bytes. uWS neuters each chunk's
  * ArrayBuffer when the callback returns, so every chunk but a lone last one is
  * copied: `done`'s bytes may be a view that is valid only during the call.
  * The caller releases the reader if the request is aborted.
  */
 export function readBody(res: HttpResponse, limit: number, done: (bytes: Buffer) => void, tooLarge: () => void, busy: () => void): BodyReader {
   const reader = new BodyReader();
-  const budget = Math.max(LIMITS.bodyBytesInFlight, limit);
+  const budget = LIMITS.bodiesInFlight * limit;
   let parts: Buffer[] | null = null;
   let size = 0;
   let over = false;
