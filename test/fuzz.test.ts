@@ -9,6 +9,10 @@
 // LOGBOOK_FUZZ_SEED=<n> replays a run; the seed is printed either way.
 import test, { type ExecutionContext } from 'ava';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hashSecret } from '../src/http/password.js';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
 import { openHalf, rawExchange, type RawResult } from './helpers/raw_http.js';
 
@@ -602,14 +606,23 @@ test.serial('a full shard queue answers 503 + Retry-After instead of queueing wi
   }
 });
 
-test.serial('bodies being received share a bounded budget: past it 503 + close; aborted bodies give their share back', async (t) => {
+test.serial('bodies being received share a bounded budget: past it 503 + close; abandoned or refused bodies give their share back', async (t) => {
   const maxBody = 64 * 1024; // budget: LIMITS.bodiesInFlight (8) × 64 KiB
-  const small = await startLogbook({ env: { LOGBOOK_SHARDS: '1', LOGBOOK_MAX_BODY_BYTES: String(maxBody) } });
+  const dir = mkdtempSync(join(tmpdir(), 'logbook-budget-'));
+  writeFileSync(join(dir, 'users'), `alice:${await hashSecret(Buffer.from('pw'), 12)}:write\n`);
+  const small = await startLogbook({ env: { LOGBOOK_SHARDS: '1', LOGBOOK_MAX_BODY_BYTES: String(maxBody), LOGBOOK_USERS_FILE: join(dir, 'users') } });
   try {
-    const head = `POST /api/v1/labels HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${maxBody - 10}\r\n\r\n`;
-    const partial = `{"name":"${'p'.repeat(maxBody - 1024)}`;
-    const rs = await Promise.all(Array.from({ length: 12 }, () => rawExchange(small.port, [head, partial], { waitMs: 3000 })));
-    const refused = rs.filter((r) => r.responses[0]?.status === 503);
+    // 8 of these fill the budget but for 1 600 bytes; none ever completes
+    const partial = `{"name":"${'p'.repeat(maxBody - 200 - 9)}`;
+    const head = (auth: string) => `POST /api/v1/labels HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${auth}Content-Length: ${maxBody - 10}\r\n\r\n`;
+    const nearLimit = async () => {
+      const big = await Promise.all(Array.from({ length: 3 }, (_, i) =>
+        api(small.url, 'POST', '/api/v1/records', { key: `k${i}`, type: 't', playbook: 999, value: 'v'.repeat(maxBody - 200) })));
+      return big.map((r) => r.status);
+    };
+    // 1. abandoned by the client (onAborted)
+    let rs = await Promise.all(Array.from({ length: 12 }, () => rawExchange(small.port, [head(''), partial], { waitMs: 3000 })));
+    let refused = rs.filter((r) => r.responses[0]?.status === 503);
     t.log(`12 connections holding ${partial.length} body bytes each: ${refused.length} refused`);
     t.true(refused.length >= 1 && refused.length <= 12 - 7, 'about 8 bodies fit, the rest are refused');
     for (const r of refused) {
@@ -618,14 +631,21 @@ test.serial('bodies being received share a bounded budget: past it 503 + close; 
       t.deepEqual(JSON.parse(r.responses[0]!.body), { detail: 'The server is overloaded; retry shortly.' });
     }
     t.true(rs.every((r) => r.responses.every((x) => x.status === 503)), 'the others were never answered: their bodies never completed');
-    // every partial body was abandoned (the client closed): the budget is whole again
+    t.deepEqual(await nearLimit(), [400, 400, 400], 'the budget is whole again: near-limit bodies are read and validated');
+    // 2. refused (wrong credentials, verified while the body arrives) before the body completes
+    rs = await Promise.all(Array.from({ length: 12 }, (_, i) => {
+      const auth = `Authorization: Basic ${Buffer.from(`alice:wrong-${i}`).toString('base64')}\r\n`;
+      return rawExchange(small.port, [head(auth), partial], { waitMs: 5000 });
+    }));
+    const statuses = rs.map((r) => r.responses[0]?.status);
+    t.true(statuses.every((s) => s === 401 || s === 503) && statuses.includes(401), JSON.stringify(statuses));
+    t.true(rs.every((r) => r.closed), 'refused with the body unread: closed');
+    t.deepEqual(await nearLimit(), [400, 400, 400], 'refused bodies gave their share back');
     const ok = await Promise.all(Array.from({ length: 6 }, (_, i) => api(small.url, 'POST', '/api/v1/labels', { name: `${i}-${'n'.repeat(200)}` })));
     t.deepEqual(ok.map((r) => r.status), [201, 201, 201, 201, 201, 201]);
-    const big = await Promise.all(Array.from({ length: 3 }, (_, i) =>
-      api(small.url, 'POST', '/api/v1/records', { key: `k${i}`, type: 't', playbook: 999, value: 'v'.repeat(maxBody - 200) })));
-    t.deepEqual(big.map((r) => r.status), [400, 400, 400], 'near-limit bodies are read and validated again');
     t.is((await api(small.url, 'GET', '/api/v1/labels?limit=1')).body.count, 6);
   } finally {
     await small.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

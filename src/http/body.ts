@@ -17,12 +17,15 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Bytes of bodies being received right now, all requests together (≤ LIMITS.bodiesInFlight × limit). */
 let bodyBytesInFlight = 0;
 
-/** A body being read; `release()` (idempotent) returns its bytes to the shared budget. */
+/** A body being read; `release()` (idempotent, final) returns its bytes to the shared budget. */
 export class BodyReader {
   held = 0;
+  /** released: any later chunk is ignored */
+  finished = false;
   release(): void {
     bodyBytesInFlight -= this.held;
     this.held = 0;
+    this.finished = true;
   }
 }
 
@@ -32,21 +35,21 @@ export class BodyReader {
  * LIMITS.bodiesInFlight × `limit` bytes. uWS neuters each chunk's
  * ArrayBuffer when the callback returns, so every chunk but a lone last one is
  * copied: `done`'s bytes may be a view that is valid only during the call.
- * The caller releases the reader if the request is aborted.
+ * The caller releases the reader if the request is aborted, or answered before
+ * its body has arrived (uWS then closes without calling onAborted).
  */
 export function readBody(res: HttpResponse, limit: number, done: (bytes: Buffer) => void, tooLarge: () => void, busy: () => void): BodyReader {
   const reader = new BodyReader();
   const budget = LIMITS.bodiesInFlight * limit;
   let parts: Buffer[] | null = null;
   let size = 0;
-  let over = false;
   res.onData((chunk, isLast) => {
-    if (over) return;
+    if (reader.finished) return;
     size += chunk.byteLength;
-    if (size > limit) { over = true; reader.release(); tooLarge(); return; }
+    if (size > limit) { reader.release(); tooLarge(); return; }
     reader.held += chunk.byteLength;
     bodyBytesInFlight += chunk.byteLength;
-    if (bodyBytesInFlight > budget) { over = true; reader.release(); busy(); return; }
+    if (bodyBytesInFlight > budget) { reader.release(); busy(); return; }
     if (isLast) {
       reader.release();
       if (parts === null) done(Buffer.from(chunk));

@@ -150,6 +150,8 @@ export class Front {
     const limit = this.config.maxBodyBytes;
     if (length !== '' && Number(length) > limit) { this.tooLarge(ex); return; }
     reader = readBody(res, limit, (bytes) => this.afterGate(gate, ex, bytes), () => this.tooLarge(ex), () => this.overloaded(ex));
+    // refused while its body was still arriving: the connection closes without onAborted
+    if (gate !== true) gate.then((ok) => { if (!ok) reader!.release(); }, () => reader!.release());
   }
 
   /** Dispatch once the gate has let the request through: at once, or after its credentials are verified. */
