@@ -34,8 +34,8 @@ export type CredentialKind = 'users' | 'tokens';
 interface Credential { hash: PasswordHash; scope: Scope }
 interface Principal { scope: Scope }
 
-/** A refusal: status, JSON body and the headers that go with it. */
-export interface Denial { status: number; body: string; headers: Array<[string, string]> }
+/** A refusal: status, JSON body and the headers that go with it (null: reply()'s defaults). */
+export interface Denial { status: number; body: string; headers: Array<[string, string]> | null }
 
 export interface AuthSettings {
   readonly readLoginRequired: boolean;
@@ -48,8 +48,8 @@ const CHALLENGE: [string, string] = ['WWW-Authenticate', 'Basic realm="api"'];
 const unauthorized = (body: string): Denial => ({ status: 401, body, headers: [CHALLENGE] });
 const NOT_PROVIDED = () => unauthorized(Errors.noCredentials());
 const INVALID = () => unauthorized(Errors.badCredentials());
-const FORBIDDEN = (): Denial => ({ status: 403, body: Errors.forbidden(), headers: [] });
-const BUSY = (): Denial => ({ status: 503, body: Errors.overloaded(), headers: [] });
+const FORBIDDEN = (): Denial => ({ status: 403, body: Errors.forbidden(), headers: null });
+const BUSY = (): Denial => ({ status: 503, body: Errors.overloaded(), headers: null }); // reply() adds Retry-After
 
 const TOKEN_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 // eslint-disable-next-line no-control-regex

@@ -30,11 +30,13 @@ export interface Exchange {
   cors: string | null;
 }
 
-const RETRY_AFTER = String(LIMITS.retryAfterSeconds);
+/** A 503 tells the client when to retry (SPEC §6), unless the handler chose the headers. */
+const RETRY_AFTER: Array<[string, string]> = [['Retry-After', String(LIMITS.retryAfterSeconds)]];
 
 export function reply(ex: Exchange, status: number, body: string | null): void {
   if (ex.aborted || ex.done) return;
   ex.done = true;
+  if (status === 503 && ex.extraHeaders === null) ex.extraHeaders = RETRY_AFTER;
   const res = ex.res;
   res.cork(() => {
     res.writeStatus(STATUS_LINE[status] ?? String(status));
@@ -42,7 +44,6 @@ export function reply(ex: Exchange, status: number, body: string | null): void {
     res.writeHeader('Vary', ex.cors === null ? 'Accept' : 'Accept, Origin');
     if (ex.cors) res.writeHeader('Access-Control-Allow-Origin', ex.cors);
     res.writeHeader('Allow', ex.allow);
-    if (status === 503) res.writeHeader('Retry-After', RETRY_AFTER); // every 503 is temporary: recovery, overload, storage
     if (ex.extraHeaders) for (const [k, v] of ex.extraHeaders) res.writeHeader(k, v);
     if (body === null) res.endWithoutBody(0, ex.close);
     else if (ex.method === 'HEAD') res.endWithoutBody(Buffer.byteLength(body), ex.close);

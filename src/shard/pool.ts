@@ -19,13 +19,13 @@ export class ShardPool {
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, Pending>();
   /** requests in flight per shard, bounded by `queueLimit` (src/limits.ts shardQueue) */
-  private readonly load: Int32Array;
+  readonly queued: Int32Array;
   private nextRid = 1;
   private closing = false;
 
   private constructor(size: number, private readonly queueLimit: number) {
     this.size = size;
-    this.load = new Int32Array(size);
+    this.queued = new Int32Array(size);
   }
 
   /** Start every shard; resolves when all have recovered, with what they report. */
@@ -64,25 +64,21 @@ export class ShardPool {
 
   get inFlight(): number { return this.pending.size; }
 
-  /** Requests in flight to one shard. */
-  loadOf(shard: number): number { return this.load[shard]!; }
-
   /**
    * Send a message; `handler` gets the reply. When the shard already has
-   * `queueLimit` requests in flight the handler is called at once with a 503
-   * (Retry-After is added by reply()) and nothing is sent: the mailbox and the
-   * pending table stay bounded under overload.
+   * `queueLimit` requests in flight, nothing is sent and the handler gets a 503
+   * (reply() adds Retry-After): the mailbox and the pending table stay bounded.
    */
   send(shard: number, message: FrontToShard, handler: ReplyHandler | null, context?: unknown): void {
+    if (handler && this.queued[shard]! >= this.queueLimit) {
+      queueMicrotask(() => handler({ k: 'get', rid: 0, status: 503, body: Errors.overloaded() }, context));
+      return;
+    }
     if (handler) {
-      if (this.load[shard]! >= this.queueLimit) {
-        handler({ k: 'get', rid: 0, status: 503, body: Errors.overloaded() }, context);
-        return;
-      }
       const rid = this.nextRid++;
       (message as { rid: number }).rid = rid;
       this.pending.set(rid, { handler, context, shard });
-      this.load[shard]++;
+      this.queued[shard]!++;
     }
     const bytes = encode(message);
     this.workers[shard]!.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
@@ -97,7 +93,7 @@ export class ShardPool {
     const entry = this.pending.get(reply.rid);
     if (!entry) return;
     this.pending.delete(reply.rid);
-    this.load[entry.shard]--;
+    this.queued[entry.shard]!--;
     entry.handler(reply, entry.context);
   }
 
@@ -105,7 +101,7 @@ export class ShardPool {
     for (const [rid, entry] of this.pending) {
       if (entry.shard !== shard) continue;
       this.pending.delete(rid);
-      this.load[shard]--;
+      this.queued[shard]!--;
       entry.handler({ k: 'get', rid, status: 503, body: Errors.unavailable(`Shard ${shard} is unavailable.`) }, entry.context);
     }
   }
