@@ -116,8 +116,8 @@ function remember<V>(map: Map<string, V>, key: string, value: V, max: number): v
 type Verified = Principal | null | 'busy';
 
 export class Authenticator {
-  private users = new Table(new Map());
-  private tokens = new Table(new Map());
+  private users: Table;
+  private tokens: Table;
   /** salt of the cache keys: makes them useless outside this process */
   private readonly keySalt = randomBytes(16).toString('hex');
   private readonly granted = new Map<string, Principal>();
@@ -128,8 +128,6 @@ export class Authenticator {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
   private watching = false;
-  /** counts of KDF runs, for tests and metrics */
-  kdfRuns = 0;
 
   constructor(private readonly settings: AuthSettings) {
     this.users = new Table(settings.usersFile ? loadCredentials(settings.usersFile, 'users') : new Map());
@@ -205,7 +203,6 @@ export class Authenticator {
   }
 
   private runKdf(task: () => Promise<boolean>): Promise<boolean> {
-    this.kdfRuns++;
     const done = () => {
       const next = this.waiting.shift();
       if (next) next(); else this.running--;

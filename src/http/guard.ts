@@ -43,7 +43,7 @@ export class Guard {
   /**
    * Screen one request. true: go on; false: it has been answered; a Promise
    * when credentials must be verified first (it settles to true or false).
-   * `open`: a route every one may read (health checks), exempt from login.
+   * `open`: a route everyone may read (health checks), exempt from login.
    */
   admit(ex: Exchange, req: HttpRequest, open: boolean, hasBody: boolean): boolean | Promise<boolean> {
     if (this.cors.enabled) ex.cors = this.cors.match(req.getHeader('origin'));
