@@ -2,6 +2,8 @@
 // parsed and validated once at start-up into one frozen Config (SPEC §8). A bad
 // value stops start-up with a message naming the variable.
 import { availableParallelism } from 'node:os';
+import { authConfigProblem, loadCredentials, type CredentialKind } from './http/auth.js';
+import { LIMITS } from './limits.js';
 
 export interface Config {
   readonly host: string;
@@ -36,6 +38,8 @@ export interface Config {
   readonly maintenanceInterval: number;
   /** seconds a shutdown waits for in-flight requests before closing anyway */
   readonly shutdownTimeout: number;
+  /** requests in flight per shard before the front answers 503 (src/limits.ts) */
+  readonly shardQueue: number;
 }
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -96,6 +100,18 @@ const durability: Parse<'flush' | 'commit' | 'none'> = (raw, name) => {
   return t === 'flush' || t === 'commit' || t === 'none' ? t : fail(name, raw, 'flush, commit or none');
 };
 
+/** A users/tokens file: must exist and parse at start-up (reloads keep the old one on error). */
+const credentialsFile = (kind: CredentialKind): Parse<string | null> => (raw, name) => {
+  const path = optionalText(raw, name);
+  if (path === null) return null;
+  try {
+    loadCredentials(path, kind);
+  } catch (err) {
+    fail(name, raw, `a readable ${kind} file of name:hash:scope lines; ${(err as Error).message}`);
+  }
+  return path;
+};
+
 const defaultShards = Math.max(1, availableParallelism() - 1);
 
 const option = <T>(key: keyof Config, suffix: string, def: T, parse: Parse<T>, help: string): Option<T> =>
@@ -106,13 +122,13 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   option('port', 'PORT', 8000, int(0, 65535), 'TCP port (0 picks a free one)'),
   option('dataDir', 'DATA_DIR', './snapshots', text, 'data directory (journal, snapshots, blobs)'),
   option('shards', 'SHARDS', defaultShards, int(1, 64), 'shard worker threads (default: cores − 1, at least 1)'),
-  option('pageSize', 'PAGE_SIZE', 100, int(1, 100_000), 'default list page size (limit)'),
-  option('maxPageSize', 'MAX_PAGE_SIZE', 1000, int(1, 100_000), 'largest limit a list honours'),
-  option('maxBodyBytes', 'MAX_BODY_BYTES', 33_554_432, int(1, 1_073_741_824), 'largest request body accepted'),
+  option('pageSize', 'PAGE_SIZE', LIMITS.pageSize, int(1, LIMITS.pageSizeCeiling), 'default list page size (limit)'),
+  option('maxPageSize', 'MAX_PAGE_SIZE', LIMITS.maxPageSize, int(1, LIMITS.pageSizeCeiling), 'largest limit a list honours'),
+  option('maxBodyBytes', 'MAX_BODY_BYTES', LIMITS.maxBodyBytes, int(1, LIMITS.maxBodyBytesCeiling), 'largest request body accepted'),
   option('readLoginRequired', 'READ_LOGIN_REQUIRED', false, bool, 'require credentials for GET/HEAD/OPTIONS'),
   option('writeLoginRequired', 'WRITE_LOGIN_REQUIRED', false, bool, 'require credentials for writes'),
-  option('usersFile', 'USERS_FILE', null, optionalText, 'users file (name:hash:scope lines) for HTTP Basic'),
-  option('tokensFile', 'TOKENS_FILE', null, optionalText, 'tokens file (name:hash:scope lines) for Bearer tokens'),
+  option('usersFile', 'USERS_FILE', null, credentialsFile('users'), 'users file (name:hash:scope lines) for HTTP Basic; reloaded on change and SIGHUP'),
+  option('tokensFile', 'TOKENS_FILE', null, credentialsFile('tokens'), 'tokens file (name:hash:scope lines) for Bearer <name>.<secret>; reloaded on change and SIGHUP'),
   option('corsOrigins', 'CORS_ORIGINS', [], list, 'allowed CORS origins, comma-separated'),
   option('ignoredFacts', 'IGNORED_FACTS', ['ansible_env'], list, 'host facts replaced by a notice before storing'),
   option('ignoredArguments', 'IGNORED_ARGUMENTS', ['extra_vars'], list, 'playbook arguments replaced by a notice before storing'),
@@ -127,6 +143,8 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   // ---- operations (retention, shutdown) ----
   option('maintenanceInterval', 'MAINTENANCE_INTERVAL', 60, int(1, 86_400), 'seconds between retention and expiry checks'),
   option('shutdownTimeout', 'SHUTDOWN_TIMEOUT', 10, int(1, 3600), 'seconds SIGTERM/SIGINT wait for in-flight requests'),
+  // ---- security (src/limits.ts, src/http/auth.ts) ----
+  option('shardQueue', 'SHARD_QUEUE', LIMITS.shardQueue, int(1, LIMITS.shardQueueCeiling), 'requests in flight per shard before answering 503 + Retry-After'),
 ];
 
 /**
@@ -159,6 +177,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
   if (c.pageSize > c.maxPageSize) {
     throw new ConfigError(`LOGBOOK_PAGE_SIZE (${c.pageSize}) must not exceed LOGBOOK_MAX_PAGE_SIZE (${c.maxPageSize})`);
   }
+  const authProblem = authConfigProblem(c);
+  if (authProblem) throw new ConfigError(authProblem);
   return Object.freeze(c);
 }
 

@@ -37,6 +37,7 @@ export async function startServer(config: Config): Promise<Server> {
     const { pool, ready } = await ShardPool.start({
       shards: config.shards, compat: config.araCompat, dataDir: config.dataDir, durability: config.durability,
       snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000, logLevel: config.logLevel,
+      queueLimit: config.shardQueue,
     });
     front.recover(pool, ready);
     const totals = ready.reduce((a, r) => ({
@@ -72,6 +73,7 @@ export async function startServer(config: Config): Promise<Server> {
         const stopAt = performance.now();
         us_listen_socket_close(socket);
         front.draining = true;
+        front.close();
         const deadline = Date.now() + config.shutdownTimeout * 1000;
         const stopping = retention.stop();
         while ((HTTP.inFlight > 0 || pool.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));

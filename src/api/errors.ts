@@ -25,6 +25,8 @@ export const Messages = {
   enterUuid: 'Enter a valid UUID.',
   selectChoice: (v: string) => `Select a valid choice. ${v} is not one of the available choices.`,
   minValue: (n: number) => `Ensure this value is greater than or equal to ${n}.`,
+  // text that could not be stored as sent (a lone UTF-16 surrogate from a \uD800 escape)
+  unpairedSurrogate: 'Not a valid string: it contains an unpaired UTF-16 surrogate.',
 } as const;
 
 export const Errors = {
@@ -39,6 +41,13 @@ export const Errors = {
   noCredentials: () => detail('Authentication credentials were not provided.'),
   badCredentials: () => detail('Invalid username/password.'),
   forbidden: () => detail('You do not have permission to perform this action.'),
+  // malformed Authorization headers (DRF BasicAuthentication / TokenAuthentication wording)
+  basicNoCredentials: () => detail('Invalid basic header. No credentials provided.'),
+  basicSpaces: () => detail('Invalid basic header. Credentials string should not contain spaces.'),
+  tokenNoCredentials: () => detail('Invalid token header. No credentials provided.'),
+  tokenSpaces: () => detail('Invalid token header. Token string should not contain spaces.'),
+  duplicateHeader: (name: string) => detail(`Request has more than one "${name}" header.`),
+  tooDeep: (levels: number) => detail(`JSON parse error - nesting deeper than ${levels} levels`),
   overloaded: () => detail('The server is overloaded; retry shortly.'),
   unavailable: (why: string) => detail(why),
   internal: () => detail('Internal server error.'),

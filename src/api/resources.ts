@@ -2,6 +2,7 @@
 // write takes (in serializer order, which is also the order of error keys), which
 // filters and `order` keys its list accepts. Front and shards both read this one
 // table so that validation, filtering and serialization cannot drift apart.
+import { LIMITS } from '../limits.js';
 
 export const RESOURCE_TYPES = ['label', 'playbook', 'play', 'task', 'host', 'result', 'file', 'record'] as const;
 export type ResourceType = typeof RESOURCE_TYPES[number];
@@ -61,8 +62,8 @@ export interface FieldSpec {
   readonly alias?: string;
 }
 
-const NAME = 255;
-const PATH = 4096; // ARA caps paths at 255; deep role paths exceed that in real fleets.
+const NAME = LIMITS.nameLength;
+const PATH = LIMITS.pathLength; // ARA caps paths at 255; deep role paths exceed that in real fleets.
 
 const started: FieldSpec = { name: 'started', kind: 'timestamp' };
 const ended: FieldSpec = { name: 'ended', kind: 'timestamp', nullable: true };

@@ -6,6 +6,7 @@
 import Type, { type TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import Format from 'typebox/format';
+import { LIMITS } from '../limits.js';
 import { RESOURCE_TYPES, RESULT_STATUSES, RUN_STATUSES, TYPE_TO_PATH, WRITE_FIELDS, type FieldSpec, type ResourceType } from './resources.js';
 import { parseTimestamp } from './time.js';
 import { normalizeUuid } from './uuid.js';
@@ -30,7 +31,7 @@ function fieldSchema(spec: FieldSpec): TSchema {
     case 'fk': schema = Type.Integer({ minimum: 1, maximum: MAX_ID }); break;
     case 'json': schema = Type.Union([Type.Object({}), Type.Array(Type.Unknown()), Type.String(), Type.Number(), Type.Boolean()]); break;
     case 'uuid': schema = Type.String({ format: 'logbook-uuid' }); break;
-    case 'labels': schema = Type.Array(Type.String({ maxLength: 255 })); break;
+    case 'labels': schema = Type.Array(Type.String({ maxLength: LIMITS.nameLength })); break;
     case 'fklist': schema = Type.Array(Type.Integer({ minimum: 1, maximum: MAX_ID })); break;
     case 'text': schema = Type.String(); break;
   }

@@ -2,6 +2,7 @@
 // Everything that needs no stored state is decided here, on the front; the
 // shard checks foreign keys and uniqueness. JSON-valued fields keep the client's
 // own text (minified) so key order and big numbers survive untouched.
+import { LIMITS } from '../limits.js';
 import { Messages } from './errors.js';
 import { memberSpans, minify, replaceValues } from './json_text.js';
 import { WRITE_FIELDS, type FieldSpec, type ResourceType } from './resources.js';
@@ -25,6 +26,8 @@ const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnPropert
 const TRUE = new Set<unknown>(['t', 'T', 'y', 'Y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'On', 'ON', '1', 1, true]);
 const FALSE = new Set<unknown>(['f', 'F', 'n', 'N', 'no', 'No', 'NO', 'false', 'False', 'FALSE', 'off', 'Off', 'OFF', '0', 0, false]);
 const INT_TEXT = /^\s*[-+]?\d+(?:\.0*)?\s*$/;
+/** A UTF-16 surrogate not part of a pair (JSON allows the escape "\ud800"; UTF-8 cannot carry it). */
+const LONE_SURROGATE = /\p{Surrogate}/u;
 const ID_TEXT = /^\s*\d+\s*$/;
 
 /** Python's name for a JSON value's type, as DRF puts it in messages. */
@@ -137,13 +140,21 @@ function checkValue(spec: FieldSpec, v: unknown): FieldResult {
       for (const item of v) {
         const name = pythonStr(item);
         if (name === undefined) return bad(Messages.invalidString);
-        if (codePoints(name) > 255) return bad(Messages.maxLength(255));
+        if (codePoints(name) > LIMITS.nameLength) return bad(Messages.maxLength(LIMITS.nameLength));
         if (!names.includes(name)) names.push(name);
       }
       return ok(names);
     }
     case 'json': return ok(undefined); // the text is taken from the body below
   }
+}
+
+const isText = (spec: FieldSpec): boolean => spec.kind === 'string' || spec.kind === 'text' || spec.kind === 'labels';
+
+function hasLoneSurrogate(v: unknown): boolean {
+  if (typeof v === 'string') return LONE_SURROGATE.test(v);
+  if (Array.isArray(v)) return v.some((x) => typeof x === 'string' && LONE_SURROGATE.test(x));
+  return false;
 }
 
 /** Canonical values (passed the compiled schema) need conversion only. */
@@ -181,6 +192,12 @@ export class BodyNormalizer {
       if (value === null) {
         if (spec.nullable) set[spec.name] = null;
         else { errors[key] = [Messages.notNull]; hasErrors = true; }
+        continue;
+      }
+      if (isText(spec) && hasLoneSurrogate(value)) {
+        // stored text must survive UTF-8 (msgpackr, LMDB) unchanged; JSON-valued
+        // fields are kept as the client's escaped text and are not affected
+        errors[key] = [Messages.unpairedSurrogate]; hasErrors = true;
         continue;
       }
       if (spec.kind === 'json') {

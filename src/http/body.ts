@@ -1,9 +1,12 @@
 // Reading and parsing request bodies. The size cap is enforced from the
 // Content-Length header before a byte is read, and again while chunks arrive
 // (chunked uploads); a body over the cap is answered 413 and the connection closed.
+// All bodies being received share one memory budget (LIMITS.bodiesInFlight),
+// and nesting depth is capped (LIMITS.jsonDepth).
 import type { HttpResponse } from 'uWebSockets.js';
 import { Errors } from '../api/errors.js';
 import { pythonType } from '../api/validate.js';
+import { LIMITS } from '../limits.js';
 
 export type BodyResult =
   | { ok: true; value: Record<string, unknown>; text: string }
@@ -11,26 +14,51 @@ export type BodyResult =
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** Bytes of bodies being received right now, all requests together (≤ LIMITS.bodiesInFlight × limit). */
+let bodyBytesInFlight = 0;
+
+/** A body being read; `release()` (idempotent, final) returns its bytes to the shared budget. */
+export class BodyReader {
+  held = 0;
+  /** released: any later chunk is ignored */
+  finished = false;
+  release(): void {
+    bodyBytesInFlight -= this.held;
+    this.held = 0;
+    this.finished = true;
+  }
+}
+
 /**
  * Collect the body and call `done(bytes)` once, or `tooLarge()` once if it exceeds
- * `limit`. uWS neuters each chunk's ArrayBuffer when the callback returns, so
- * every chunk but a lone last one is copied.
+ * `limit`, or `busy()` once if all bodies being read together would exceed
+ * LIMITS.bodiesInFlight × `limit` bytes. uWS neuters each chunk's
+ * ArrayBuffer when the callback returns, so every chunk but a lone last one is
+ * copied: `done`'s bytes may be a view that is valid only during the call.
+ * The caller releases the reader if the request is aborted, or answered before
+ * its body has arrived (uWS then closes without calling onAborted).
  */
-export function readBody(res: HttpResponse, limit: number, done: (bytes: Buffer) => void, tooLarge: () => void): void {
+export function readBody(res: HttpResponse, limit: number, done: (bytes: Buffer) => void, tooLarge: () => void, busy: () => void): BodyReader {
+  const reader = new BodyReader();
+  const budget = LIMITS.bodiesInFlight * limit;
   let parts: Buffer[] | null = null;
   let size = 0;
-  let over = false;
   res.onData((chunk, isLast) => {
-    if (over) return;
+    if (reader.finished) return;
     size += chunk.byteLength;
-    if (size > limit) { over = true; tooLarge(); return; }
+    if (size > limit) { reader.release(); tooLarge(); return; }
+    reader.held += chunk.byteLength;
+    bodyBytesInFlight += chunk.byteLength;
+    if (bodyBytesInFlight > budget) { reader.release(); busy(); return; }
     if (isLast) {
+      reader.release();
       if (parts === null) done(Buffer.from(chunk));
       else { parts.push(Buffer.from(chunk)); done(Buffer.concat(parts, size)); }
       return;
     }
     (parts ??= []).push(Buffer.from(chunk.slice(0)));
   });
+  return reader;
 }
 
 /** The media type of a Content-Type header value, without parameters. */
@@ -65,5 +93,35 @@ export function parseJsonBody(bytes: Buffer, contentType: string): BodyResult {
   if (typeof value !== 'object' || Array.isArray(value)) {
     return { ok: false, status: 400, body: Errors.notAnObject(pythonType(value)) };
   }
+  if (nestedDeeperThan(text, LIMITS.jsonDepth)) return { ok: false, status: 400, body: Errors.tooDeep(LIMITS.jsonDepth) };
   return { ok: true, value: value as Record<string, unknown>, text };
+}
+
+/**
+ * Whether valid JSON `text` nests arrays/objects deeper than `max`. V8 parses any
+ * depth, but what is stored is served to Python clients, which fail near 1000
+ * levels. One pass; strings are skipped with indexOf.
+ */
+export function nestedDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      // find the closing quote: one not preceded by an odd run of backslashes
+      let j = i;
+      for (;;) {
+        j = text.indexOf('"', j + 1);
+        if (j < 0) return false; // unreachable for valid JSON
+        let k = j - 1;
+        while (text.charCodeAt(k) === 0x5c /* \\ */) k--;
+        if ((j - 1 - k) % 2 === 0) break;
+      }
+      i = j;
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      depth--;
+    }
+  }
+  return false;
 }

@@ -18,8 +18,9 @@ import type { ReplyHandler, ShardPool } from '../shard/pool.js';
 import type { ListReply, ListRow, ReadyMessage, ShardToFront, WriteCommand, WriteReply } from '../shard/protocol.js';
 import type { FrontStore } from '../store/front_store.js';
 import { log } from '../log.js';
-import { parseJsonBody, readBody } from './body.js';
+import { parseJsonBody, readBody, type BodyReader } from './body.js';
 import { Directory } from './directory.js';
+import { Guard } from './guard.js';
 import { LabelCatalogue, type Label } from './labels.js';
 import { pageLinks, parseQuery } from './page_links.js';
 import { ALLOW_DETAIL, ALLOW_INDEX, ALLOW_LIST, reply, type Exchange } from './respond.js';
@@ -102,6 +103,8 @@ export class Front {
   ready = false;
   private readonly normalizer: BodyNormalizer;
   private readonly pages: PageSettings;
+  /** duplicate headers, CORS, authentication: run before routing (src/http/guard.ts) */
+  readonly guard: Guard;
   // Reply handlers are bound once: the pending table stores the handler and a
   // context object, so no closure is created per request.
   private readonly onWrite: ReplyHandler = (r, ctx: WriteContext) => this.finishWrite(r, ctx);
@@ -126,6 +129,11 @@ export class Front {
       ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,
     });
     this.pages = { pageSize: config.pageSize, maxPageSize: config.maxPageSize };
+    this.guard = new Guard(config);
+  }
+
+  close(): void {
+    this.guard.close();
   }
 
   /** Rebuild the id allocators, the directory and the label replicas after recovery. */
@@ -170,16 +178,41 @@ export class Front {
       forwardedProto: req.getHeader('x-forwarded-proto'), forwardedHost: req.getHeader('x-forwarded-host'),
       contentType: req.getHeader('content-type'),
       minimal: /\breturn=minimal\b/i.test(req.getHeader('prefer')),
-      route,
+      route, cors: null,
       slot: HTTP.slotOf(metricRoute(route), method), t0: HTTP.start(),
     };
-    res.onAborted(() => { if (!ex.done && !ex.aborted) HTTP.abort(ex); ex.aborted = true; });
+    let reader: BodyReader | null = null;
+    res.onAborted(() => {
+      if (!ex.done && !ex.aborted) HTTP.abort(ex);
+      ex.aborted = true;
+      reader?.release();
+    });
     const length = req.getHeader('content-length');
     const hasBody = BODY_METHODS.has(method) || (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
-    if (!hasBody) { this.dispatch(ex, null); return; }
+    // ---- security gate: may answer (400/401/403/503, CORS preflight) or verify credentials first
+    const gate = this.guard.admit(ex, req, route.kind === 'ops' && route.op === 'healthz', hasBody);
+    if (gate === false) return;
+    // ----
+    if (!hasBody) { this.afterGate(gate, ex, null); return; }
     const limit = this.config.maxBodyBytes;
     if (length !== '' && Number(length) > limit) { this.tooLarge(ex); return; }
-    readBody(res, limit, (bytes) => this.dispatch(ex, bytes), () => this.tooLarge(ex));
+    reader = readBody(res, limit, (bytes) => this.afterGate(gate, ex, bytes), () => this.tooLarge(ex), () => this.overloaded(ex));
+    // refused while its body was still arriving: the connection closes without onAborted
+    if (gate !== true) gate.then((ok) => { if (!ok) reader!.release(); }, () => reader!.release());
+  }
+
+  /** Dispatch once the gate has let the request through: at once, or after its credentials are verified. */
+  private afterGate(gate: true | Promise<boolean>, ex: Req, body: Buffer | null): void {
+    if (gate === true) return this.dispatch(ex, body);
+    // readBody may hand over a view of uWS's chunk, which is neutered when this
+    // callback returns: keep a copy across the wait
+    const kept = body === null ? null : Buffer.from(body);
+    gate.then((ok) => { if (ok) this.dispatch(ex, kept); }, (err) => this.failed(ex, err));
+  }
+
+  private overloaded(ex: Req): void {
+    ex.close = true; // the rest of the body is not read
+    reply(ex, 503, Errors.overloaded());
   }
 
   private tooLarge(ex: Req): void {
@@ -191,9 +224,13 @@ export class Front {
     try {
       this.route(ex, body ?? Buffer.alloc(0));
     } catch (err) {
-      log.error('request failed', { method: ex.method, url: ex.url, err: String((err as Error)?.stack ?? err) });
-      reply(ex, 500, Errors.internal());
+      this.failed(ex, err);
     }
+  }
+
+  private failed(ex: Req, err: unknown): void {
+    log.error('request failed', { method: ex.method, url: ex.url, err: String((err as Error)?.stack ?? err) });
+    reply(ex, 500, Errors.internal());
   }
 
   private route(ex: Req, body: Buffer): void {

@@ -2,6 +2,7 @@
 // rule (GET's status and headers, no body). Replies that arrive from a shard are
 // written inside res.cork() so status, headers and body leave in one syscall.
 import type { HttpResponse } from 'uWebSockets.js';
+import { LIMITS } from '../limits.js';
 import { HTTP } from '../metrics.js';
 
 export const ALLOW_LIST = 'GET, POST, HEAD, OPTIONS';
@@ -26,6 +27,8 @@ export interface Exchange {
   /** close the connection after answering (e.g. an oversized body left unread) */
   close: boolean;
   extraHeaders: Array<[string, string]> | null;
+  /** CORS (src/http/cors.ts): null when off; '' when on but the Origin is not allowed; else the Origin to echo */
+  cors: string | null;
   // ---- operations: metrics slot (route × method), arrival time, path (metrics.ts) ----
   slot: number;
   t0: number;
@@ -33,7 +36,7 @@ export interface Exchange {
 }
 
 /** A 503 tells the client when to retry (SPEC §6), unless the handler chose the headers. */
-const RETRY_AFTER: Array<[string, string]> = [['Retry-After', '1']];
+const RETRY_AFTER: Array<[string, string]> = [['Retry-After', String(LIMITS.retryAfterSeconds)]];
 
 export function reply(ex: Exchange, status: number, body: string | null): void {
   replyAs(ex, status, body, 'application/json');
@@ -48,7 +51,8 @@ export function replyAs(ex: Exchange, status: number, body: string | null, conte
   res.cork(() => {
     res.writeStatus(STATUS_LINE[status] ?? String(status));
     if (body !== null) res.writeHeader('Content-Type', contentType);
-    res.writeHeader('Vary', 'Accept');
+    res.writeHeader('Vary', ex.cors === null ? 'Accept' : 'Accept, Origin');
+    if (ex.cors) res.writeHeader('Access-Control-Allow-Origin', ex.cors);
     res.writeHeader('Allow', ex.allow);
     if (ex.extraHeaders) for (const [k, v] of ex.extraHeaders) res.writeHeader(k, v);
     if (body === null) res.endWithoutBody(0, ex.close);

@@ -9,6 +9,7 @@
 // Restarts that keep failing back off exponentially (up to 30 s).
 import { Worker } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
+import { LIMITS } from '../limits.js';
 import { errText, log } from '../log.js';
 import { decode, encode, type FrontToShard, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
 
@@ -17,7 +18,7 @@ export type ReplyHandler = (reply: ShardToFront, context: any) => void;
 
 interface Pending { handler: ReplyHandler; context: any; shard: number }
 
-export type PoolOptions = Omit<ShardInit, 'shard'>;
+export type PoolOptions = Omit<ShardInit, 'shard'> & { queueLimit?: number };
 
 /** A restart within this long of the previous one counts as a failed attempt (backoff grows). */
 const STABLE_MS = 10_000;
@@ -41,8 +42,12 @@ export class ShardPool {
   /** set by the front: a restarted shard is ready (its ids, recovery stats) */
   onRestart: ((ready: ReadyMessage) => void) | null = null;
 
+  /** requests in flight per shard before send() answers 503 (src/limits.ts shardQueue) */
+  private readonly queueLimit: number;
+
   private constructor(private readonly options: PoolOptions) {
     this.size = options.shards;
+    this.queueLimit = options.queueLimit ?? LIMITS.shardQueue;
     this.up = new Array<boolean>(this.size).fill(false);
     this.queued = new Int32Array(this.size);
     this.restarts = new Array<number>(this.size).fill(0);
@@ -62,7 +67,8 @@ export class ShardPool {
   /** Start one worker; resolves with its ready message, rejects if it fails to start. */
   private spawn(shard: number): Promise<ReadyMessage> {
     return new Promise<ReadyMessage>((resolve, reject) => {
-      const init: ShardInit = { ...this.options, shard };
+      const { queueLimit: _, ...shared } = this.options;
+      const init: ShardInit = { ...shared, shard };
       const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: init });
       this.workers[shard] = worker;
       let started = false;
@@ -129,10 +135,19 @@ export class ShardPool {
     return out;
   }
 
+  /**
+   * Send a message; `handler` gets the reply. When the shard already has
+   * `queueLimit` requests in flight, nothing is sent and the handler gets a 503
+   * (reply() adds Retry-After): the mailbox and the pending table stay bounded.
+   */
   send(shard: number, message: FrontToShard, handler: ReplyHandler | null, context?: unknown): void {
     if (!this.up[shard]) {
       // never post to a dead worker: nothing would ever answer
       if (handler) queueMicrotask(() => handler(unavailable(0, shard), context));
+      return;
+    }
+    if (handler && this.queued[shard]! >= this.queueLimit) {
+      queueMicrotask(() => handler({ k: 'get', rid: 0, status: 503, body: Errors.overloaded() }, context));
       return;
     }
     if (handler) {

@@ -1,0 +1,70 @@
+// Micro-benchmark of the security gate's per-request cost, in-process:
+//   - Authenticator.check: anonymous, cached Basic, cached Bearer, cached refusal
+//   - Guard.admit with a stand-in for uWS's HttpRequest (8 headers), anonymous
+//     and with cached Basic credentials
+//   - one scrypt verification at the default cost, for scale
+// Run: node dist/bench/auth.js [iterations]
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { HttpRequest } from 'uWebSockets.js';
+import { loadConfig } from '../src/config.js';
+import { Authenticator } from '../src/http/auth.js';
+import { Guard } from '../src/http/guard.js';
+import { hashSecret, parseHash, verifySecret, type PasswordHash } from '../src/http/password.js';
+import type { Exchange } from '../src/http/respond.js';
+
+const N = Number(process.argv[2] ?? 1_000_000);
+const dir = mkdtempSync(join(tmpdir(), 'logbook-bench-auth-'));
+const usersFile = join(dir, 'users');
+const tokensFile = join(dir, 'tokens');
+const hash = await hashSecret(Buffer.from('pw'));
+writeFileSync(usersFile, `alice:${hash}:write\n`);
+writeFileSync(tokensFile, `ci:${hash}:write\n`);
+const basic = `Basic ${Buffer.from('alice:pw').toString('base64')}`;
+const wrong = `Basic ${Buffer.from('alice:nope').toString('base64')}`;
+const bearer = 'Bearer ci.pw';
+
+const config = loadConfig({ LOGBOOK_USERS_FILE: usersFile, LOGBOOK_TOKENS_FILE: tokensFile, LOGBOOK_WRITE_LOGIN_REQUIRED: 'true' }, []);
+const auth = new Authenticator(config);
+for (const h of [basic, wrong, bearer]) await auth.check(h, true); // verify once each
+
+function time(what: string, fn: () => unknown): void {
+  for (let i = 0; i < N / 10; i++) fn(); // warm up
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < N; i++) fn();
+  const ns = Number(process.hrtime.bigint() - t0) / N;
+  console.log(`${what.padEnd(44)} ${(ns / 1000).toFixed(3)} µs`);
+}
+
+time('check: anonymous read', () => auth.check('', false));
+time('check: cached Basic, write', () => auth.check(basic, true));
+time('check: cached Bearer, write', () => auth.check(bearer, true));
+time('check: cached refusal (wrong password)', () => auth.check(wrong, false));
+
+// A stand-in for uWS's HttpRequest: what a typical ARA callback request carries.
+function request(authorization: string): HttpRequest {
+  const headers: Record<string, string> = {
+    host: '127.0.0.1:8000', 'user-agent': 'ara-http-client_1.5.8', 'accept-encoding': 'gzip, deflate', accept: 'application/json',
+    connection: 'keep-alive', 'content-type': 'application/json', 'content-length': '1600', authorization,
+  };
+  return {
+    getHeader: (k: string) => headers[k] ?? '',
+    forEach: (cb: (k: string, v: string) => void) => { for (const k in headers) cb(k, headers[k]!); },
+  } as unknown as HttpRequest;
+}
+const guard = new Guard(config);
+await guard.auth.check(basic, true); // verified once, as a first request would
+const ex = (): Exchange => ({ res: null as never, method: 'POST', allow: '', aborted: false, done: false, close: false, extraHeaders: null, cors: null, slot: 0, t0: 0, url: '/api/v1/results' });
+const anonReq = request('');
+const basicReq = request(basic);
+const openGuard = new Guard(loadConfig({}, []));
+time('Guard.admit: anonymous, no login required', () => openGuard.admit(ex(), anonReq, false, true));
+time('Guard.admit: cached Basic, write login required', () => guard.admit(ex(), basicReq, false, true));
+guard.close();
+
+const h = parseHash(hash) as PasswordHash;
+const t0 = performance.now();
+await verifySecret(Buffer.from('pw'), h);
+console.log(`${'scrypt verification (default cost, once)'.padEnd(44)} ${((performance.now() - t0) * 1000).toFixed(0)} µs`);
+rmSync(dir, { recursive: true, force: true });

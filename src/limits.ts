@@ -1,0 +1,107 @@
+// Every bound the server keeps, in one place (TigerBeetle's constants.zig, piscina's
+// maxQueue, TypeBox's maxErrors): what is bounded, the value, and why that value.
+// Options a deployment may tune (body size, page sizes, shard queue) take their
+// defaults and ceilings from here; the rest are fixed. Relations between values
+// are asserted at the bottom so a bad edit fails at start-up, not under load.
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+export const LIMITS = {
+  // ---- HTTP (the front) ------------------------------------------------------
+
+  /** Default LOGBOOK_MAX_BODY_BYTES. A result with large facts or a file with
+   * big content fits easily; the ARA callback sends one record per request. */
+  maxBodyBytes: 32 * MiB,
+  /** Ceiling for LOGBOOK_MAX_BODY_BYTES: bodies are buffered whole before parsing. */
+  maxBodyBytesCeiling: 1024 * MiB,
+  /** Bytes of request bodies being received at once, all connections together,
+   * in max-size bodies (8 × 32 MiB = 256 MiB by default). Past it new body bytes
+   * get 503 + Retry-After: hundreds of connections each trickling a large body
+   * cannot exhaust memory. Bodies that arrive whole (the usual few KB) are
+   * released in the same callback and hardly count. */
+  bodiesInFlight: 8,
+  /** Request line + headers. Enforced by uWebSockets.js itself
+   * (UWS_HTTP_MAX_HEADERS_SIZE, default 4 KiB): it answers 431 and closes.
+   * Listed here so the number is known; a query string shares this budget. */
+  headerBytes: 4 * KiB,
+  /** Header fields per request: enforced by uWebSockets.js (431 and close at 99). */
+  headerCount: 98,
+  /** uWS closes an HTTP connection idle (or whose request or body has not
+   * completed) for about this long; it is compiled into uWS. It bounds slow-loris
+   * headers, trickled or abandoned bodies and half-open connections. */
+  idleTimeoutSeconds: 10,
+  /** Deepest JSON nesting accepted in a body. Ansible facts and results nest a
+   * few dozen levels; Python clients (ARA's CLI, the callback) hit their
+   * recursion limit near 1000, so anything stored must stay well below it. */
+  jsonDepth: 512,
+
+  // ---- resources ---------------------------------------------------------------
+
+  /** Names, keys, versions, labels: ARA's CharField(max_length=255). */
+  nameLength: 255,
+  /** Playbook and file paths: ARA caps at 255, real role paths exceed it. */
+  pathLength: 4096,
+  /** Default LOGBOOK_PAGE_SIZE (ARA's PAGE_SIZE). */
+  pageSize: 100,
+  /** Default LOGBOOK_MAX_PAGE_SIZE: larger `limit`s are clamped to it. */
+  maxPageSize: 1000,
+  /** Ceiling for both page options: a page is built in memory on the front. */
+  pageSizeCeiling: 100_000,
+
+  // ---- shards --------------------------------------------------------------------
+
+  /** Default LOGBOOK_SHARD_QUEUE: requests in flight to one shard (sent, not yet
+   * answered). Beyond it the front answers 503 + Retry-After instead of letting
+   * the shard's mailbox and the front's pending table grow without bound. At the
+   * measured ~5–10 k writes/s per shard, 1024 is 0.1–0.2 s of work queued. */
+  shardQueue: 1024,
+  shardQueueCeiling: 1_000_000,
+  /** Retry-After (seconds) on every 503: recovery, overload, storage failure. */
+  retryAfterSeconds: 1,
+
+  // ---- authentication (src/http/auth.ts) --------------------------------------------
+
+  /** Longest Authorization header verified; longer ones are wrong credentials.
+   * Bounds what is hashed and base64-decoded per request. */
+  authHeaderBytes: 1 * KiB,
+  /** Verified credentials remembered (by keyed hash of the header), so that a
+   * client pays the KDF once, not per request. One entry is ~200 bytes. */
+  authCacheEntries: 10_000,
+  /** Refused credentials remembered the same way: repeating a wrong password
+   * costs a map lookup, not a KDF. Kept apart so refusals cannot evict grants. */
+  authRefusedEntries: 10_000,
+  /** KDF computations running at once (libuv pool threads; the machine has 2 cores). */
+  authKdfConcurrency: 2,
+  /** KDF computations waiting; beyond it a new credential gets 503 + Retry-After,
+   * so a flood of distinct wrong passwords costs at most this much queued work. */
+  authKdfQueue: 64,
+  /** A users/tokens file larger than this is refused (a line is ~100 bytes). */
+  authFileBytes: 4 * MiB,
+  /** How often the users/tokens files are stat'ed for changes (SIGHUP is immediate). */
+  authFilePollMs: 1000,
+  /** scrypt cost written by `npm run hash-password`: N = 2^15, r = 8, p = 1
+   * (32 MiB, ~0.1–0.3 s here). Paid once per credential thanks to the cache. */
+  scryptLogN: 15,
+  scryptR: 8,
+  scryptP: 1,
+  /** Largest scrypt parameters accepted from a hash (a hostile or mistaken file
+   * must not make one verification take a gigabyte or a minute). */
+  scryptMaxMemoryBytes: 256 * MiB,
+  scryptMaxLogN: 20,
+  scryptMaxP: 16,
+  scryptSaltBytes: 16,
+  scryptKeyBytes: 32,
+} as const;
+
+function assert(ok: boolean, what: string): void {
+  if (!ok) throw new Error(`limits.ts: ${what}`);
+}
+
+assert(LIMITS.pageSize <= LIMITS.maxPageSize && LIMITS.maxPageSize <= LIMITS.pageSizeCeiling, 'pageSize ≤ maxPageSize ≤ pageSizeCeiling');
+assert(LIMITS.maxBodyBytes <= LIMITS.maxBodyBytesCeiling, 'maxBodyBytes ≤ maxBodyBytesCeiling');
+assert(LIMITS.bodiesInFlight >= 1, 'at least one body can be received');
+assert(LIMITS.shardQueue >= 1 && LIMITS.shardQueue <= LIMITS.shardQueueCeiling, '1 ≤ shardQueue ≤ shardQueueCeiling');
+assert(LIMITS.nameLength <= LIMITS.pathLength, 'nameLength ≤ pathLength');
+assert(128 * 2 ** LIMITS.scryptLogN * LIMITS.scryptR <= LIMITS.scryptMaxMemoryBytes, 'default scrypt cost within the accepted maximum');
+assert(LIMITS.authKdfConcurrency >= 1 && LIMITS.authKdfQueue >= LIMITS.authKdfConcurrency, 'KDF queue holds at least one round');
