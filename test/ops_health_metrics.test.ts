@@ -3,8 +3,11 @@
 // logs at debug level without secrets, --help/--version.
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { OPTIONS, configSummary, loadConfig } from '../src/config.js';
+import { hashSecret } from '../src/http/password.js';
 import { ROUTE_TEMPLATES } from '../src/metrics.js';
 import { MAIN_JS } from './helpers/server.js';
 import { listening, post, request, scrape, seedRun, spawnLogbook } from './helpers/ops.js';
@@ -115,11 +118,15 @@ test.serial('debug level logs one access line per request, and no credentials', 
   t.teardown(() => { void p.kill('SIGKILL').then(p.cleanup); });
   const base = await listening(p);
   const secret = 'Bearer s3cr3t-t0ken-value';
-  t.is((await request(`${base}/api/v1/labels`, { headers: { authorization: secret } })).status, 200);
+  // credentials that are present but wrong get 401 even with login off (SPEC §7): logged without them
+  t.is((await request(`${base}/api/v1/labels`, { headers: { authorization: secret } })).status, 401);
+  t.is((await request(`${base}/api/v1/labels`)).status, 200);
   t.is((await post(base, '/api/v1/labels', { name: 'x' })).status, 201);
   await p.waitFor(/"msg":"request"[^\n]*"url":"\/api\/v1\/labels"[^\n]*"status":201/);
   const lines = p.output().split('\n').filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l));
-  const get = lines.find((l) => l.method === 'GET' && l.url === '/api/v1/labels');
+  const refused = lines.find((l) => l.method === 'GET' && l.url === '/api/v1/labels' && l.status === 401);
+  t.like(refused, { level: 'debug', route: '/api/v1/labels' });
+  const get = lines.find((l) => l.method === 'GET' && l.url === '/api/v1/labels' && l.status === 200);
   t.like(get, { level: 'debug', route: '/api/v1/labels', status: 200 });
   t.is(typeof get.ms, 'number');
   t.false(p.output().includes('s3cr3t'));
@@ -139,8 +146,14 @@ test.serial('info level writes no access lines', async (t) => {
   t.regex(p.output(), /"msg":"stopped"/);
 });
 
-test('the config summary masks credential options', (t) => {
-  const config = loadConfig({ LOGBOOK_USERS_FILE: '/etc/logbook/users', LOGBOOK_TOKENS_FILE: '/etc/logbook/tokens' }, []);
+test('the config summary masks credential options', async (t) => {
+  // credential files must exist and parse at start-up (security issue): make real ones
+  const dir = mkdtempSync(join(tmpdir(), 'logbook-creds-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const line = `alice:${await hashSecret(Buffer.from('pw'), 10)}:read\n`;
+  writeFileSync(join(dir, 'users'), line);
+  writeFileSync(join(dir, 'tokens'), line);
+  const config = loadConfig({ LOGBOOK_USERS_FILE: join(dir, 'users'), LOGBOOK_TOKENS_FILE: join(dir, 'tokens') }, []);
   const summary = configSummary(config);
   t.is(summary.usersFile, '[set]');
   t.is(summary.tokensFile, '[set]');
