@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { hashSecret } from '../src/http/password.js';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
 import { openHalf, rawExchange, type RawResult } from './helpers/raw_http.js';
+import { mulberry32 } from './helpers/random.js';
 
 const SEED = Number(process.env.LOGBOOK_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const MAX_BODY = 1024 * 1024;
@@ -31,15 +32,6 @@ const seeded: Seeded[] = [];
 
 // ---- seeded randomness -------------------------------------------------------------------
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Rand {
   private readonly next: () => number;

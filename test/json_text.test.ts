@@ -1,5 +1,6 @@
 import test from 'ava';
 import { memberSpans, minify, replaceValues, valueSpan } from '../src/api/json_text.js';
+import { mulberry32 } from './helpers/random.js';
 
 /** memberSpans as plain `key → value text` pairs, in order. */
 function members(text: string, start?: number, end?: number): [string, string][] | undefined {
@@ -7,15 +8,6 @@ function members(text: string, start?: number, end?: number): [string, string][]
   return spans && Array.from(spans, ([k, [a, b]]) => [k, text.slice(a, b)]);
 }
 
-/** Seeded PRNG (mulberry32). */
-function mulberry32(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 test('memberSpans: spans of each value, whitespace excluded', (t) => {
   t.deepEqual(members('{"a":1,"b":"x","c":null}'), [

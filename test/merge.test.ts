@@ -4,16 +4,8 @@
 import test from 'ava';
 import { compareRows, mergePages } from '../src/api/order.js';
 import type { ListRow } from '../src/shard/protocol.js';
+import { mulberry32 } from './helpers/random.js';
 
-/** Seeded PRNG (mulberry32) so failures reproduce. */
-function mulberry32(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sortRows = (rows: ListRow[], desc: boolean[]): ListRow[] => [...rows].sort((a, b) => compareRows(a, b, desc));
 const ids = (rows: ListRow[], keys: number): number[] => rows.map((r) => r[keys] as number);

@@ -22,19 +22,11 @@ import { sha1 } from '../src/shard/decide.js';
 import { ResultRow } from '../src/shard/rows.js';
 import { TYPE_CODE, RESOURCE_TYPES } from '../src/api/resources.js';
 import { parseTimestamp } from '../src/api/time.js';
+import { mulberry32 } from './helpers/random.js';
 
 type WType = WriteCommand['type'];
 type Json = any;
 
-/** Seeded PRNG (mulberry32) so failures reproduce. */
-function mulberry32(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Blobs in memory (replies stay synchronous) plus a journal: each batch is encoded and decoded like a real one. */
 class RecordingStore extends MemoryStore {

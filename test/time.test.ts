@@ -6,19 +6,11 @@ import {
   nowMicros,
   parseTimestamp,
 } from '../src/api/time.js';
+import { mulberry32 } from './helpers/random.js';
 
 // Expected values were computed with Python's datetime (exact integers).
 const EPOCH_2020 = 1_577_836_800_000_000;
 
-/** Seeded PRNG (mulberry32) so failures reproduce. */
-function mulberry32(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 test('parses the accepted forms, UTC when no offset', (t) => {
   t.is(parseTimestamp('2020-01-01T00:00:00Z'), EPOCH_2020);
