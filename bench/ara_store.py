@@ -9,7 +9,7 @@
 # Usage (ARA_BASE_DIR selects the database, as for ara-manage):
 #   /usr/bin/python3 bench/ara_store.py <playbooks> <hosts> <tasks> <values.json>
 # values.json: {"content": <result content>, "facts": <host facts>}
-# Prints one JSON line: {"playbooks":…, "results":…, "seconds":…}
+# Prints one JSON line: {"playbooks":…, "results":…, "seconds":…, "blobBytes": {"content":…, "facts":…}}
 import datetime
 import json
 import os
@@ -82,7 +82,17 @@ def main():
                     ))
             models.Task.objects.bulk_create(task_rows)
             models.Result.objects.bulk_create(result_rows, batch_size=500)
-    print(json.dumps({"playbooks": playbooks, "results": ids["result"], "seconds": round(time.monotonic() - t0, 2)}))
+    from django.db import connection
+
+    with connection.cursor() as c:
+        c.execute("SELECT COALESCE(SUM(LENGTH(content)), 0) FROM results")
+        content_bytes = c.fetchone()[0]
+        c.execute("SELECT COALESCE(SUM(LENGTH(facts)), 0) FROM hosts")
+        facts_bytes = c.fetchone()[0]
+    print(json.dumps({
+        "playbooks": playbooks, "results": ids["result"], "seconds": round(time.monotonic() - t0, 2),
+        "blobBytes": {"content": content_bytes, "facts": facts_bytes},
+    }))
 
 
 if __name__ == "__main__":

@@ -54,6 +54,8 @@ export interface BuildResult {
   diskBytes: number;
   /** bytes the LMDB tables' pages take (all shards), by table */
   tableBytes: Record<string, number>;
+  /** stored (compressed) bytes of the result contents and of the host facts */
+  blobBytes: { content: number; facts: number };
 }
 
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -138,7 +140,8 @@ async function build(spec: BuildSpec): Promise<BuildResult> {
   const seconds = (performance.now() - t0 - paused) / 1000;
   const heapBytesPerResult = slope(checkpoints.slice(1));
   const diskBytes = readdirSync(spec.dir).reduce((sum, f) => sum + statSync(join(spec.dir, f)).size, 0);
-  return { results: ids.result, playbooks: ids.playbook, hosts: ids.host, seconds, heapBytesPerResult, checkpoints, diskBytes, tableBytes: tableBytes(spec) };
+  const { tables, blobs } = storedBytes(spec);
+  return { results: ids.result, playbooks: ids.playbook, hosts: ids.host, seconds, heapBytesPerResult, checkpoints, diskBytes, tableBytes: tables, blobBytes: blobs };
 }
 
 /** Least-squares heap bytes per result over the checkpoints (robust to one noisy sample). */
@@ -164,18 +167,28 @@ async function serverSample(spec: BuildSpec): Promise<ServerSample> {
   } finally { await lb.stop(); }
 }
 
-/** Pages in use per table, summed over the shards (the rest of the file is free pages). */
-function tableBytes(spec: BuildSpec): Record<string, number> {
-  const out: Record<string, number> = { journal: 0, snapshots: 0, blobs: 0 };
+/**
+ * Pages in use per table, summed over the shards (the rest of the file is
+ * free pages), and the stored size of content and facts blobs: the blobs
+ * table opened without its compression setting reads the bytes as stored.
+ */
+function storedBytes(spec: BuildSpec): { tables: Record<string, number>; blobs: { content: number; facts: number } } {
+  const tables: Record<string, number> = { journal: 0, snapshots: 0, blobs: 0 };
+  const blobs = { content: 0, facts: 0 };
   for (let k = 0; k < spec.shards; k++) {
     const env = open({ path: join(spec.dir, `shard-${k}.mdb`), maxDbs: 4, readOnly: true });
-    for (const name of Object.keys(out)) {
+    for (const name of Object.keys(tables)) {
       const s = env.openDB({ name }).getStats() as { pageSize: number; treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number };
-      out[name]! += s.pageSize * (s.treeBranchPageCount + s.treeLeafPageCount + s.overflowPages);
+      tables[name]! += s.pageSize * (s.treeBranchPageCount + s.treeLeafPageCount + s.overflowPages);
+    }
+    const raw = env.openDB<Buffer, string>({ name: 'blobs', encoding: 'binary' });
+    for (const { key, value } of raw.getRange()) {
+      if (key.startsWith('r')) blobs.content += value.length;
+      else if (key.startsWith('h')) blobs.facts += value.length;
     }
     void env.close();
   }
-  return out;
+  return { tables, blobs };
 }
 
 const spec = JSON.parse(process.argv[2]!) as BuildSpec;

@@ -42,6 +42,7 @@ export interface BenchRun {
 /** The p99 bound the capacity figures are given at. */
 export const P99_BOUND_MS = 50;
 
+const SHORT: Record<Endpoint, string> = { result: 'result detail', host: 'host detail', playbooks: 'playbook list', results: 'results by pb+status' };
 const PAYLOAD: Record<PayloadName, string> = { looped: '1.6 KB looped result', facts: '30 KB facts result' };
 const SERVER: Record<ServerName, string> = {
   logbook: 'logbook', 'logbook-nosync': 'logbook (durability none)', raw: 'raw uWS + LMDB put', ara: 'ARA 1.5 (gunicorn 2w, SQLite)',
@@ -69,6 +70,12 @@ function perHour(rps: number): string {
   const h = rps * 3600;
   const m = h / 1e6;
   return `${m >= 10 ? m.toFixed(0) : m.toFixed(1)} M results/h ≈ 1 000 hosts × ${fmt.int(h / 1000)} tasks/h`;
+}
+
+/** For a cost (lower is better): "2.1× less" / "1.3× more" than the other. */
+function lessOrMore(mine: number, theirs: number): string {
+  if (!(mine > 0 && theirs > 0)) return '–';
+  return mine <= theirs ? `${fmt.ratio(theirs, mine).replace('×', '')}× less` : `${fmt.ratio(mine, theirs).replace('×', '')}× more`;
 }
 
 function table(head: string[], rows: string[][]): string {
@@ -110,8 +117,9 @@ function capacity(run: BenchRun): string {
   if (footprint) {
     const f = footprint;
     rows.push(['Heap per stored result (live state; content and facts live in LMDB)', `**${fmt.int(f.heapBytesPerResult)} B**`, 'n/a (SQLite on disk)', '']);
-    rows.push([`RSS per stored result (server after restart, minus an empty server)`, `**${fmt.int(f.rssBytesPerResult)} B** (anonymous ${fmt.int(f.rssAnonBytesPerResult)} B)`, 'n/a', '']);
-    rows.push(['Disk per stored result (1.6 KB content + its share of 30 KB host facts)', `**${fmt.int(f.diskBytesPerResult)} B**`, f.ara ? `${fmt.int(f.ara.diskBytesPerResult)} B` : '–', f.ara ? fmt.ratio(f.ara.diskBytesPerResult, f.diskBytesPerResult) + ' smaller' : '']);
+    rows.push([`Server memory per stored result (anonymous RSS after restart, minus an empty server's)`, `**${fmt.int(f.rssAnonBytesPerResult)} B** (total RSS ${fmt.int(f.rssBytesPerResult)} B incl. LMDB pages)`, 'n/a', '']);
+    rows.push(['Disk per stored result (its 1.6 KB content and row, journal, free pages; host facts apart)', `**${fmt.int(f.diskBytesPerResultWithoutFacts)} B**`, f.ara ? `${fmt.int(f.ara.diskBytesPerResultWithoutFacts)} B` : '–', f.ara ? lessOrMore(f.diskBytesPerResultWithoutFacts, f.ara.diskBytesPerResultWithoutFacts) : '']);
+    rows.push(['Disk per host with gathered facts (22 KB of JSON)', `**${fmt.int(f.factsBytesPerHost)} B**`, f.ara ? `${fmt.int(f.ara.factsBytesPerHost)} B` : '–', f.ara ? lessOrMore(f.factsBytesPerHost, f.ara.factsBytesPerHost) : '']);
     rows.push([`Restart with ${fmt.int(f.results)} results (spawn → ready)`, `**${(f.restartMs / 1000).toFixed(1)} s**` + (f.recovery ? ` (${fmt.int(f.results / (f.recovery.ms / 1000))} results/s recovered)` : ''), '', '']);
   }
   if (overhead) {
@@ -121,10 +129,14 @@ function capacity(run: BenchRun): string {
   return table(['', 'logbook', 'ARA', 'logbook vs ARA'], rows);
 }
 
-function ingestSection(r: IngestResult, charts: Record<string, string>): string {
+function ingestSection(r: IngestResult, cpus: number): string {
   const out: string[] = ['## Ingest: `POST /api/v1/results`', ''];
   out.push(`Closed-loop wrk at ${r.connections.join(', ')} connections; ${r.seconds.logbook} s per level for logbook (durable: 201 after the group commit is fsync'd), ${r.seconds.raw} s for the raw limit, ${r.seconds.ara} s for ARA (it is ~100× slower). One warm-up second before each level. Bodies: ${Object.entries(r.bodyBytes).map(([p, b]) => `${PAYLOAD[p as PayloadName]} = ${fmt.int(b)} B`).join(', ')}.`, '');
   out.push('![ingest throughput](ingest-throughput.svg)', '', '![ingest latency](ingest-latency.svg)', '');
+  const busiest = r.rows.filter((x) => x.server === 'logbook').reduce<IngestRow | null>((a, b) => (!a || b.serverCpu + b.generatorCpu > a.serverCpu + a.generatorCpu ? b : a), null);
+  if (busiest) {
+    out.push(`Where the ceiling is: at its busiest (${PAYLOAD[busiest.payload]}, ${busiest.connections} connections) logbook used ${busiest.serverCpu.toFixed(2)} cores and wrk ${busiest.generatorCpu.toFixed(2)}, on a machine of ${cpus} cores shared with the operating system (and, when loaded, with other work); the raw limit shows what one durable LMDB put per request costs here without any of logbook's work.`, '');
+  }
   for (const payload of ['looped', 'facts'] as const) {
     const lb = rowsOf(r, 'logbook', payload);
     if (!lb.length) continue;
@@ -142,8 +154,10 @@ function ingestSection(r: IngestResult, charts: Record<string, string>): string 
   }
   const nosync = r.rows.find((x) => x.server === 'logbook-nosync');
   const durable32 = at(rowsOf(r, 'logbook', 'looped'), 32);
-  if (nosync) out.push(`What durability costs: with \`LOGBOOK_DURABILITY=none\` (no fsync) logbook takes ${fmt.int(nosync.rps)} req/s at 32 connections (p99 ${fmt.ms(nosync.latencyMs.p99)} ms)${durable32 ? `; durable is ${fmt.pct(durable32.rps, nosync.rps)} of that` : ''}.`, '');
-  void charts;
+  if (nosync) {
+    out.push(`What durability costs: with \`LOGBOOK_DURABILITY=none\` (no fsync) logbook takes ${fmt.int(nosync.rps)} req/s at 32 connections (p99 ${fmt.ms(nosync.latencyMs.p99)} ms)` +
+      (durable32 ? `; durable, ${fmt.int(durable32.rps)} req/s (p99 ${fmt.ms(durable32.latencyMs.p99)} ms) = ${fmt.pct(durable32.rps, nosync.rps)} of that${durable32.rps > nosync.rps ? ' — above 100 % only by noise between the two runs' : ''}` : '') + '.', '');
+  }
   return out.join('\n');
 }
 
@@ -151,7 +165,7 @@ function readSection(r: ReadResult): string {
   const out: string[] = ['## Reads', ''];
   out.push(`${r.connections} connections, ${r.seconds.logbook} s per endpoint for logbook on a store of **${fmt.int(r.store.results)} results** across ${fmt.int(r.store.playbooks)} playbooks (${fmt.int(r.store.hosts)} hosts with ~30 KB of facts each), served by a freshly started server. ` +
     (r.araStore ? `ARA answers the same requests on a **${fmt.int(r.araStore.results)}-result** store (${r.araStore.playbooks} playbooks × 10 hosts × 10 tasks, filled through its ORM) with ${r.seconds.ara} s runs: at its speed a larger store only costs build time. ` : '') +
-    `Ids and playbooks are spread over the whole store (1 000 distinct paths per endpoint, round-robin). The raw ceiling is bare uWS answering one LMDB record (the 1.6 KB content) per GET.`, '');
+    `Ids and playbooks are spread over the whole store (1 000 distinct paths per endpoint, round-robin). The raw ceiling is bare uWS answering one LMDB record (the 1.6 KB content) per GET: the bound for a result detail. ARA's latencies at 32 connections are mostly queueing behind its 2 workers, and only requests answered within the run are counted.`, '');
   out.push('![read throughput](read-throughput.svg)', '', '![read latency](read-latency.svg)', '');
   const raw = r.rows.find((x) => x.endpoint === 'raw');
   out.push(table(['endpoint', 'bytes', 'logbook req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server cores', 'wrk cores', '% of raw GET', 'ARA req/s', 'ARA p50 ms', 'ARA p99 ms', 'logbook / ARA'],
@@ -160,7 +174,7 @@ function readSection(r: ReadResult): string {
       const a = r.rows.find((y) => y.server === 'ara' && y.endpoint === e);
       if (!x) return [];
       return [[`\`${ENDPOINTS[e]}\``, fmt.int(x.responseBytes), fmt.int(x.rps), fmt.ms(x.latencyMs.p50), fmt.ms(x.latencyMs.p90), fmt.ms(x.latencyMs.p99), fmt.ms(x.latencyMs.max),
-        x.serverCpu.toFixed(2), x.generatorCpu.toFixed(2), raw ? fmt.pct(x.rps, raw.rps) : '–', a ? fmt.int(a.rps) : '–', a ? fmt.ms(a.latencyMs.p50) : '–', a ? fmt.ms(a.latencyMs.p99) : '–', a ? fmt.ratio(x.rps, a.rps) : '–']];
+        x.serverCpu.toFixed(2), x.generatorCpu.toFixed(2), raw && e === 'result' ? fmt.pct(x.rps, raw.rps) : '–', a ? fmt.int(a.rps) : '–', a ? fmt.ms(a.latencyMs.p50) : '–', a ? fmt.ms(a.latencyMs.p99) : '–', a ? fmt.ratio(x.rps, a.rps) : '–']];
     }).concat(raw ? [[`raw: uWS + LMDB get`, fmt.int(raw.responseBytes), fmt.int(raw.rps), fmt.ms(raw.latencyMs.p50), fmt.ms(raw.latencyMs.p90), fmt.ms(raw.latencyMs.p99), fmt.ms(raw.latencyMs.max), raw.serverCpu.toFixed(2), raw.generatorCpu.toFixed(2), '100 %', '', '', '', '']] : [])), '');
   return out.join('\n');
 }
@@ -182,7 +196,13 @@ function footprintSection(f: FootprintResult): string {
     ['… anonymous part (heap, buffers; not LMDB file pages)', `${fmt.mib(f.empty.rssAnonBytes)} → ${fmt.mib(f.recovered.rssAnonBytes)} = ${fmt.int(f.rssAnonBytesPerResult)} B/result`],
     ['data directory', `${fmt.mib(f.diskBytes)} = ${fmt.int(f.diskBytesPerResult)} B/result`],
     ['… pages in use: blobs / snapshots / journal', `${fmt.mib(t.blobs ?? 0)} / ${fmt.mib(t.snapshots ?? 0)} / ${fmt.mib(t.journal ?? 0)} (the rest: free pages LMDB reuses)`],
-    ...(f.ara ? [['ARA (SQLite) for comparison', `${fmt.mib(f.ara.diskBytes)} for ${fmt.int(f.ara.results)} results = ${fmt.int(f.ara.diskBytesPerResult)} B/result`]] : []),
+    ['… stored content (LZ4) per result / facts per host', `${fmt.int(f.blobBytes.content / f.results)} B / ${fmt.int(f.factsBytesPerHost)} B`],
+    ['data directory without the host facts', `${fmt.int(f.diskBytesPerResultWithoutFacts)} B/result`],
+    ...(f.ara ? [
+      ['ARA (SQLite) data file', `${fmt.mib(f.ara.diskBytes)} for ${fmt.int(f.ara.results)} results, ${fmt.int(f.ara.hosts)} hosts = ${fmt.int(f.ara.diskBytesPerResult)} B/result`],
+      ['… stored content (zlib) per result / facts per host', `${fmt.int(f.ara.blobBytes.content / f.ara.results)} B / ${fmt.int(f.ara.factsBytesPerHost)} B`],
+      ['… without the host facts', `${fmt.int(f.ara.diskBytesPerResultWithoutFacts)} B/result`],
+    ] : []),
     ['restart: spawn → /healthz 200', `${(f.restartMs / 1000).toFixed(2)} s (empty data dir: ${(f.empty.readyMs / 1000).toFixed(2)} s)`],
     ...(f.recovery ? [['recovery (server log)', `${fmt.int(f.recovery.ms)} ms, slowest shard ${fmt.int(f.recovery.slowestShardMs)} ms, ${fmt.int(f.recovery.journalEventsReplayed)} journal events replayed = ${fmt.int(f.results / (f.recovery.ms / 1000))} results/s`]] : []),
   ]), '');
@@ -230,13 +250,16 @@ export function charts(run: BenchRun): Record<string, string> {
   const rd = run.read;
   if (rd) {
     const eps = Object.keys(ENDPOINTS) as Endpoint[];
-    const cats = eps.map((e) => ENDPOINTS[e].replace('GET ', '').replace('&status=ok', '&status'));
+    const cats = eps.map((e) => SHORT[e]);
     const val = (server: ServerName, pick: (r: ReadRow) => number) => eps.map((e) => { const r = rd.rows.find((x) => x.server === server && x.endpoint === e); return r ? pick(r) : null; });
     const raw = rd.rows.find((x) => x.endpoint === 'raw');
     const tp: Series[] = [{ name: 'logbook', values: val('logbook', (r) => r.rps), color: COLORS.logbook }];
     if (rd.rows.some((x) => x.server === 'ara')) tp.push({ name: 'ARA', values: val('ara', (r) => r.rps), color: COLORS.ara });
-    if (raw) tp.push({ name: 'raw ceiling (uWS + LMDB get)', values: eps.map(() => raw.rps), color: COLORS.raw });
-    out['read-throughput.svg'] = barChart({ title: `Read throughput, ${rd.connections} connections`, categories: cats, xLabel: 'endpoint', yLabel: 'requests / s', series: tp, logY: true });
+    if (raw) {
+      for (const t of tp) t.values.push(null);
+      tp.push({ name: 'raw ceiling (uWS + LMDB get)', values: [...eps.map(() => null), raw.rps], color: COLORS.raw });
+    }
+    out['read-throughput.svg'] = barChart({ title: `Read throughput, ${rd.connections} connections`, categories: raw ? [...cats, 'raw GET'] : cats, xLabel: 'endpoint', yLabel: 'requests / s', series: tp, logY: true });
     const lat: Series[] = [
       { name: 'logbook p50', values: val('logbook', (r) => r.latencyMs.p50), color: '#9ecae1' },
       { name: 'logbook p90', values: val('logbook', (r) => r.latencyMs.p90), color: '#4292c6' },
@@ -276,7 +299,7 @@ export function markdown(run: BenchRun): string {
   out.push('Load generator: Debian `wrk` (one thread, closed loop, loopback only); the `wrk cores` columns show that it was not the bottleneck. Every run is bounded by time and by request count. ARA: Debian ara-server 1.5.8 under gunicorn with 2 workers on SQLite, started fresh in the same run.', '');
   out.push('## Capacity planning (this machine, one node)', '', capacity(run), '');
   out.push(`"Sustained" is the highest throughput among the measured connection counts whose p99 stayed under ${P99_BOUND_MS} ms with no errors. Hosts × tasks per hour counts one \`POST /results\` per host and task; the ARA callback also sends about two requests per task (create, then finish) and a few per playbook, play and host, i.e. a few % more for fleets of 20+ hosts.`, '');
-  if (run.ingest) out.push(ingestSection(run.ingest, {}), '');
+  if (run.ingest) out.push(ingestSection(run.ingest, run.machine.cpus), '');
   if (run.read) out.push(readSection(run.read), '');
   if (run.overhead) out.push(overheadSection(run.overhead), '');
   if (run.footprint) out.push(footprintSection(run.footprint), '');

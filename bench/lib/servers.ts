@@ -21,6 +21,24 @@ export interface Running {
   rssBytes(): number;
   /** what the process wrote to stdout (logbook: JSON log lines) */
   output(): string;
+  /** resolves once the server has worked off what it had queued (see drain) */
+  drain(): Promise<number>;
+}
+
+/**
+ * Wait until a server has answered everything queued before: wrk drops its
+ * connections when its time is up, but a server that queues (gunicorn's sync
+ * workers) still works through the abandoned requests, which would be charged
+ * to the next measurement. One cheap request, answered in order behind them,
+ * tells when it is done. Returns the milliseconds waited.
+ */
+function drainer(url: string): () => Promise<number> {
+  return async () => {
+    const t0 = performance.now();
+    const r = await fetch(url, { signal: AbortSignal.timeout(300_000) });
+    await r.arrayBuffer();
+    return performance.now() - t0;
+  };
 }
 
 export function freePort(): Promise<number> {
@@ -102,7 +120,7 @@ export async function startLogbook(options: LogbookOptions = {}): Promise<Runnin
   await waitFor(`${url}/healthz`, child, 'logbook');
   const readyMs = performance.now() - t0;
   return {
-    name: 'logbook', url, pid: child.pid!, dataDir: dir, readyMs, output,
+    name: 'logbook', url, pid: child.pid!, dataDir: dir, readyMs, output, drain: drainer(`${url}/healthz`),
     cpuSeconds: () => cpuSecondsOf(child.pid!), rssBytes: () => rssBytesOf(child.pid!),
     stop: stopper(child, () => { if (!options.dataDir) rmSync(dir, { recursive: true, force: true }); }),
   };
@@ -152,7 +170,7 @@ export function prepareAraDir(): string {
  * Fills a migrated ARA directory through Django's ORM (bench/ara_store.py):
  * playbooks × hosts × tasks results holding `content`, hosts holding `facts`.
  */
-export function fillAraDir(dir: string, playbooks: number, hosts: number, tasks: number, values: { content: unknown; facts: unknown }): { results: number; seconds: number } {
+export function fillAraDir(dir: string, playbooks: number, hosts: number, tasks: number, values: { content: unknown; facts: unknown }): { results: number; seconds: number; blobBytes: { content: number; facts: number } } {
   const file = join(dir, 'values.json');
   writeFileSync(file, JSON.stringify(values));
   const r = spawnSync('/usr/bin/python3', [join(SOURCE_ROOT, 'bench', 'ara_store.py'), String(playbooks), String(hosts), String(tasks), file], { env: araEnv(dir), encoding: 'utf8' });
@@ -176,7 +194,7 @@ export async function startAra(dataDir?: string): Promise<Running> {
   // gunicorn's workers are children of the master: count them all
   const pids = () => [child.pid!, ...spawnSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' }).stdout.trim().split('\n').filter(Boolean).map(Number)];
   return {
-    name: 'ara', url, pid: child.pid!, dataDir: dir, readyMs, output,
+    name: 'ara', url, pid: child.pid!, dataDir: dir, readyMs, output, drain: drainer(`${url}/api/`),
     cpuSeconds: () => pids().reduce((s, p) => s + cpuSecondsOf(p), 0),
     rssBytes: () => pids().reduce((s, p) => s + rssBytesOf(p), 0),
     stop: stopper(child, () => { if (!dataDir) rmSync(dir, { recursive: true, force: true }); }),
@@ -194,7 +212,7 @@ export async function startRaw(fill?: { count: number; body: string }): Promise<
   const url = `http://127.0.0.1:${args[1]}`;
   await waitFor(`${url}/1`, child, 'raw server');
   return {
-    name: 'raw', url, pid: child.pid!, dataDir: dir, readyMs: performance.now() - t0, output,
+    name: 'raw', url, pid: child.pid!, dataDir: dir, readyMs: performance.now() - t0, output, drain: drainer(`${url}/1`),
     cpuSeconds: () => cpuSecondsOf(child.pid!), rssBytes: () => rssBytesOf(child.pid!),
     stop: stopper(child, () => rmSync(dir, { recursive: true, force: true })),
   };

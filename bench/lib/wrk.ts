@@ -13,7 +13,7 @@ export interface Latency { p50: number; p90: number; p99: number; max: number }
 export interface LoadResult {
   rps: number;
   requests: number;
-  /** socket errors and timeouts plus responses with status ≥ 400 */
+  /** socket errors and timeouts (30 s) plus responses with status ≥ 400 */
   errors: number;
   latencyMs: Latency;
   /** CPU seconds wrk itself used per wall second (1.0 = one core) */
@@ -76,7 +76,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const cap = Math.max(1, Math.ceil((spec.maxRequests ?? 5_000_000) / threads));
   const script = join(tmpdir(), `wrk-${process.pid}-${Date.now()}.lua`);
   writeFileSync(script, luaScript(spec, cap));
-  const cmd = `wrk -t${threads} -c${spec.connections} -d${spec.seconds}s --timeout 10s -s ${script} ${spec.url}; times`;
+  const cmd = `wrk -t${threads} -c${spec.connections} -d${spec.seconds}s --timeout 30s -s ${script} ${spec.url}; times`;
   try {
     const out = await new Promise<string>((resolve, reject) => {
       const child = spawn('bash', ['-c', cmd], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -18,14 +18,20 @@ export interface FootprintResult {
   checkpoints: Array<{ results: number; heapBytes: number; server: { readyMs: number; rssBytes: number; rssAnonBytes: number } | null }>;
   diskBytes: number;
   diskBytesPerResult: number;
+  /** the data directory minus the stored host facts, per result */
+  diskBytesPerResultWithoutFacts: number;
+  /** stored bytes of one host's facts (~22 KB of JSON) */
+  factsBytesPerHost: number;
+  hosts: number;
   tableBytes: Record<string, number>;
+  blobBytes: { content: number; facts: number };
   restartMs: number;
   recovery: { ms: number; slowestShardMs: number; results: number; journalEventsReplayed: number } | null;
   empty: { readyMs: number; rssBytes: number; rssAnonBytes: number };
   recovered: { rssBytes: number; rssAnonBytes: number };
   rssBytesPerResult: number;
   rssAnonBytesPerResult: number;
-  ara: { results: number; diskBytes: number; diskBytesPerResult: number } | null;
+  ara: { results: number; hosts: number; diskBytes: number; diskBytesPerResult: number; diskBytesPerResultWithoutFacts: number; factsBytesPerHost: number; blobBytes: { content: number; facts: number } } | null;
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 1000));
@@ -54,7 +60,12 @@ export async function footprint(ctx: Context): Promise<FootprintResult> {
 
   let ara: FootprintResult['ara'] = null;
   const a = ctx.araSkipped ? null : await ctx.araStore().catch((err) => { ctx.note(`footprint: ARA store failed: ${(err as Error).message}`); return null; });
-  if (a) ara = { results: a.results, diskBytes: a.diskBytes, diskBytesPerResult: a.diskBytes / a.results };
+  if (a) {
+    ara = {
+      results: a.results, hosts: a.hosts, diskBytes: a.diskBytes, diskBytesPerResult: a.diskBytes / a.results,
+      diskBytesPerResultWithoutFacts: (a.diskBytes - a.blobBytes.facts) / a.results, factsBytesPerHost: a.blobBytes.facts / a.hosts, blobBytes: a.blobBytes,
+    };
+  }
 
   const r: FootprintResult = {
     results: b.results, playbooks: b.playbooks, shards: store.shards, buildSeconds: b.seconds,
@@ -65,13 +76,15 @@ export async function footprint(ctx: Context): Promise<FootprintResult> {
         : i === b.checkpoints.length - 1 ? { readyMs: lb.readyMs, ...recovered }
         : server ? { readyMs: server.readyMs, rssBytes: server.rssBytes, rssAnonBytes: server.rssAnonBytes } : null,
     })),
-    diskBytes: b.diskBytes, diskBytesPerResult: b.diskBytes / b.results, tableBytes: b.tableBytes,
+    diskBytes: b.diskBytes, diskBytesPerResult: b.diskBytes / b.results, tableBytes: b.tableBytes, blobBytes: b.blobBytes, hosts: b.hosts,
+    diskBytesPerResultWithoutFacts: (b.diskBytes - b.blobBytes.facts) / b.results, factsBytesPerHost: b.blobBytes.facts / b.hosts,
     restartMs: lb.readyMs, recovery, empty: emptyMem, recovered,
     rssBytesPerResult: (recovered.rssBytes - emptyMem.rssBytes) / b.results,
     rssAnonBytesPerResult: (recovered.rssAnonBytes - emptyMem.rssAnonBytes) / b.results,
     ara,
   };
-  ctx.step(`footprint: heap ${fmt.int(r.heapBytesPerResult)} B/result, RSS ${fmt.int(r.rssBytesPerResult)} B/result (anonymous ${fmt.int(r.rssAnonBytesPerResult)}), disk ${fmt.int(r.diskBytesPerResult)} B/result` +
-    (ara ? ` (ARA/SQLite ${fmt.int(ara.diskBytesPerResult)} B/result)` : ''));
+  ctx.step(`footprint: heap ${fmt.int(r.heapBytesPerResult)} B/result, RSS ${fmt.int(r.rssBytesPerResult)} B/result (anonymous ${fmt.int(r.rssAnonBytesPerResult)}), ` +
+    `disk ${fmt.int(r.diskBytesPerResultWithoutFacts)} B/result + ${fmt.int(r.factsBytesPerHost)} B per host's facts` +
+    (ara ? ` (ARA/SQLite: ${fmt.int(ara.diskBytesPerResultWithoutFacts)} B/result + ${fmt.int(ara.factsBytesPerHost)} B per host's facts)` : ''));
   return r;
 }

@@ -63,7 +63,12 @@ export async function buildStore(ctx: Context): Promise<BuiltStore> {
 }
 
 /** ARA's read store: 100 playbooks × 10 hosts × 10 tasks = 10 k results, filled through its ORM. */
-export interface AraStore { dir: string; results: number; playbooks: number; hosts: number; diskBytes: number; buildSeconds: number; remove(): void }
+export interface AraStore {
+  dir: string; results: number; playbooks: number; hosts: number; diskBytes: number; buildSeconds: number;
+  /** stored (zlib) bytes of result contents and host facts */
+  blobBytes: { content: number; facts: number };
+  remove(): void;
+}
 
 export async function buildAraStore(ctx: Context): Promise<AraStore> {
   const s = { playbooks: 100, hosts: 10, tasks: 10 };
@@ -72,5 +77,5 @@ export async function buildAraStore(ctx: Context): Promise<AraStore> {
   const filled = fillAraDir(dir, s.playbooks, s.hosts, s.tasks, { content: loopedResultContent(), facts: factsResultContent().ansible_facts });
   const diskBytes = readdirSync(dir).filter((f) => f.startsWith('ansible.sqlite')).reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
   ctx.step(`ara store: ${fmt.int(filled.results)} results in ${filled.seconds.toFixed(0)} s, ${fmt.mib(diskBytes)} on disk`);
-  return { dir, results: filled.results, playbooks: s.playbooks, hosts: s.playbooks * s.hosts, diskBytes, buildSeconds: filled.seconds, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  return { dir, results: filled.results, playbooks: s.playbooks, hosts: s.playbooks * s.hosts, diskBytes, buildSeconds: filled.seconds, blobBytes: filled.blobBytes, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
