@@ -1,17 +1,37 @@
-// The raw limit of this machine for durable ingest: a bare uWS server that
-// reads a JSON body, parses it, and answers 201 once one LMDB put of it is
-// flushed to disk (same lmdb-js settings as logbook's journal). No validation,
-// no routing, no state: nothing logbook could do is cheaper than this.
+// The raw limit of this machine: a bare uWS server with no validation, no
+// routing and no state — nothing logbook does could be cheaper than this.
+//   POST: read the JSON body, parse it, answer 201 once one LMDB put of it is
+//         flushed to disk (same lmdb-js settings as logbook's journal).
+//   GET /<n>: read record n from LMDB and answer it as JSON (the read ceiling).
+// Run: node dist/bench/raw_server.js <port> <dir> [fill count] [fill body file]
+//   fill: store that many copies of the body first, so GETs have data.
 import { App } from 'uWebSockets.js';
 import { open } from 'lmdb';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const [port, dir] = [Number(process.argv[2]), process.argv[3]!];
+const fill = Number(process.argv[4] ?? 0);
 const db = open({ path: join(dir, 'raw.mdb'), overlappingSync: true, separateFlushed: true, eventTurnBatching: true, commitDelay: 0 });
 let key = 0;
 
+if (fill > 0) {
+  const value = JSON.parse(readFileSync(process.argv[5]!, 'utf8'));
+  let last: Promise<boolean> | null = null;
+  for (let i = 0; i < fill; i++) {
+    last = db.put(++key, value);
+    if (i % 5000 === 4999) await last;
+  }
+  await last;
+}
+
 App().any('/*', (res, req) => {
-  if (req.getMethod() !== 'post') { res.end('{}'); return; }
+  if (req.getMethod() !== 'post') {
+    const n = Number(req.getUrl().slice(1));
+    const value = Number.isInteger(n) && n > 0 ? db.get(n) : undefined;
+    res.writeStatus(value === undefined ? '404 Not Found' : '200 OK').writeHeader('Content-Type', 'application/json').end(value === undefined ? '{}' : JSON.stringify(value));
+    return;
+  }
   let aborted = false;
   res.onAborted(() => { aborted = true; });
   const parts: Buffer[] = [];
@@ -19,9 +39,10 @@ App().any('/*', (res, req) => {
     parts.push(Buffer.from(chunk.slice(0)));
     if (!isLast) return;
     const value = JSON.parse(Buffer.concat(parts).toString('utf8'));
-    const put = db.put(++key, value) as Promise<boolean> & { flushed: Promise<void> };
+    const id = ++key;
+    const put = db.put(id, value) as Promise<boolean> & { flushed: Promise<void> };
     put.flushed.then(() => {
-      if (!aborted) res.cork(() => res.writeStatus('201 Created').writeHeader('Content-Type', 'application/json').end('{"id":' + key + '}'));
+      if (!aborted) res.cork(() => res.writeStatus('201 Created').writeHeader('Content-Type', 'application/json').end('{"id":' + id + '}'));
     });
   });
 }).listen('127.0.0.1', port, (s) => { if (!s) process.exit(1); });

@@ -1,0 +1,117 @@
+// Scenario 2 (+ baselines): reads at 32 connections on a store of 1 M results
+// (quick: 100 k) across 1 000 playbooks: result detail, host detail (with
+// ~30 KB of facts), playbook list (100 rows), results list filtered by
+// playbook and status. ARA's own server answers the same requests on a 10 k
+// result store (100 playbooks × 10 hosts × 10 tasks: at ~100 reads/s a bigger
+// one would not change its numbers, only the time to build it); the raw
+// ceiling is a bare uWS server answering one LMDB record per GET.
+import type { Context } from '../lib/context.js';
+import { loopedResultContent } from '../lib/payloads.js';
+import { startAra, startLogbook, startRaw, type Running } from '../lib/servers.js';
+import { describe, measure, type LoadRow } from './ingest.js';
+
+export type Endpoint = 'result' | 'host' | 'playbooks' | 'results';
+export const ENDPOINTS: Record<Endpoint, string> = {
+  result: 'GET /results/<id>',
+  host: 'GET /hosts/<id>',
+  playbooks: 'GET /playbooks?limit=100',
+  results: 'GET /results?playbook=<id>&status=ok',
+};
+
+export interface ReadRow extends LoadRow { endpoint: Endpoint | 'raw'; responseBytes: number }
+
+export interface ReadResult {
+  connections: number;
+  seconds: Record<string, number>;
+  store: { results: number; playbooks: number; hosts: number };
+  araStore: { results: number; playbooks: number; hosts: number; diskBytes: number; buildSeconds: number } | null;
+  rows: ReadRow[];
+}
+
+const CONNECTIONS = 32;
+
+/** A deterministic spread of ids (an LCG), so runs read the same records. */
+function spread(n: number, max: number, seed = 7): number[] {
+  const out: number[] = [];
+  let x = seed;
+  for (let i = 0; i < n; i++) { x = (x * 1103515245 + 12345) % 2147483648; out.push(1 + (x % max)); }
+  return out;
+}
+
+function pathsFor(endpoint: Endpoint, s: { results: number; playbooks: number; hosts: number }): string[] {
+  switch (endpoint) {
+    case 'result': return spread(1000, s.results).map((id) => `/api/v1/results/${id}`);
+    case 'host': return spread(1000, s.hosts).map((id) => `/api/v1/hosts/${id}`);
+    case 'playbooks': return Array.from({ length: Math.max(1, Math.floor(s.playbooks / 100)) }, (_, k) => `/api/v1/playbooks?limit=100&offset=${k * 100}&order=-id`);
+    case 'results': return spread(1000, s.playbooks).map((id) => `/api/v1/results?playbook=${id}&status=ok&limit=100`);
+  }
+}
+
+/** Fetch a few of the paths once: all must answer 200; returns the mean body size. */
+async function check(server: Running, paths: string[]): Promise<number> {
+  let bytes = 0;
+  const sample = paths.slice(0, 5);
+  for (const p of sample) {
+    const r = await fetch(server.url + p, { headers: { accept: 'application/json' } });
+    const body = await r.arrayBuffer();
+    if (r.status !== 200) throw new Error(`${server.name} GET ${p}: ${r.status} ${Buffer.from(body).toString().slice(0, 200)}`);
+    bytes += body.byteLength;
+  }
+  return Math.round(bytes / sample.length);
+}
+
+async function endpoints(ctx: Context, server: Running, name: LoadRow['server'], s: { results: number; playbooks: number; hosts: number }, secs: number, rows: ReadRow[]): Promise<void> {
+  for (const endpoint of Object.keys(ENDPOINTS) as Endpoint[]) {
+    const paths = pathsFor(endpoint, s);
+    const responseBytes = await check(server, paths);
+    // no warm-up at load for ARA (see ingest); check() above warmed it
+    const row: ReadRow = { ...(await measure(server, { url: server.url, paths, connections: CONNECTIONS, seconds: secs }, name === 'ara' ? 0 : 1)), server: name, endpoint, responseBytes };
+    rows.push(row);
+    ctx.step(`read: ${name} ${ENDPOINTS[endpoint]} (${responseBytes} B) × ${CONNECTIONS} conn: ${describe(row)}`);
+    if (row.errors > 0) ctx.note(`read: ${name} ${ENDPOINTS[endpoint]} had ${row.errors} errors`);
+  }
+}
+
+export async function read(ctx: Context): Promise<ReadResult> {
+  // ARA's list pages take ~0.5 s of a worker each: at 32 connections a request
+  // queues for seconds, so its runs must be long enough to see answers at all
+  const seconds = ctx.quick ? { logbook: 3, raw: 2, ara: 5 } : { logbook: 8, raw: 4, ara: 8 };
+  const rows: ReadRow[] = [];
+  const built = await ctx.store();
+  const store = { results: built.build.results, playbooks: built.build.playbooks, hosts: built.build.hosts };
+
+  ctx.step(`read: starting logbook on the ${store.results.toLocaleString('en-US')}-result store`);
+  const lb = await startLogbook({ dataDir: built.dir, env: { LOGBOOK_SHARDS: String(built.shards) } });
+  try {
+    ctx.step(`read: logbook ready after ${(lb.readyMs / 1000).toFixed(1)} s`);
+    await endpoints(ctx, lb, 'logbook', store, seconds.logbook, rows);
+  } finally { await lb.stop(); }
+
+  ctx.step('read: starting the raw read ceiling (uWS + one LMDB get + JSON.stringify per GET)');
+  const fill = ctx.quick ? 2000 : 10_000;
+  const raw = await startRaw({ count: fill, body: JSON.stringify(loopedResultContent()) });
+  try {
+    const paths = spread(1000, fill).map((n) => `/${n}`);
+    const responseBytes = await check(raw, paths);
+    const row: ReadRow = { ...(await measure(raw, { url: raw.url, paths, connections: CONNECTIONS, seconds: seconds.raw }, 1)), endpoint: 'raw', responseBytes };
+    rows.push(row);
+    ctx.step(`read: raw GET /<n> (${responseBytes} B) × ${CONNECTIONS} conn: ${describe(row)}`);
+  } finally { await raw.stop(); }
+
+  let araStore: ReadResult['araStore'] = null;
+  if (ctx.araSkipped) ctx.step(`read: ARA baseline skipped: ${ctx.araSkipped}`);
+  else {
+    let ara: Running | null = null;
+    try {
+      const a = (await ctx.araStore())!;
+      araStore = { results: a.results, playbooks: a.playbooks, hosts: a.hosts, diskBytes: a.diskBytes, buildSeconds: a.buildSeconds };
+      ctx.step(`read: starting ARA (gunicorn 2 workers) on its ${a.results.toLocaleString('en-US')}-result store; ${seconds.ara} s runs`);
+      ara = await startAra(a.dir);
+      await endpoints(ctx, ara, 'ara', araStore, seconds.ara, rows);
+    } catch (err) {
+      ctx.note(`read: ARA baseline failed: ${(err as Error).message}`);
+      ctx.step(`read: ARA failed: ${(err as Error).message}`);
+    } finally { await ara?.stop(); }
+  }
+  return { connections: CONNECTIONS, seconds, store, araStore, rows };
+}
