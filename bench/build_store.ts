@@ -72,7 +72,7 @@ async function build(spec: BuildSpec): Promise<BuildResult> {
   // is in flight (lmdb-js holds queued values until then, which would count as heap)
   let issued = 0, answered = 0;
   let refused: string | null = null;
-  const onReply = (r: ShardToFront) => { answered++; if ('status' in r && r.status >= 300) refused ??= `${r.status} ${String(r.body)}`; };
+  const onReply = (r: ShardToFront) => { answered++; if ('status' in r && r.status >= 300) refused ??= `${r.status} ${String((r as { body?: unknown }).body)}`; };
   const shards = stores.map((store) => new Shard({ compat: false, store, snapshotEvery: Infinity, onReply }));
   const settled = async () => {
     while (answered < issued) await new Promise((r) => setTimeout(r, 5));

