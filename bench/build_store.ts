@@ -17,6 +17,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Shard } from '../src/shard/shard.js';
 import { LmdbShardStore } from '../src/store/shard_store.js';
+import { blobKind, type BlobKey } from '../src/store/blobs.js';
 import { FORMAT_VERSION, FrontStore } from '../src/store/front_store.js';
 import { recoveredLine, rssAnonBytesOf, startLogbook } from './lib/servers.js';
 import type { ShardToFront, WriteCommand, WriteReply } from '../src/shard/protocol.js';
@@ -181,10 +182,11 @@ function storedBytes(spec: BuildSpec): { tables: Record<string, number>; blobs: 
       const s = env.openDB({ name }).getStats() as { pageSize: number; treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number };
       tables[name]! += s.pageSize * (s.treeBranchPageCount + s.treeLeafPageCount + s.overflowPages);
     }
-    const raw = env.openDB<Buffer, string>({ name: 'blobs', encoding: 'binary' });
+    const raw = env.openDB<Buffer, BlobKey>({ name: 'blobs', encoding: 'binary' });
     for (const { key, value } of raw.getRange()) {
-      if (key.startsWith('r')) blobs.content += value.length;
-      else if (key.startsWith('h')) blobs.facts += value.length;
+      const kind = blobKind(key);
+      if (kind === 'content') blobs.content += value.length;
+      else if (kind === 'facts') blobs.facts += value.length;
     }
     void env.close();
   }

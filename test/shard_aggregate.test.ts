@@ -16,7 +16,7 @@ import {
   decode, encode, type GetReply, type ListQuery, type WriteCommand, type WriteReply,
 } from '../src/shard/protocol.js';
 import { MemoryStore } from '../src/store/shard_store.js';
-import { blobKey } from '../src/store/blobs.js';
+import { blobKey, blobKind, type BlobKey } from '../src/store/blobs.js';
 import { LabelCatalogue } from '../src/http/labels.js';
 import { sha1 } from '../src/shard/decide.js';
 import { ResultRow } from '../src/shard/rows.js';
@@ -42,7 +42,7 @@ class RecordingStore extends MemoryStore {
 
 /** A store for replays: blobs copied from the live store; nothing may be written. */
 class ReplayStore extends MemoryStore {
-  constructor(blobs: ReadonlyMap<string, string>) {
+  constructor(blobs: ReadonlyMap<BlobKey, string>) {
     super();
     for (const [k, v] of blobs) this.blobs.set(k, v);
   }
@@ -50,7 +50,7 @@ class ReplayStore extends MemoryStore {
 }
 
 /** The large JSON field of each type, its blob key and the value a row has without one (SPEC §2 defaults). */
-const BLOBS: Record<string, { field: string; key: (id: number) => string; default: string } | undefined> = {
+const BLOBS: Record<string, { field: string; key: (id: number) => BlobKey; default: string } | undefined> = {
   result: { field: 'content', key: blobKey.content, default: '{}' },
   host: { field: 'facts', key: blobKey.facts, default: '{}' },
   playbook: { field: 'arguments', key: blobKey.arguments, default: '{}' },
@@ -93,7 +93,7 @@ class Harness {
   }
 
   /** What the blobs should hold, from the commands that changed something (a model independent of the shard). */
-  readonly expectBlobs = new Map<string, string>();
+  readonly expectBlobs = new Map<BlobKey, string>();
   /** file id → its text */
   readonly fileTexts = new Map<number, string>();
   private model(cmd: WriteCommand, reply: WriteReply): void {
@@ -216,9 +216,11 @@ function blobProblems(h: Harness): string[] {
   const out: string[] = [];
   const st = h.shard.state;
   const blobs = h.store.blobs;
-  const alive = (key: string): boolean => {
-    const id = Number(key.slice(1));
-    switch (key[0]) {
+  const kindOf = (key: BlobKey): string => ({ content: 'r', facts: 'h', arguments: 'p', value: 'v', file: 'f' } as Record<string, string>)[blobKind(key) ?? ''] ?? '?';
+  const idOf = (key: BlobKey): number => (typeof key === 'string' ? NaN : key % 2 ** 40);
+  const alive = (key: BlobKey): boolean => {
+    const id = idOf(key);
+    switch (kindOf(key)) {
       case 'r': return st.results.has(id);
       case 'h': return st.hosts.has(id);
       case 'p': return st.aggregates.has(id);
@@ -228,7 +230,7 @@ function blobProblems(h: Harness): string[] {
   };
   for (const [key, text] of h.expectBlobs) {
     if (!alive(key)) out.push(`model: ${key} belongs to no live row`);
-    const spec = BLOBS[{ r: 'result', h: 'host', p: 'playbook', v: 'record' }[key[0]!]!]!;
+    const spec = BLOBS[{ r: 'result', h: 'host', p: 'playbook', v: 'record' }[kindOf(key) as 'r']!]!;
     const stored = blobs.get(key);
     if (text === spec.default ? stored !== undefined : stored !== text) out.push(`${key}: stored ${stored} ≠ written ${text}`);
   }
@@ -244,7 +246,7 @@ function blobProblems(h: Harness): string[] {
     if (blobs.get(blobKey.file(f.sha1)) !== text) out.push(`file ${f.id}: blob ${JSON.stringify(blobs.get(blobKey.file(f.sha1)))} ≠ ${JSON.stringify(text)}`);
   }
   for (const key of blobs.keys()) {
-    if (key[0] === 'f') { if (!hashes.has(key.slice(1))) out.push(`${key}: no live file has this content`); }
+    if (typeof key === 'string') { if (!hashes.has(key.slice(1))) out.push(`${key}: no live file has this content`); }
     else if (!h.expectBlobs.has(key)) out.push(`${key}: ${alive(key) ? 'not written by any command' : 'outlived its row'}`);
   }
   return out;
@@ -1032,14 +1034,14 @@ test('deleting rows removes their blobs, cascades included', (t) => {
   t.deepEqual(blobProblems(h), []);
   h.remove('host', x.host2); // its facts and results b, d, f
   for (const key of [blobKey.facts(x.host2), blobKey.content(x.results.b), blobKey.content(x.results.d), blobKey.content(x.results.f)]) {
-    t.false(h.store.blobs.has(key), key);
+    t.false(h.store.blobs.has(key), String(key));
   }
   t.true(h.store.blobs.has(blobKey.content(x.results.a)));
   t.deepEqual(blobProblems(h), []);
   h.remove('record', x.record);
   t.false(h.store.blobs.has(blobKey.value(x.record)));
   h.remove('playbook', x.pb);
-  t.deepEqual([...h.store.blobs.keys()].filter((k) => k[0] !== 'f').sort(), [blobKey.content(x.otherResult)], 'only the other playbook’s blobs are left');
+  t.deepEqual([...h.store.blobs.keys()].filter((k) => typeof k === 'number'), [blobKey.content(x.otherResult)], 'only the other playbook’s blobs are left');
   t.deepEqual(blobProblems(h), []);
 });
 
@@ -1051,7 +1053,7 @@ test('a file text is stored once per hash and removed when the last file using i
   const key = blobKey.file(sha1(text));
   // s.file and o.file (two playbooks) share the text
   t.is(h.detail('file', o.file).sha1, sha1(text));
-  t.is([...h.store.blobs.keys()].filter((k) => k[0] === 'f').length, 1);
+  t.is([...h.store.blobs.keys()].filter((k) => typeof k === 'string').length, 1);
   const same = h.make('file', { playbook: s.pb, path: '/copy.yml', content: text });
   const lone = h.make('file', { playbook: s.pb, path: '/lone.yml', content: 'lone' });
   const loneKey = blobKey.file(sha1('lone'));
@@ -1449,7 +1451,7 @@ test('the replay check detects a lost event (negative control)', (t) => {
 test('the blob check detects a lost, a stale and an orphan blob (negative control)', (t) => {
   const { h } = randomRun(1, 300);
   t.deepEqual(blobProblems(h), []);
-  const [key, text] = [...h.store.blobs].find(([k]) => k[0] === 'r')!;
+  const [key, text] = [...h.store.blobs].find(([k]) => blobKind(k) === 'content')!;
   h.store.blobs.delete(key);
   t.is(blobProblems(h).length, 1, 'lost');
   h.store.blobs.set(key, text + ' ');

@@ -3,7 +3,7 @@
 // arguments, tags, value) are spliced in as the text the client sent.
 import { formatTimestamp, formatDuration } from '../api/time.js';
 import type { Aggregate, ShardState } from './state.js';
-import { BLOB_DEFAULT, blobKey, type BlobReader } from '../store/blobs.js';
+import { BLOB_DEFAULT, blobKey, type BlobKey, type BlobReader } from '../store/blobs.js';
 import {
   shownStatus, type PlaybookRow, type PlayRow, type TaskRow, type HostRow,
   type ResultRow, type FileRow, type RecordRow,
@@ -25,7 +25,7 @@ export type Form = 'list' | 'detail' | 'write';
 export class Serializer {
   constructor(private readonly state: ShardState, private readonly blobs: BlobReader, private readonly compat: boolean) {}
 
-  private blob(key: string, fallback: string): string {
+  private blob(key: BlobKey, fallback: string): string {
     return this.blobs.getBlob(key) ?? fallback;
   }
 

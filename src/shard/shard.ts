@@ -6,7 +6,7 @@
 import { TYPE_CODE } from '../api/resources.js';
 import { Errors } from '../api/errors.js';
 import { nowMicros } from '../api/time.js';
-import { BLOB_DEFAULT, BLOB_FIELDS, blobKey } from '../store/blobs.js';
+import { BLOB_DEFAULT, BLOB_FIELDS, blobKey, type BlobKey } from '../store/blobs.js';
 import { MemoryStore, type ShardStore } from '../store/shard_store.js';
 import { decide } from './decide.js';
 import { runList } from './list.js';
@@ -119,8 +119,8 @@ export class Shard {
    * type code) and the promise of durability.
    */
   private commit(events: Event[]): { removed: Removed | null; durable: Promise<void> | null } {
-    const puts: Array<[string, string]> = [];
-    const removes: string[] = [];
+    const puts: Array<[BlobKey, string]> = [];
+    const removes: BlobKey[] = [];
     const files: Array<[string, string]> = [];
     for (const ev of events) takeBlobs(ev, puts, removes, files);
     let removed: Removed | null = null;
@@ -228,7 +228,7 @@ function mergeRemoved(into: Removed, more: Removed): Removed {
 }
 
 /** Move an event's large JSON values out into blob puts/removes (the journal keeps the rest). */
-function takeBlobs(ev: Event, puts: Array<[string, string]>, removes: string[], files: Array<[string, string]>): void {
+function takeBlobs(ev: Event, puts: Array<[BlobKey, string]>, removes: BlobKey[], files: Array<[string, string]>): void {
   if (ev.e === 'delete') return;
   const spec = BLOB_FIELDS[ev.t];
   if (spec && spec.field in ev.d) {

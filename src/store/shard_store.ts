@@ -11,7 +11,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Event, ShardState } from '../shard/state.js';
 import { PlaybookRow, PlayRow, TaskRow, HostRow, ResultRow, FileRow, RecordRow } from '../shard/rows.js';
-import type { BlobReader } from './blobs.js';
+import type { BlobKey, BlobReader } from './blobs.js';
 
 /**
  * When a write counts as done:
@@ -23,7 +23,7 @@ export type Durability = 'flush' | 'commit' | 'none';
 
 export interface ShardStore extends BlobReader {
   /** Stage one command (journal entry + blob changes) and return when it is durable (null: already). */
-  write(events: Event[], puts: Array<[string, string]>, removes: string[], droppedPlaybooks: number[]): Promise<void> | null;
+  write(events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[], droppedPlaybooks: number[]): Promise<void> | null;
   /** Snapshot what changed and trim the journal it covers; called by the shard when due. */
   snapshot?(state: ShardState): Promise<void>;
   /** Journal entries appended since the last completed snapshot. */
@@ -46,10 +46,10 @@ export interface StoreStats {
 
 /** Blobs in a Map, nothing on disk: the in-memory configuration and unit tests. */
 export class MemoryStore implements ShardStore {
-  readonly blobs = new Map<string, string>();
+  readonly blobs = new Map<BlobKey, string>();
   readonly journalLength = 0;
-  getBlob(key: string): string | undefined { return this.blobs.get(key); }
-  write(_events: Event[], puts: Array<[string, string]>, removes: string[]): null {
+  getBlob(key: BlobKey): string | undefined { return this.blobs.get(key); }
+  write(_events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[]): null {
     for (const key of removes) this.blobs.delete(key);
     for (const [key, value] of puts) this.blobs.set(key, value);
     return null;
@@ -69,10 +69,10 @@ export class LmdbShardStore implements ShardStore {
   private readonly env: RootDatabase;
   private readonly journal: Database<Event[], number>;
   private readonly snapshots: Database<AggregateSnapshot | ShardMeta, number>;
-  private readonly blobs: Database<string, string>;
+  private readonly blobs: Database<string, BlobKey>;
   private seq = 0;
   /** blob values written but not yet committed: reads must see them (null = removed) */
-  private readonly overlay = new Map<string, { seq: number; value: string | null }>();
+  private readonly overlay = new Map<BlobKey, { seq: number; value: string | null }>();
   private sinceSnapshot = 0;
   private snapshotting = false;
   private readonly path: string;
@@ -99,13 +99,13 @@ export class LmdbShardStore implements ShardStore {
 
   get journalLength(): number { return this.sinceSnapshot; }
 
-  getBlob(key: string): string | undefined {
+  getBlob(key: BlobKey): string | undefined {
     const pending = this.overlay.get(key);
     if (pending) return pending.value ?? undefined;
     return this.blobs.get(key);
   }
 
-  write(events: Event[], puts: Array<[string, string]>, removes: string[], droppedPlaybooks: number[]): Promise<void> {
+  write(events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[], droppedPlaybooks: number[]): Promise<void> {
     const seq = ++this.seq;
     this.sinceSnapshot++;
     for (const key of removes) { this.overlay.set(key, { seq, value: null }); void this.blobs.remove(key); }
