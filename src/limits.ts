@@ -57,6 +57,12 @@ export const LIMITS = {
    * measured ~5–10 k writes/s per shard, 1024 is 0.1–0.2 s of work queued. */
   shardQueue: 1024,
   shardQueueCeiling: 1_000_000,
+  /** Young generation of a shard worker (MiB). Recovery and ingest allocate
+   * millions of short-lived objects; with V8's default (~16 MiB semi-spaces) a
+   * third of recovery time was scavenging. 192 MiB (64 MiB semi-spaces) took 1 M
+   * results from ~580 k/s to ~690 k/s recovered; it is reserved address space,
+   * committed only as it fills. */
+  shardYoungGenerationMb: 192,
   /** Retry-After (seconds) on every 503: recovery, overload, storage failure. */
   retryAfterSeconds: 1,
 

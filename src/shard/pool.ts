@@ -69,7 +69,9 @@ export class ShardPool {
     return new Promise<ReadyMessage>((resolve, reject) => {
       const { queueLimit: _, ...shared } = this.options;
       const init: ShardInit = { ...shared, shard };
-      const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: init });
+      const worker = new Worker(new URL('./worker.js', import.meta.url), {
+        workerData: init, resourceLimits: { maxYoungGenerationSizeMb: LIMITS.shardYoungGenerationMb },
+      });
       this.workers[shard] = worker;
       let started = false;
       worker.on('message', (bytes: Uint8Array) => {
