@@ -3,19 +3,14 @@
 // overrides, reversal on result delete / status change, and the shown result
 // status (changed/ignored) everywhere including filters.
 import test, { type ExecutionContext } from 'ava';
-import { api, startLogbook, type Logbook } from './helpers/server.js';
+import { api, type Logbook } from './helpers/server.js';
 import {
-  SERVER_ENV, createFile, createHost, createPlay, createPlaybook, createRecord, createResult, createTask, createTree,
-  del, get, ids, list, patch, post, type Json, type Tree,
-} from './helpers/fixtures.js';
+  createFile, createHost, createPlay, createPlaybook, createRecord, createResult, createTask, createTree,
+  del, get, ids, list, patch, post, type Json, type Tree, serveForFile} from './helpers/fixtures.js';
 
 let lb: Logbook;
 let url: string;
-test.before(async () => {
-  lb = await startLogbook({ env: SERVER_ENV });
-  url = lb.url;
-});
-test.after.always(async () => { await lb?.stop(); });
+serveForFile((server) => { lb = server; url = server.url; });
 
 type Counters = { changed: number; failed: number; ok: number; skipped: number; unreachable: number };
 const ZERO: Counters = { changed: 0, failed: 0, ok: 0, skipped: 0, unreachable: 0 };

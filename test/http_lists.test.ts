@@ -6,16 +6,11 @@ import { request } from 'node:http';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
 import {
   SERVER_ENV, SHARDS, createFile, createHost, createLabel, createPlay, createPlaybook, createPlaybookOnShard, createRecord, createResult,
-  createTask, createTree, fromMicros, get, ids, list, micros, patch, pool, post, queryString, sleep, uniq, type Json,
-} from './helpers/fixtures.js';
+  createTask, createTree, fromMicros, get, ids, list, micros, patch, pool, post, queryString, sleep, uniq, type Json, serveForFile} from './helpers/fixtures.js';
 
 let lb: Logbook;
 let url: string;
-test.before(async () => {
-  lb = await startLogbook({ env: SERVER_ENV });
-  url = lb.url;
-});
-test.after.always(async () => { await lb?.stop(); });
+serveForFile((server) => { lb = server; url = server.url; });
 
 type Query = Record<string, string | number | boolean | Array<string | number>>;
 

@@ -2,17 +2,13 @@
 // OPTIONS bodies, /api/ and /api/v1/ bodies, trailing-slash equivalence, 204
 // on DELETE, /healthz.
 import test, { type ExecutionContext } from 'ava';
-import { api, startLogbook, type Logbook } from './helpers/server.js';
-import { SERVER_ENV, createLabel, createPlaybook, createTree, get, uniq } from './helpers/fixtures.js';
+import { api, type Logbook } from './helpers/server.js';
+import { createLabel, createPlaybook, createTree, get, uniq, serveForFile } from './helpers/fixtures.js';
 import { DISPLAY, PLURAL } from './helpers/shapes.js';
 
 let lb: Logbook;
 let url: string;
-test.before(async () => {
-  lb = await startLogbook({ env: SERVER_ENV });
-  url = lb.url;
-});
-test.after.always(async () => { await lb?.stop(); });
+serveForFile((server) => { lb = server; url = server.url; });
 
 const ALLOW_LIST = 'GET, POST, HEAD, OPTIONS';
 const ALLOW_DETAIL = 'GET, PUT, PATCH, DELETE, HEAD, OPTIONS';

@@ -1,20 +1,15 @@
 // SPEC.md §2: the exact keys, in order, of every representation (list row,
 // detail, write response, nested summaries) and `Prefer: return=minimal`.
 import test, { type ExecutionContext } from 'ava';
-import { api, startLogbook, type Logbook } from './helpers/server.js';
+import { api, type Logbook } from './helpers/server.js';
 import {
-  SERVER_ENV, TIMESTAMP, call, createFile, createHost, createLabel, createPlay, createPlaybook, createRecord,
-  createTask, createTree, get, list, patch, post, put, randomUuid, uniq, type Json,
-} from './helpers/fixtures.js';
+  TIMESTAMP, call, createFile, createHost, createLabel, createPlay, createPlaybook, createRecord,
+  createTask, createTree, get, list, patch, post, put, randomUuid, uniq, type Json, serveForFile} from './helpers/fixtures.js';
 import { DETAIL, ENVELOPE, ITEMS, LABEL_IN_PLAYBOOK, PLURAL, ROW, SUMMARY, WRITE } from './helpers/shapes.js';
 
 let lb: Logbook;
 let url: string;
-test.before(async () => {
-  lb = await startLogbook({ env: SERVER_ENV });
-  url = lb.url;
-});
-test.after.always(async () => { await lb?.stop(); });
+serveForFile((server) => { lb = server; url = server.url; });
 
 function keys(t: ExecutionContext, obj: Json, expected: readonly string[], what: string): void {
   t.true(obj !== null && typeof obj === 'object' && !Array.isArray(obj), `${what}: not an object: ${JSON.stringify(obj)}`);

@@ -5,19 +5,14 @@
 // integers), a 5 MB content round trip, uuid normalization.
 import test, { type ExecutionContext } from 'ava';
 import { createHash } from 'node:crypto';
-import { api, startLogbook, type Logbook } from './helpers/server.js';
+import { api, type Logbook } from './helpers/server.js';
 import {
-  DURATION, SERVER_ENV, TIMESTAMP, createFile, createHost, createPlay, createPlaybook, createRecord, createResult,
-  createTask, createTree, get, list, patch, post, put, randomUuid, type Json, type Tree,
-} from './helpers/fixtures.js';
+  DURATION, TIMESTAMP, createFile, createHost, createPlay, createPlaybook, createRecord, createResult,
+  createTask, createTree, get, list, patch, post, put, randomUuid, type Json, type Tree, serveForFile} from './helpers/fixtures.js';
 
 let lb: Logbook;
 let url: string;
-test.before(async () => {
-  lb = await startLogbook({ env: SERVER_ENV });
-  url = lb.url;
-});
-test.after.always(async () => { await lb?.stop(); });
+serveForFile((server) => { lb = server; url = server.url; });
 
 const DATETIME_ERROR = 'Datetime has wrong format. Use one of these formats instead: YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z].';
 

@@ -9,16 +9,11 @@ import { api, startLogbook, type Logbook } from './helpers/server.js';
 import {
   SERVER_ENV, SHARDS, createFile, createHost, createLabel, createPlay, createPlaybook, createRecord, createResult,
   createPlaybookOnShard, createTask, createTree, del, get, list, micros, patch, playbooksOnDifferentShards, playbooksOnSameShard, post, put,
-  randomUuid, sleep, uniq, type Json,
-} from './helpers/fixtures.js';
+  randomUuid, sleep, uniq, type Json, serveForFile} from './helpers/fixtures.js';
 
 let lb: Logbook;
 let url: string;
-test.before(async () => {
-  lb = await startLogbook({ env: SERVER_ENV });
-  url = lb.url;
-});
-test.after.always(async () => { await lb?.stop(); });
+serveForFile((server) => { lb = server; url = server.url; });
 
 const REQUIRED = 'This field is required.';
 const FACTS_NOTICE = "Not saved as configured by 'ignored_facts'";

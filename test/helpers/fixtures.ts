@@ -1,8 +1,9 @@
 // Small builders for the HTTP test suites: each creates records through the
 // public API (as a client would) and fails loudly when the server answers with
 // an unexpected status, so a fixture problem never hides as a wrong assertion.
+import test from 'ava';
 import { randomUUID } from 'node:crypto';
-import { api } from './server.js';
+import { api, startLogbook, type Logbook } from './server.js';
 
 export type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 export type Reply = Awaited<ReturnType<typeof api>>;
@@ -161,3 +162,13 @@ export async function pool<T, R>(items: readonly T[], width: number, fn: (item: 
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * One real server for the whole test file: started (with `env`, default SERVER_ENV)
+ * before the first test, handed to `ready`, stopped after the last test.
+ */
+export function serveForFile(ready: (lb: Logbook) => void, env: Record<string, string> = SERVER_ENV): void {
+  let lb: Logbook | undefined;
+  test.before(async () => { lb = await startLogbook({ env }); ready(lb); });
+  test.after.always(async () => { await lb?.stop(); });
+}
