@@ -48,6 +48,9 @@ interface Req extends Exchange {
 const ID = /^[1-9]\d{0,15}$/;
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
+/** URL segment → type as a Map: one lookup, and no prototype keys ('constructor') to guard against. */
+const TYPE_BY_PATH = new Map<string, ResourceType>(Object.entries(PATH_TO_TYPE));
+
 export function parseRoute(url: string): Route {
   const path = url.length > 1 && url.endsWith('/') ? url.slice(0, -1) : url;
   if (path === '/api') return { kind: 'index' };
@@ -57,10 +60,8 @@ export function parseRoute(url: string): Route {
   if (!path.startsWith('/api/v1/')) return { kind: 'missing' };
   const rest = path.slice(8);
   const slash = rest.indexOf('/');
-  const type = PATH_TO_TYPE[slash < 0 ? rest : rest.slice(0, slash)];
-  if (type === undefined || !Object.prototype.hasOwnProperty.call(PATH_TO_TYPE, slash < 0 ? rest : rest.slice(0, slash))) {
-    return { kind: 'missing' };
-  }
+  const type = TYPE_BY_PATH.get(slash < 0 ? rest : rest.slice(0, slash));
+  if (type === undefined) return { kind: 'missing' };
   if (slash < 0) return { kind: 'list', type };
   const idText = rest.slice(slash + 1);
   if (!ID.test(idText)) return { kind: 'missing' };

@@ -5,8 +5,7 @@ import { createHash } from 'node:crypto';
 import { DISPLAY_NAME, WRITE_FIELDS, type ResourceType } from '../api/resources.js';
 import { Errors } from '../api/errors.js';
 import type { FieldErrors, WriteCommand } from './protocol.js';
-import type { EventType, ShardState, Aggregate } from './state.js';
-import type { Event } from './state.js';
+import type { Aggregate, Event, EventType, ShardState } from './state.js';
 
 export type Decision =
   | { ok: true; events: Event[]; status: number; type: EventType; id: number }

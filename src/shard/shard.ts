@@ -79,8 +79,7 @@ export class Shard {
         return this.deliver({ k: 'list', rid: msg.rid, count, rows, status: 200, body: null }, null);
       }
       case 'labels':
-        for (const [id, name] of msg.upsert) this.state.labelChanged(id, name);
-        for (const id of msg.remove) this.state.labelChanged(id, null);
+        this.state.labelsChanged(msg.upsert, msg.remove);
         return null;
       case 'close': return null;
       case 'maintain': return this.maintain(msg.rid, msg.task);

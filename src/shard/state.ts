@@ -314,17 +314,26 @@ export class ShardState {
     for (const r of rows.records) { agg.records.set(r.id, r); this.records.set(r.id, r); agg.recordByKey.set(r.key, r); bump(TYPE_CODE.record, r.id); }
   }
 
-  /** A label was renamed or deleted on the front: drop cached summaries that show it. */
-  labelChanged(id: number, name: string | null): void {
-    if (name === null) this.labels.delete(id); else this.labels.set(id, name);
+  /**
+   * Labels were created, renamed or deleted on the front: update the replica,
+   * then make one pass over the playbooks (not one per label: after recovery the
+   * front re-sends its whole catalogue) to drop cached summaries that show a
+   * changed label and detach deleted ones.
+   */
+  labelsChanged(upsert: ReadonlyArray<readonly [number, string]>, remove: readonly number[]): void {
+    const changed = new Set<number>();
+    for (const [id, name] of upsert) { if (this.labels.get(id) !== name) changed.add(id); this.labels.set(id, name); }
+    const removed = new Set(remove);
+    for (const id of remove) { this.labels.delete(id); changed.add(id); }
+    if (changed.size === 0) return;
     for (const agg of this.aggregates.values()) {
       const pb = agg.playbook;
-      if (pb.labels.includes(id)) {
-        pb.summaryCache = null;
-        if (name === null) pb.labels = pb.labels.filter((l) => l !== id);
-      }
+      if (!pb.labels.some((l) => changed.has(l))) continue;
+      pb.summaryCache = null;
+      if (removed.size) pb.labels = pb.labels.filter((l) => !removed.has(l));
     }
   }
+
 }
 
 function assign(row: any, d: Record<string, any>): void {
