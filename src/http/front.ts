@@ -99,7 +99,8 @@ function metricRoute(route: Route): number {
   }
 }
 
-interface WriteContext { ex: Req; shard: number; claims: number[] | null }
+/** `uuid`: a playbook created with one becomes known to batch ingest as a stream */
+interface WriteContext { ex: Req; shard: number; claims: number[] | null; uuid: string | null }
 interface ListContext {
   ex: Req; parsed: Extract<ParsedList, { ok: true }>; remaining: number; single: boolean;
   count: number; parts: ListRow[][]; failed: ListReply | null;
@@ -408,7 +409,7 @@ export class Front {
     const shard = this.locate(type, id);
     if (shard < 0) return reply(ex, 404, Errors.notFound());
     const cmd: WriteCommand = { op: 'delete', type, id, put: false, set: {}, errors: null, elsewhere: null, minimal: false };
-    this.pool.send(shard, { k: 'write', rid: 0, cmd }, this.onWrite, { ex, shard, claims: null } satisfies WriteContext);
+    this.pool.send(shard, { k: 'write', rid: 0, cmd }, this.onWrite, { ex, shard, claims: null, uuid: null } satisfies WriteContext);
   }
 
   /**
@@ -419,7 +420,7 @@ export class Front {
    * the front's merge rely on it).
    */
   private sendWrite(ex: Req, shard: number, op: 'create' | 'update', type: Exclude<ResourceType, 'label'>, id: number, put: boolean, n: Normalized): void {
-    const ctx: WriteContext = { ex, shard, claims: null };
+    const ctx: WriteContext = { ex, shard, claims: null, uuid: typeof n.set.uuid === 'string' ? n.set.uuid : null };
     const dispatch = () => {
       if (op === 'create' && type === 'playbook') { id = this.dir.allocate('playbook'); ctx.shard = this.pool.shardOf(id); }
       const cmd: WriteCommand = {
@@ -466,7 +467,10 @@ export class Front {
     const r: WriteReply = reply_.k === 'write' ? reply_
       : { k: 'write', rid: 0, status: (reply_ as { status: number }).status, body: (reply_ as { body: string }).body, created: null, deleted: null };
     this.settleLabels(ctx, r.status < 300);
-    if (r.created) this.dir.set(r.created[0], r.created[1], ctx.shard);
+    if (r.created) {
+      this.dir.set(r.created[0], r.created[1], ctx.shard);
+      if (ctx.uuid !== null && r.created[0] === TYPE_CODE.playbook) this.ingest.learn([[ctx.uuid, r.created[1]]], false);
+    }
     if (r.deleted) {
       for (let code = 0; code < r.deleted.length; code++) for (const id of r.deleted[code]!) this.dir.clear(code, id);
     }

@@ -49,9 +49,9 @@ export class Ingest {
 
   constructor(private readonly deps: IngestDeps) {}
 
-  /** A shard recovered: learn its streams. */
-  learn(streams: Array<[string, number]>): void {
-    for (const [uuid, id] of streams) this.streams.set(uuid, id);
+  /** Playbooks with a uuid (a shard recovered, or POST /playbooks named one); `replace`: false keeps a stream already known. */
+  learn(streams: Array<[string, number]>, replace = true): void {
+    for (const [uuid, id] of streams) if (replace || this.known(uuid) === null) this.streams.set(uuid, id);
   }
 
   handle(ex: Exchange, contentType: string, encoding: string, body: Buffer): void {
