@@ -12,6 +12,7 @@ import test from 'ava';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
@@ -135,6 +136,15 @@ nginxTest('list links through nginx say https and the proxy host:port; the plain
   const health = await httpsFetch(`${s.nginx.url}/healthz`, s.tls.caPem);
   t.is(health.status, 200);
   t.is(health.body.status, 'ok');
+  // An HTTP/1.0 client (old health checkers) is served too: nginx talks HTTP/1.1 to logbook.
+  const http10 = await new Promise<string>((resolve, reject) => {
+    const socket = tlsConnect({ host: '127.0.0.1', port: s.nginx.port, ca: s.tls.caPem, servername: 'localhost' }, () => {
+      socket.write(`GET /healthz HTTP/1.0\r\nHost: 127.0.0.1:${s.nginx.port}\r\n\r\n`);
+    });
+    let text = '';
+    socket.setEncoding('utf8').on('data', (d: string) => { text += d; }).on('end', () => resolve(text)).on('error', reject);
+  });
+  t.regex(http10, /^HTTP\/1\.1 200 /);
 
   const redirect = await new Promise<{ status: number; location: string | undefined }>((resolve, reject) => {
     httpRequest(`http://127.0.0.1:${s.httpPort}/api/v1/labels?limit=1`, (res) => {
@@ -175,15 +185,14 @@ nginxTest('without `proxy_http_version 1.1` nginx speaks HTTP/1.0 and every requ
   t.is(r.status, 505);
 });
 
-haproxyTest('the shipped HAProxy config is valid, and reads through it carry https links to the proxy', async (t) => {
-  t.timeout(120_000);
+haproxyTest('the shipped HAProxy config is valid; the stock ARA callback records through it; links point at it', async (t) => {
+  t.timeout(240_000);
   const dir = mkdtempSync(join(tmpdir(), 'logbook-haproxy-'));
-  const tls = stack?.tls ?? makeTlsFiles(dir);
-  const logbook = stack?.logbook ?? await startLogbook({ env: { LOGBOOK_TRUST_PROXY: 'true', LOGBOOK_SHARDS: '1' } });
+  const tls = makeTlsFiles(dir);
+  const logbook = await startLogbook({ env: { LOGBOOK_TRUST_PROXY: 'true', LOGBOOK_SHARDS: '2' } });
   let haproxy: Proxy | undefined;
   t.teardown(async () => {
-    await haproxy?.stop();
-    if (!stack) await logbook.stop();
+    await Promise.all([haproxy?.stop(), logbook.stop()]);
     rmSync(dir, { recursive: true, force: true });
   });
   const pem = join(dir, 'haproxy.pem');
@@ -199,7 +208,7 @@ haproxyTest('the shipped HAProxy config is valid, and reads through it carry htt
     const r = await httpsFetch(`${haproxy.url}/api/v1/labels`, tls.caPem, {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name }),
     });
-    t.is(r.status, 201, r.text);
+    t.is(r.status, 201, `${r.text}\n${haproxy.output()}`);
   }
   const r = await httpsFetch(`${haproxy.url}/api/v1/labels?name=hap-&limit=1`, tls.caPem);
   t.is(r.status, 200, `${r.text}\n${haproxy.output()}`);
@@ -210,6 +219,17 @@ haproxyTest('the shipped HAProxy config is valid, and reads through it carry htt
   }).catch((e: Error) => ({ status: -1, text: e.message, body: undefined }));
   t.is(over.status, 413);
   t.deepEqual(over.body, { detail: `Request body exceeds ${MAX_BODY} bytes.` });
+
+  if (!hasAnsible()) { t.log('Ansible + ARA not installed: the callback run through HAProxy is skipped'); return; }
+  const run = await runPlaybook(haproxy.url, { env: { REQUESTS_CA_BUNDLE: tls.ca } });
+  if (run.callbackErrors.length > 0 || run.code !== 4) t.log(`ansible-playbook:\n${run.stdout.slice(-3000)}\n${run.stderr.slice(-3000)}`);
+  t.deepEqual(run.callbackErrors, [], 'no callback HTTP request failed through HAProxy');
+  t.deepEqual(run.recap, EXPECTED_RECAP);
+  const https = httpsJsonGetter(tls.caPem);
+  t.teardown(https.close);
+  const throughProxy = await snapshotRun(haproxy.url, undefined, https.get);
+  t.deepEqual(throughProxy.playbook.items, EXPECTED_ITEMS);
+  t.deepEqual(throughProxy, await snapshotRun(logbook.url), 'what HAProxy serves equals what logbook serves');
 });
 
 systemdTest('the systemd unit passes systemd-analyze verify and its health check waits for /healthz', async (t) => {
