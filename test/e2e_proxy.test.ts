@@ -253,6 +253,9 @@ haproxyTest('the shipped HAProxy config is valid; the stock ARA callback records
   const r = await httpsFetch(`${haproxy.url}/api/v1/labels?name=hap-&limit=1`, tls.caPem);
   t.is(r.status, 200, `${r.text}\n${haproxy.output()}`);
   t.is(r.body.next, `https://127.0.0.1:${httpsPort}/api/v1/labels?limit=1&name=hap-&offset=1`);
+  // Unlike nginx, HAProxy forwards the client's HTTP version: HTTP/1.0 clients still meet uWS's 505 (README).
+  const http10 = await tlsExchange(httpsPort, tls.caPem, `GET /healthz HTTP/1.0\r\nHost: 127.0.0.1:${httpsPort}\r\n\r\n`, (text) => text.includes('\r\n\r\n'));
+  t.regex(http10, /^HTTP\/1\.[01] 505 /);
   // A declared length past LOGBOOK_MAX_BODY_BYTES stops at HAProxy, with logbook's error.
   const over = await httpsFetch(`${haproxy.url}/api/v1/labels`, tls.caPem, {
     method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(MAX_BODY + 1) }, body: '',
