@@ -46,7 +46,9 @@ export function makeTlsFiles(dir: string): TlsFiles {
 
 // ---------------------------------------------------------------- HTTPS client
 
-export interface HttpsReply { status: number; headers: Record<string, string | string[] | undefined>; text: string; body: any }
+type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+export interface HttpsReply { status: number; headers: Record<string, string | string[] | undefined>; text: string; body: Json }
 
 /** One HTTPS request that trusts `ca` only (verification on). */
 export function httpsFetch(url: string, ca: string, init: { method?: string; headers?: Record<string, string>; body?: Buffer | string; agent?: Agent } = {}): Promise<HttpsReply> {
@@ -56,7 +58,7 @@ export function httpsFetch(url: string, ca: string, init: { method?: string; hea
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        let body: unknown;
+        let body: Json;
         try { body = text.length ? JSON.parse(text) : undefined; } catch { /* not JSON */ }
         resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
       });
@@ -70,7 +72,7 @@ export function httpsFetch(url: string, ca: string, init: { method?: string; hea
 /** A JsonGetter (test/helpers/ansible.ts) over HTTPS with a private CA, on kept-alive connections. */
 export function httpsJsonGetter(ca: string) {
   const agent = new Agent({ keepAlive: true, maxSockets: 8, ca });
-  const get = async (base: string, path: string) => {
+  const get = async (base: string, path: string): Promise<Json> => {
     const r = await httpsFetch(base.replace(/\/$/, '') + path, ca, { headers: { accept: 'application/json' }, agent });
     if (r.status !== 200) throw new Error(`GET ${path} → ${r.status}: ${r.text.slice(0, 500)}`);
     return r.body;
