@@ -115,13 +115,13 @@ async function discardUnfinished(lb: ApiClient, state: ImportState, say: (line: 
       say(`deleted the interrupted copy of ARA playbook ${step.ara} (logbook playbook ${step.logbook})`);
     } else if (step.step === 'creating' && step.started) {
       const q = `path=${encodeURIComponent(step.path)}&started_after=${encodeURIComponent(step.started)}&started_before=${encodeURIComponent(step.started)}`;
+      const strays: number[] = []; // collected first: deleting while paging would shift the pages
       for await (const page of lb.pages('playbooks', q, 100)) {
-        for (const p of page) {
-          const id = Number(p.id);
-          if (p.path !== step.path || keep.has(id)) continue;
-          await lb.delete('playbooks', id);
-          say(`deleted the interrupted copy of ARA playbook ${step.ara} (logbook playbook ${id})`);
-        }
+        for (const p of page) if (p.path === step.path && !keep.has(Number(p.id))) strays.push(Number(p.id));
+      }
+      for (const id of strays) {
+        await lb.delete('playbooks', id);
+        say(`deleted the interrupted copy of ARA playbook ${step.ara} (logbook playbook ${id})`);
       }
     }
     state.record({ ara: step.ara, step: 'discarded' });

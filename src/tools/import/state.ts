@@ -29,12 +29,15 @@ export function defaultStatePath(araUrl: string, logbookUrl: string, env: NodeJS
 
 export class ImportState {
   private readonly last = new Map<number, Step>();
+  /** the file ends in a line cut short: the next step starts on a new line */
+  private cutShort = false;
 
   constructor(readonly path: string) {
     let text = '';
     try { text = readFileSync(path, 'utf8'); } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
+    this.cutShort = text.length > 0 && !text.endsWith('\n');
     for (const line of text.split('\n')) {
       if (!line.trim()) continue;
       let step: Step;
@@ -61,7 +64,8 @@ export class ImportState {
     mkdirSync(dirname(this.path), { recursive: true });
     const fd = openSync(this.path, 'a', 0o600);
     try {
-      appendFileSync(fd, `${JSON.stringify(step)}\n`);
+      appendFileSync(fd, `${this.cutShort ? '\n' : ''}${JSON.stringify(step)}\n`);
+      this.cutShort = false;
       fsyncSync(fd);
     } finally {
       closeSync(fd);
