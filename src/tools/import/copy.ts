@@ -100,7 +100,7 @@ export async function copyPlaybook(
         playbook,
         play: mapped(plays, 'play', t.play),
         file: mapped(files, 'file', typeof t.file === 'object' && t.file ? (t.file as JsonObject).id : t.file),
-        ...present(t, ['name', 'action', 'lineno', 'handler', 'tags', 'status', 'started', 'ended']),
+        ...present(t, ['uuid', 'name', 'action', 'lineno', 'handler', 'tags', 'status', 'started', 'ended']),
       }));
     }
   }
