@@ -2,10 +2,13 @@
 // ansible-playbook runs with the stock ARA callback, a real logbook with write
 // login required, and the real CLI as a child process. What logbook serves
 // after the import must read back as ARA serves it (test/helpers/full_run.ts
-// leaves out only the documented differences); a second run copies nothing;
+// leaves out only the documented differences); a link to ARA that breaks
+// mid-copy leaves a half copy that the next run deletes and redoes; a second
+// run copies nothing;
 // an interrupted copy is deleted and made again.
 import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,6 +66,28 @@ async function sameAsAra(t: ExecutionContext, ara: AraServer, lb: Logbook, araId
   }
 }
 
+/**
+ * A stand-in for a network that fails: forwards GETs to ARA until `limit`
+ * result details have gone through, then drops every connection. Real ARA
+ * behind it; only the link breaks.
+ */
+async function breakingLink(araUrl: string, limit: number): Promise<{ url: string; close: () => Promise<void> }> {
+  let details = 0;
+  const server: Server = createServer((req, res) => {
+    if (/^\/api\/v1\/results\/\d+/.test(req.url ?? '') && ++details > limit) { req.socket.destroy(); return; }
+    void fetch(araUrl + req.url, { headers: { accept: 'application/json' } }).then(async (r) => {
+      const body = Buffer.from(await r.arrayBuffer());
+      res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' }).end(body);
+    }, () => req.socket.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
 withAra('import-ara copies real ARA runs into logbook exactly, skips them the second time, redoes interrupted copies', async (t) => {
   t.timeout(600_000);
   const work = mkdtempSync(join(tmpdir(), 'logbook-import-'));
@@ -101,10 +126,25 @@ withAra('import-ara copies real ARA runs into logbook exactly, skips them the se
   t.regex(refused.stderr, /logbook answered 401/);
   t.is(await count(lb.url, 'playbooks'), 0);
 
+  // The link to ARA breaks in the middle of the second playbook's results:
+  // exit 1 with a message, one whole copy and one half copy in logbook.
+  const link = await breakingLink(ara.url, 52 + 20);
+  const broken = await runCli(['import-ara', link.url, '--to', lb.url, '--state', state, '--timeout', '10', ...login], env);
+  await link.close();
+  t.is(broken.code, 1, broken.stderr);
+  t.regex(broken.stderr, /\[1\/2\] logbook e2e \(ARA #\d+\): 52 results copied as logbook #\d+/);
+  t.regex(broken.stderr, /import-ara: cannot reach ARA at http:\/\/127\.0\.0\.1:\d+ \(GET \/api\/v1\/results\/\d+/);
+  t.is(await count(lb.url, 'playbooks'), 2);
+  const partial = { tasks: await count(lb.url, 'tasks'), results: await count(lb.url, 'results') };
+  t.true(partial.tasks > 19 && partial.results < 104, `a half copy is left for now (${JSON.stringify(partial)})`);
+
+  // The next run (straight to ARA) deletes the half copy and makes a whole one.
   const first = await runCli(['import-ara', ...base, ...login], env);
   t.is(first.code, 0, first.stderr);
-  t.regex(first.stderr, /\[1\/2\] logbook e2e \(ARA #\d+\): 52 results copied as logbook #\d+/);
+  t.regex(first.stderr, /deleted the interrupted copy of ARA playbook \d+ \(logbook playbook \d+\)/);
+  t.regex(first.stderr, /\[1\/2\] logbook e2e \(ARA #\d+\): skipped, already copied as logbook #\d+/);
   t.regex(first.stderr, /\[2\/2\] logbook e2e \(ARA #\d+\): 52 results copied as logbook #\d+/);
+  t.regex(first.stderr, /1 copied, 1 skipped \(already copied\), 0 failed/);
   const ids = copiedIds(state);
   t.deepEqual([...ids.keys()].sort(), [...araIds].sort());
   for (const [araId, lbId] of ids) await sameAsAra(t, ara, lb, araId, lbId);
