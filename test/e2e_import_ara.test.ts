@@ -4,8 +4,8 @@
 // after the import must read back as ARA serves it (test/helpers/full_run.ts
 // leaves out only the documented differences); a link to ARA that breaks
 // mid-copy leaves a half copy that the next run deletes and redoes; a second
-// run copies nothing;
-// an interrupted copy is deleted and made again.
+// run copies nothing; copies left by runs interrupted at any step are deleted
+// and made again.
 import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
@@ -21,11 +21,18 @@ import { CLI_JS } from './helpers/cli.js';
 
 const withAra = hasAnsible() && hasAraServer() ? test.serial : test.skip;
 
+/** This process's environment without credentials meant for the CLI. */
+function inherited(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^(ARA_API_|LOGBOOK_API_)/.test(k)) out[k] = v;
+  return out;
+}
+
 interface CliRun { code: number | null; stdout: string; stderr: string }
 
 function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 120_000): Promise<CliRun> {
   const child = spawn(process.execPath, [CLI_JS, ...args], {
-    env: { ...process.env as Record<string, string>, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...inherited(), ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
@@ -53,8 +60,10 @@ async function count(base: string, resource: string): Promise<number> {
 }
 
 /** Compares section by section, logging every difference before failing. */
-async function sameAsAra(t: ExecutionContext, ara: AraServer, lb: Logbook, araId: number, lbId: number): Promise<void> {
-  const [want, got] = await Promise.all([fullRun(ara.url, araId), fullRun(lb.url, lbId)]);
+async function sameAsAra(
+  t: ExecutionContext, ara: AraServer, lb: Logbook, araId: number, lbId: number, araAuth: Record<string, string> = {},
+): Promise<void> {
+  const [want, got] = await Promise.all([fullRun(ara.url, araId, araAuth), fullRun(lb.url, lbId)]);
   for (const key of Object.keys(want)) {
     if (isDeepStrictEqual(got[key], want[key])) { t.pass(); continue; }
     const g = Array.isArray(got[key]) ? got[key] : [got[key]];
@@ -75,7 +84,7 @@ async function breakingLink(araUrl: string, limit: number): Promise<{ url: strin
   let details = 0;
   const server: Server = createServer((req, res) => {
     if (/^\/api\/v1\/results\/\d+/.test(req.url ?? '') && ++details > limit) { req.socket.destroy(); return; }
-    void fetch(araUrl + req.url, { headers: { accept: 'application/json' } }).then(async (r) => {
+    void fetch(araUrl + req.url, { headers: { accept: 'application/json', authorization: req.headers.authorization ?? '' } }).then(async (r) => {
       const body = Buffer.from(await r.arrayBuffer());
       res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' }).end(body);
     }, () => req.socket.destroy());
@@ -123,7 +132,7 @@ withAra('import-ara copies real ARA runs into logbook exactly, skips them the se
   // Without logbook credentials: refused before anything is written.
   const refused = await runCli(['import-ara', ...base]);
   t.is(refused.code, 1, refused.stderr);
-  t.regex(refused.stderr, /logbook answered 401/);
+  t.regex(refused.stderr, /logbook answered 401 .*check the credentials/);
   t.is(await count(lb.url, 'playbooks'), 0);
 
   // The link to ARA breaks in the middle of the second playbook's results:
@@ -189,4 +198,67 @@ withAra('import-ara copies real ARA runs into logbook exactly, skips them the se
   t.deepEqual(await counts(), before, 'one whole copy of each ARA playbook, nothing more');
   const again = copiedIds(state);
   for (const [araId, lbId] of again) await sameAsAra(t, ara, lb, araId, lbId);
+});
+
+// ARA's read login costs ~0.2 s per request (Django's PBKDF2 on every request
+// with Basic), so this one copies a small playbook written through ARA's API.
+withAra('import-ara logs in to ARA (read login required) and to logbook with a bearer token', async (t) => {
+  t.timeout(300_000);
+  const work = mkdtempSync(join(tmpdir(), 'logbook-import-'));
+  const tokens = join(work, 'tokens');
+  writeFileSync(tokens, `ci:${await hashSecret(Buffer.from('t0ken'), 10)}:write\n`);
+  const [ara, lb] = await Promise.all([
+    startAraServer({ env: { ARA_READ_LOGIN_REQUIRED: 'true' }, user: { name: 'reader', password: 'ara-pass' } }),
+    startLogbook({ env: { LOGBOOK_SHARDS: '1', LOGBOOK_ARA_COMPAT: 'true', LOGBOOK_WRITE_LOGIN_REQUIRED: 'true', LOGBOOK_TOKENS_FILE: tokens } }),
+  ]);
+  t.teardown(async () => {
+    await Promise.all([lb.stop(), ara.stop()]);
+    rmSync(work, { recursive: true, force: true });
+  });
+  const araAuth = { authorization: `Basic ${Buffer.from('reader:ara-pass').toString('base64')}` };
+  const post = async (resource: string, body: Record<string, unknown>): Promise<number> => {
+    const r = await api(ara.url, 'POST', `/api/v1/${resource}`, body, araAuth);
+    t.is(r.status, 201, `ARA POST ${resource}: ${r.text}`);
+    return r.body.id;
+  };
+  const at = (s: number) => `2026-11-22T10:00:${String(s).padStart(2, '0')}.250000Z`;
+  const playbook = await post('playbooks', {
+    ansible_version: '2.14.18', path: '/srv/site.yml', name: 'tiny', status: 'failed', started: at(0), ended: at(9),
+    labels: ['tiny', 'env:prod'], arguments: { check: false, forks: 5 },
+  });
+  const file = await post('files', { playbook, path: '/srv/site.yml', content: '- hosts: all\n  tasks: []\n' });
+  const play = await post('plays', { playbook, uuid: '5f0c2a5e-1111-4222-8333-944445555666', name: 'p', status: 'completed', started: at(1), ended: at(8) });
+  const task = await post('tasks', {
+    playbook, play, file, action: 'ansible.builtin.command', lineno: 2, handler: false, name: 't', tags: ['x'],
+    status: 'completed', started: at(2), ended: at(7),
+  });
+  const h1 = await post('hosts', { playbook, name: 'h1', facts: { ansible_os_family: 'Debian' } });
+  const h2 = await post('hosts', { playbook, name: 'h2' });
+  await post('results', {
+    playbook, play, task, host: h1, status: 'ok', changed: true, content: { msg: 'done', rc: 0 }, started: at(3), ended: at(4), delegated_to: [h2],
+  });
+  await post('results', {
+    playbook, play, task, host: h2, status: 'failed', ignore_errors: true, content: { msg: 'oops', rc: 1 }, started: at(3), ended: at(5),
+  });
+  t.is((await api(ara.url, 'PATCH', `/api/v1/hosts/${h1}`, { ok: 1, changed: 1 }, araAuth)).status, 200);
+  t.is((await api(ara.url, 'PATCH', `/api/v1/hosts/${h2}`, { ok: 1 }, araAuth)).status, 200);
+  await post('records', { playbook, key: 'k', value: { a: [1, 2] }, type: 'dict' });
+
+  const state = join(work, 'state.jsonl');
+  const base = ['import-ara', ara.url, '--to', lb.url, '--state', state, '--token', 'ci.t0ken'];
+  const noLogin = await runCli(base);
+  t.is(noLogin.code, 1, noLogin.stderr);
+  t.regex(noLogin.stderr, /ARA answered 401 .*check the credentials/);
+  const badToken = await runCli([...base.slice(0, -1), 'ci.wrong'], { ARA_API_USERNAME: 'reader', ARA_API_PASSWORD: 'ara-pass' });
+  t.is(badToken.code, 1, badToken.stderr);
+  t.regex(badToken.stderr, /logbook answered 401/);
+
+  const ok = await runCli([...base, '--ara-user', 'reader', '--ara-password', 'ara-pass']);
+  t.is(ok.code, 0, ok.stderr);
+  t.regex(ok.stderr, /\[1\/1\] tiny \(ARA #\d+\): 2 results copied as logbook #\d+/);
+  const ids = copiedIds(state);
+  t.is(ids.size, 1);
+  for (const [araId, lbId] of ids) await sameAsAra(t, ara, lb, araId, lbId, araAuth);
+  const rows = (await api(lb.url, 'GET', '/api/v1/results?order=id')).body.results;
+  t.deepEqual(rows.map((r: { status: string }) => r.status), ['changed', 'ignored'], 'shown statuses as in ARA');
 });

@@ -7,17 +7,17 @@
 // replace with their own notice (extra_vars, ansible_env).
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-async function getJson(base: string, path: string): Promise<Json> {
-  const res = await fetch(base + path, { headers: { accept: 'application/json' } });
+async function getJson(base: string, path: string, headers: Record<string, string>): Promise<Json> {
+  const res = await fetch(base + path, { headers: { accept: 'application/json', ...headers } });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`GET ${base}${path} → ${res.status}: ${text.slice(0, 300)}`);
   return JSON.parse(text);
 }
 
-async function listAll(base: string, resource: string, playbook: number): Promise<Json[]> {
+async function listAll(base: string, resource: string, playbook: number, headers: Record<string, string>): Promise<Json[]> {
   const rows: Json[] = [];
   for (let offset = 0; ;) {
-    const page = await getJson(base, `/api/v1/${resource}?playbook=${playbook}&order=id&limit=200&offset=${offset}`);
+    const page = await getJson(base, `/api/v1/${resource}?playbook=${playbook}&order=id&limit=200&offset=${offset}`, headers);
     rows.push(...page.results);
     if (!page.next || page.results.length === 0) return rows;
     offset += page.results.length;
@@ -59,12 +59,13 @@ function resultContent(content: Json): Json {
 
 const sortBy = <T>(rows: T[], key: (x: T) => string): T[] => rows.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 
-export async function fullRun(base: string, id: number): Promise<Json> {
-  const pb = await getJson(base, `/api/v1/playbooks/${id}`);
+/** `headers`: e.g. an Authorization for a server that requires a read login. */
+export async function fullRun(base: string, id: number, headers: Record<string, string> = {}): Promise<Json> {
+  const pb = await getJson(base, `/api/v1/playbooks/${id}`, headers);
   const [plays, tasks, hosts, results, files, records] = await Promise.all(
-    ['plays', 'tasks', 'hosts', 'results', 'files', 'records'].map((r) => listAll(base, r, id)),
+    ['plays', 'tasks', 'hosts', 'results', 'files', 'records'].map((r) => listAll(base, r, id, headers)),
   );
-  const detail = (resource: string) => async (row: Json) => getJson(base, `/api/v1/${resource}/${row.id}`);
+  const detail = (resource: string) => async (row: Json) => getJson(base, `/api/v1/${resource}/${row.id}`, headers);
   const fileD = await Promise.all(files.map(detail('files')));
   const hostD = await Promise.all(hosts.map(detail('hosts')));
   const recordD = await Promise.all(records.map(detail('records')));
