@@ -6,7 +6,7 @@
 // src/tools/import/copy.ts, the HTTP client in src/tools/import/http.ts.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { copyPlaybook } from './import/copy.js';
-import { ApiClient, HttpError, UnreachableError, basicAuth, type JsonObject } from './import/http.js';
+import { ApiClient, HttpError, UnreachableError, basicAuth } from './import/http.js';
 import { ImportState, defaultStatePath } from './import/state.js';
 
 export const HELP = `Usage: logbook import-ara <ARA URL> [--to <logbook URL>] [options]
@@ -153,7 +153,7 @@ async function run(s: Settings): Promise<number> {
   let skipped = 0;
   let failed = 0;
   for await (const page of ara.pages('playbooks', '', 100)) {
-    for (const row of page as JsonObject[]) {
+    for (const row of page) {
       n++;
       const araId = Number(row.id);
       const title = `${row.name ?? row.path} (ARA #${araId})`;
