@@ -256,7 +256,14 @@ function runSync(cmd: string, args: string[], env: Record<string, string>, what:
  * ARA's own API server (Django `runserver`, sqlite) on a free loopback port
  * with a throw-away ARA_BASE_DIR. Resolves once GET /api/v1/ answers 200.
  */
-export async function startAraServer(): Promise<AraServer> {
+export interface AraServerOptions {
+  /** extra ARA_* settings, e.g. ARA_READ_LOGIN_REQUIRED */
+  env?: Record<string, string>;
+  /** a Django superuser to create (for ARA's login) */
+  user?: { name: string; password: string };
+}
+
+export async function startAraServer(options: AraServerOptions = {}): Promise<AraServer> {
   const baseDir = mkdtempSync(join(tmpdir(), 'logbook-ara-'));
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
@@ -268,8 +275,13 @@ export async function startAraServer(): Promise<AraServer> {
     ARA_LOG_LEVEL: 'WARNING',
     ARA_DEBUG: 'false',
     PYTHONUNBUFFERED: '1',
+    ...options.env,
   });
   runSync('ara-manage', ['migrate'], env, 'ara-manage migrate');
+  if (options.user) {
+    runSync('ara-manage', ['createsuperuser', '--noinput', '--username', options.user.name, '--email', 'ara@example.invalid'],
+      { ...env, DJANGO_SUPERUSER_PASSWORD: options.user.password }, 'ara-manage createsuperuser');
+  }
   const port = await freePort();
   const child = spawn('ara-manage', ['runserver', `127.0.0.1:${port}`, '--noreload'], {
     env, stdio: ['ignore', 'pipe', 'pipe'],
@@ -287,7 +299,7 @@ export async function startAraServer(): Promise<AraServer> {
     try {
       const res = await fetch(`${url}/api/v1/`);
       await res.arrayBuffer();
-      if (res.status === 200) break;
+      if (res.status === 200 || res.status === 401) break; // 401: up, with a login required
     } catch { /* not listening yet */ }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
