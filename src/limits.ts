@@ -48,6 +48,11 @@ export const LIMITS = {
   maxPageSize: 1000,
   /** Ceiling for both page options: a page is built in memory on the front. */
   pageSizeCeiling: 100_000,
+  /** Largest list `offset` (larger → 400). Every shard keeps its best
+   * offset + limit rows (a bounded heap) and the front merges them, so a page's
+   * cost grows with its offset on every shard: 100 000 rows is a few ms and a few
+   * MB; deeper pages are better reached with filters or an order. */
+  maxListOffset: 100_000,
 
   // ---- shards --------------------------------------------------------------------
 
