@@ -2,7 +2,8 @@
 // real logbook while the real backup tool runs as a child process; the server
 // is stopped; a new server started on the backup must hold every write
 // acknowledged before the backup started, with items and host counters equal to
-// a recount over the API, and must take new writes with fresh ids.
+// a recount over the API, and must take new writes with fresh ids. The copy also
+// passes `check` (src/tools/check.ts) untouched.
 import test from 'ava';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -130,6 +131,9 @@ test('a backup taken under load restores every write acknowledged before it star
     t.true(afterBackup > ackedBefore, 'writes went on while the backup ran');
     t.log(`${ackedBefore} writes acknowledged before the backup, ${afterBackup - ackedBefore} during it (${Math.round(backupEnded - backupStarted)} ms), ${acked.length} in all`);
     t.is(await lb.stop(), 0);
+    // the copy passes the data directory check as it is (before any server touched it)
+    const checked = await runTool('check', [target]);
+    t.is(checked.code, 0, checked.output);
 
     restored = await startLogbook({ env: ENV, dataDir: target });
     const dump = await dumpApi(restored.url);

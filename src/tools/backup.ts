@@ -57,8 +57,9 @@ export async function copyEnvironment(source: string, target: string): Promise<C
   return { name: basename(target), sourceBytes: statSync(source).size, copyBytes: statSync(target).size, ms: performance.now() - t0 };
 }
 
-/** 12 KiB, 3.4 MiB, 1.2 GiB */
+/** 512 B, 12 KiB, 3.4 MiB, 1.2 GiB */
 export function bytes(n: number): string {
+  if (n < 1024) return n + ' B';
   if (n < 1024 * 1024) return (n / 1024).toFixed(n < 10 * 1024 ? 1 : 0) + ' KiB';
   if (n < 1024 ** 3) return (n / 1024 ** 2).toFixed(1) + ' MiB';
   return (n / 1024 ** 3).toFixed(2) + ' GiB';
