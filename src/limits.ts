@@ -62,6 +62,22 @@ export const LIMITS = {
    * measured ~5–10 k writes/s per shard, 1024 is 0.1–0.2 s of work queued. */
   shardQueue: 1024,
   shardQueueCeiling: 1_000_000,
+  /** Default LOGBOOK_SHARD_QUEUE_DELAY (ms): also answer 503 + Retry-After while
+   * a shard's oldest unanswered request, or its last answered one, has waited
+   * longer than this (and at least shardQueueDelayMinimum are in flight). The
+   * length bound alone let admitted writes wait seconds under an open-loop
+   * overload (bench overload: p99 1.6–11 s at 2× the sustainable rate). Why not
+   * lower: the ARA callback does not retry a 503 (the record is lost) and is a
+   * closed loop (one request at a time per run), so N concurrent runs queue about
+   * N × the cost of a write; 200 ms sheds them only past ~160 runs at once on a
+   * busy 2-core machine (800 writes/s), past ~1000 on a quiet one, while
+   * open-loop floods keep an admitted p99 of a few hundred ms. Clients that retry
+   * can ask for 50. 0 turns it off (length only). */
+  shardQueueDelayMs: 200,
+  shardQueueDelayCeiling: 60_000,
+  /** Requests in flight to a shard that are always admitted, whatever the delay:
+   * a few slow fsyncs under light load must not shed anything. */
+  shardQueueDelayMinimum: 32,
   /** Young generation of a shard worker (MiB). Recovery and ingest allocate
    * millions of short-lived objects; with V8's default (~16 MiB semi-spaces) a
    * third of recovery time was scavenging. 192 MiB (64 MiB semi-spaces) took 1 M
@@ -113,6 +129,8 @@ assert(LIMITS.pageSize <= LIMITS.maxPageSize && LIMITS.maxPageSize <= LIMITS.pag
 assert(LIMITS.maxBodyBytes <= LIMITS.maxBodyBytesCeiling, 'maxBodyBytes ≤ maxBodyBytesCeiling');
 assert(LIMITS.bodiesInFlight >= 1, 'at least one body can be received');
 assert(LIMITS.shardQueue >= 1 && LIMITS.shardQueue <= LIMITS.shardQueueCeiling, '1 ≤ shardQueue ≤ shardQueueCeiling');
+assert(LIMITS.shardQueueDelayMinimum <= LIMITS.shardQueue, 'shardQueueDelayMinimum ≤ shardQueue');
+assert(LIMITS.shardQueueDelayMs <= LIMITS.shardQueueDelayCeiling, 'shardQueueDelayMs ≤ shardQueueDelayCeiling');
 assert(LIMITS.nameLength <= LIMITS.pathLength, 'nameLength ≤ pathLength');
 assert(128 * 2 ** LIMITS.scryptLogN * LIMITS.scryptR <= LIMITS.scryptMaxMemoryBytes, 'default scrypt cost within the accepted maximum');
 assert(LIMITS.authKdfConcurrency >= 1 && LIMITS.authKdfQueue >= LIMITS.authKdfConcurrency, 'KDF queue holds at least one round');

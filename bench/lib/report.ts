@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { FootprintResult } from '../scenarios/footprint.js';
 import type { IngestResult, IngestRow, LoadRow, PayloadName, ServerName } from '../scenarios/ingest.js';
 import type { OverheadResult } from '../scenarios/overhead.js';
+import { RECOVERED_P99_MS, type OverloadResult } from '../scenarios/overload.js';
 import { ENDPOINTS, type Endpoint, type ReadResult, type ReadRow } from '../scenarios/read.js';
 import { fmt } from './context.js';
 import { barChart, COLORS, lineChart, type Series } from './svg.js';
@@ -37,6 +38,7 @@ export interface BenchRun {
   read?: ReadResult | null;
   footprint?: FootprintResult | null;
   overhead?: OverheadResult | null;
+  overload?: OverloadResult | null;
 }
 
 /** The p99 bound the capacity figures are given at. */
