@@ -42,6 +42,8 @@ export interface OverloadRun {
   after: OverloadPhase;
   /** ms after the load dropped until every later window had no 503 and admitted p99 < RECOVERED_P99_MS (null: not within the phase) */
   recoveryMs: number | null;
+  /** ms after the load dropped until the last 503 (0: none after the drop) */
+  sheddingEndedMs: number;
   baseRssBytes: number;
   peakRssBytes: number;
   peakConnections: number;
@@ -123,12 +125,15 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
       onAck: (body) => { const m = /"id":(\d+)/.exec(body); if (m) acked.add(Number(m[1])); },
     }, 4000);
 
-    // 1. sustainable rate: closed loop at 32 connections (as the ingest scenario's sweet spot)
+    // 1. sustainable rate: the best closed-loop throughput at 32 or 128 connections
+    //    (group commit takes more per fsync with more writers waiting)
     await gen.closedLoop(32, secs.warmup);
-    const closed = await gen.closedLoop(32, secs.sustain);
-    const ok = closed.filter((s) => s.status === 201);
-    const sustainable = { rps: ok.length / secs.sustain, p99: percentile(ok.map((s) => s.latency), 0.99), connections: 32, seconds: secs.sustain };
-    ctx.step(`overload [${policy}]: sustainable ≈ ${fmt.int(sustainable.rps)} writes/s (closed loop, 32 conn, p99 ${fmt.ms(sustainable.p99)} ms)`);
+    let sustainable = { rps: 0, p99: NaN, connections: 0, seconds: secs.sustain };
+    for (const connections of [32, 128]) {
+      const ok = (await gen.closedLoop(connections, secs.sustain)).filter((s) => s.status === 201);
+      if (ok.length / secs.sustain > sustainable.rps) sustainable = { rps: ok.length / secs.sustain, p99: percentile(ok.map((s) => s.latency), 0.99), connections, seconds: secs.sustain };
+    }
+    ctx.step(`overload [${policy}]: sustainable ≈ ${fmt.int(sustainable.rps)} writes/s (closed loop, ${sustainable.connections} conn, p99 ${fmt.ms(sustainable.p99)} ms)`);
     await lb.drain();
 
     // 2. twice that, open loop; 3. then half of it
@@ -147,6 +152,7 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
     const overload = phase(samples, t0, t1, high);
     const after = phase(samples, t1, t2, low);
     const recoveryMs = recovery(samples, t1, t2);
+    const sheddingEndedMs = samples.reduce((last, x) => (x.due >= t1 && x.due < t2 && x.status === 503 ? Math.max(last, x.due - t1) : last), 0);
     const peakConnections = gen.peakConnections;
     gen.close(); gen = null;
     await lb.drain();
@@ -156,11 +162,11 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
     let lost = 0;
     for (const id of acked) if (!stored.has(id)) lost++;
     const run: OverloadRun = {
-      policy, env, sustainable, overload, after, recoveryMs, baseRssBytes, peakRssBytes, peakConnections,
+      policy, env, sustainable, overload, after, recoveryMs, sheddingEndedMs, baseRssBytes, peakRssBytes, peakConnections,
       acknowledged: acked.size, lost, unacknowledgedStored: stored.size - (acked.size - lost),
     };
     ctx.step(`overload [${policy}]: at 2× admitted ${fmt.int(overload.admittedRps)}/s (p50 ${fmt.ms(overload.admittedMs.p50)} / p99 ${fmt.ms(overload.admittedMs.p99)} / max ${fmt.ms(overload.admittedMs.max)} ms), shed ${fmt.int(overload.shedRps)}/s (p99 ${fmt.ms(overload.shedP99Ms)} ms), ${overload.errors} errors, generator lag p99 ${fmt.ms(overload.generatorLagP99Ms)} ms, ${peakConnections} conn; ` +
-      `RSS ${fmt.mib(baseRssBytes)} → peak ${fmt.mib(peakRssBytes)}; recovered ${recoveryMs === null ? 'not within the phase' : `${fmt.int(recoveryMs)} ms`} after the drop; ` +
+      `RSS ${fmt.mib(baseRssBytes)} → peak ${fmt.mib(peakRssBytes)}; last 503 ${fmt.int(sheddingEndedMs)} ms and p99 < ${RECOVERED_P99_MS} ms ${recoveryMs === null ? 'not within the phase' : `${fmt.int(recoveryMs)} ms`} after the drop; ` +
       `${fmt.int(acked.size)} acknowledged, ${lost} lost, ${run.unacknowledgedStored} stored without an answer`);
     if (lost > 0) ctx.note(`overload [${policy}]: ${lost} acknowledged writes were missing when read back`);
     return run;
