@@ -78,6 +78,14 @@ export async function checkDataDir(dataDir: string): Promise<CheckReport> {
     report.fileBytes += statSync(join(dataDir, where)).size;
     const store = new LmdbShardStore(dataDir, k, 'none');
     try {
+      // journal: entries after the last completed snapshot round must all be there
+      const { seqs, snapshotSeq } = store.journalLayout();
+      for (let i = 1; i < seqs.length; i++) {
+        if (seqs[i]! !== seqs[i - 1]! + 1) problem(`${where}: journal entries ${seqs[i - 1]! + 1}–${seqs[i]! - 1} are missing`);
+      }
+      if (seqs.length && seqs[0]! > (snapshotSeq ?? 0) + 1) {
+        problem(`${where}: the journal starts at entry ${seqs[0]} but the last snapshot round covers only up to ${snapshotSeq ?? 0}: entries in between are missing`);
+      }
       const state = new ShardState();
       try {
         const stats = store.recover(state);
@@ -86,14 +94,6 @@ export async function checkDataDir(dataDir: string): Promise<CheckReport> {
       } catch (err) {
         problem(`${where}: recovery failed: ${(err as Error).message}`);
         continue;
-      }
-      // journal: entries after the last completed snapshot round must all be there
-      const { seqs, snapshotSeq } = store.journalLayout();
-      for (let i = 1; i < seqs.length; i++) {
-        if (seqs[i]! !== seqs[i - 1]! + 1) problem(`${where}: journal entries ${seqs[i - 1]! + 1}–${seqs[i]! - 1} are missing`);
-      }
-      if (seqs.length && seqs[0]! > (snapshotSeq ?? 0) + 1) {
-        problem(`${where}: the journal starts at entry ${seqs[0]} but the last snapshot round covers only up to ${snapshotSeq ?? 0}: entries in between are missing`);
       }
       for (const t of TYPES) {
         const index = state.index(t);
