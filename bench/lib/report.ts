@@ -325,7 +325,7 @@ export function markdown(run: BenchRun): string {
   if (run.footprint) out.push(footprintSection(run.footprint), '');
   if (run.overload) out.push(overloadSection(run.overload), '');
   if (run.notes.length) out.push('## Notes from this run', '', ...run.notes.map((n) => `- ${n}`), '');
-  out.push('## Reproduce', '', '```sh', 'npm run bench                  # the whole suite (≤ 15 min on 2 cores)', 'npm run bench -- --quick       # short runs, 100 k-result store (development)', 'npm run bench -- ingest read   # some scenarios: ingest, read, overhead, footprint', '```', '',
+  out.push('## Reproduce', '', '```sh', 'npm run bench                  # the whole suite (≤ 15 min on 2 cores)', 'npm run bench -- --quick       # short runs, 100 k-result store (development)', 'npm run bench -- ingest read   # some scenarios: ingest, read, overhead, footprint, overload', '```', '',
     'Needs Debian `wrk`; for the ARA baseline and the overhead scenario `ansible-core python3-ara ara-server gunicorn` (a missing gunicorn is installed with apt-get when run as root, otherwise ARA is skipped with a message). Raw data: the JSON file of the same run beside this report.', '');
   return out.join('\n');
 }
