@@ -178,9 +178,8 @@ export class ShardPool {
    * Admission: refuse when the shard has queueLimit requests in flight, or (CoDel's
    * idea) when it has a real queue (≥ LIMITS.shardQueueDelayMinimum) and the
    * request answered last, or the oldest still unanswered, waited longer than
-   * queueDelayMs. A length alone is
-   * a poor bound: 1024 requests are 0.1 s of cheap reads but seconds of writes
-   * on a loaded machine; the delay bound keeps admitted latency near the target
+   * queueDelayMs. A length alone is a poor bound: 1024 requests are 0.1 s of
+   * cheap reads but seconds of writes on a loaded machine; the delay bound keeps admitted latency near the target
    * whatever each request costs. A short queue is always admitted, so a slow
    * disk alone cannot shed a light load, and delays are re-measured as it drains.
    */
@@ -193,10 +192,17 @@ export class ShardPool {
 
   /** ms the oldest unanswered request of a shard has waited (a burst has no answers yet to measure). */
   private oldestWait(shard: number): number {
+    const q = this.advance(shard);
+    return q.head < q.rids.length ? performance.now() - q.at[q.head]! : 0;
+  }
+
+  /** Drop answered requests from the front of a shard's send order (called on every reply: stays small). */
+  private advance(shard: number): { rids: number[]; at: number[]; head: number } {
     const q = this.sent[shard]!;
     while (q.head < q.rids.length && !this.pending.has(q.rids[q.head]!)) q.head++;
-    if (q.head > 1024 && q.head * 2 > q.rids.length) { q.rids.splice(0, q.head); q.at.splice(0, q.head); q.head = 0; }
-    return q.head < q.rids.length ? performance.now() - q.at[q.head]! : 0;
+    if (q.head === q.rids.length) { q.rids.length = 0; q.at.length = 0; q.head = 0; }
+    else if (q.head > 1024 && q.head * 2 > q.rids.length) { q.rids.splice(0, q.head); q.at.splice(0, q.head); q.head = 0; }
+    return q;
   }
 
   broadcast(message: FrontToShard): void {
@@ -211,6 +217,7 @@ export class ShardPool {
     this.pending.delete(reply.rid);
     this.queued[entry.shard]!--;
     this.lastDelay[entry.shard] = performance.now() - entry.at;
+    if (this.queueDelayMs > 0) this.advance(entry.shard);
     entry.handler(reply, entry.context);
   }
 
