@@ -21,10 +21,19 @@ export const LIMITS = {
    * cannot exhaust memory. Bodies that arrive whole (the usual few KB) are
    * released in the same callback and hardly count. */
   bodiesInFlight: 8,
-  /** Request line + headers. Enforced by uWebSockets.js itself
-   * (UWS_HTTP_MAX_HEADERS_SIZE, default 4 KiB): it answers 431 and closes.
-   * Listed here so the number is known; a query string shares this budget. */
-  headerBytes: 4 * KiB,
+  /** Request line + headers, CRLFs included: a query string shares this budget.
+   * Enforced by uWebSockets.js itself (431 with a small HTML body, connection
+   * closed), which reads it from UWS_HTTP_MAX_HEADERS_SIZE when it loads; its own
+   * default is 4 KiB. src/http/uws_env.ts sets this value unless the operator set
+   * one: 16 KiB holds list filters with a few hundred repeated values
+   * (`status=…&status=…`) or long name/path substrings; browsers and proxies cap
+   * URLs near 8–16 KiB too (nginx's large_client_header_buffers, HAProxy's bufsize). */
+  headerBytes: 16 * KiB,
+  /** Accepted range for an operator's UWS_HTTP_MAX_HEADERS_SIZE: below 1 KiB
+   * ordinary clients' heads (User-Agent, Authorization, cookies) no longer fit;
+   * uWS buffers a head that arrives in pieces up to this size per connection. */
+  headerBytesMin: 1 * KiB,
+  headerBytesMax: 1 * MiB,
   /** Header fields per request: enforced by uWebSockets.js (431 and close at 99). */
   headerCount: 98,
   /** uWS closes an HTTP connection idle (or whose request or body has not
@@ -42,6 +51,18 @@ export const LIMITS = {
   nameLength: 255,
   /** Playbook and file paths: ARA caps at 255, real role paths exceed it. */
   pathLength: 4096,
+  /** Client keys of batch ingest: playbook, play and task `uuid` (SPEC §13). */
+  uuidLength: 64,
+
+  // ---- batch ingest (SPEC §13) -------------------------------------------------
+
+  /** Events in one `POST /api/v1/ingest` batch; more → 413. One batch is one
+   * journal entry decided in one pass of its shard: 10,000 results of 1.6 KB
+   * are ~16 MB, half the default body limit, and ~0.2 s of one shard's time. */
+  ingestEvents: 10_000,
+  /** Rejected events listed in a batch's answer (the first ones; `applied` counts all). */
+  ingestRejectedListed: 100,
+
   /** Default LOGBOOK_PAGE_SIZE (ARA's PAGE_SIZE). */
   pageSize: 100,
   /** Default LOGBOOK_MAX_PAGE_SIZE: larger `limit`s are clamped to it. */
@@ -132,5 +153,6 @@ assert(LIMITS.shardQueue >= 1 && LIMITS.shardQueue <= LIMITS.shardQueueCeiling, 
 assert(LIMITS.shardQueueDelayMinimum <= LIMITS.shardQueue, 'shardQueueDelayMinimum ≤ shardQueue');
 assert(LIMITS.shardQueueDelayMs <= LIMITS.shardQueueDelayCeiling, 'shardQueueDelayMs ≤ shardQueueDelayCeiling');
 assert(LIMITS.nameLength <= LIMITS.pathLength, 'nameLength ≤ pathLength');
+assert(LIMITS.headerBytesMin <= LIMITS.headerBytes && LIMITS.headerBytes <= LIMITS.headerBytesMax, 'headerBytesMin ≤ headerBytes ≤ headerBytesMax');
 assert(128 * 2 ** LIMITS.scryptLogN * LIMITS.scryptR <= LIMITS.scryptMaxMemoryBytes, 'default scrypt cost within the accepted maximum');
 assert(LIMITS.authKdfConcurrency >= 1 && LIMITS.authKdfQueue >= LIMITS.authKdfConcurrency, 'KDF queue holds at least one round');
