@@ -83,18 +83,18 @@ export const LIMITS = {
    * measured ~5–10 k writes/s per shard, 1024 is 0.1–0.2 s of work queued. */
   shardQueue: 1024,
   shardQueueCeiling: 1_000_000,
-  /** Default LOGBOOK_SHARD_QUEUE_DELAY (ms): also answer 503 + Retry-After while
-   * a shard's oldest unanswered request, or its last answered one, has waited
-   * longer than this (and at least shardQueueDelayMinimum are in flight). The
-   * length bound alone let admitted writes wait seconds under an open-loop
-   * overload (bench overload: p99 1.6–11 s at 2× the sustainable rate). Why not
-   * lower: the ARA callback does not retry a 503 (the record is lost) and is a
-   * closed loop (one request at a time per run), so N concurrent runs queue about
-   * N × the cost of a write; 200 ms sheds them only past ~160 runs at once on a
-   * busy 2-core machine (800 writes/s), past ~1000 on a quiet one, while
-   * open-loop floods keep an admitted p99 of a few hundred ms. Clients that retry
-   * can ask for 50. 0 turns it off (length only). */
-  shardQueueDelayMs: 200,
+  /** Default LOGBOOK_SHARD_QUEUE_DELAY (ms; 0 = off): when set, also answer 503 +
+   * Retry-After while a shard's oldest unanswered request, or its last answered
+   * one, has waited longer than this (with at least shardQueueDelayMinimum in
+   * flight). Off by default, from measurements (bench overload, open loop at 2×
+   * the sustainable write rate, three runs on a saturated 2-core machine): 50 ms
+   * cut the admitted median from ~2.8 s to 30–60 ms and p99 from ~5 s to
+   * 0.7–2.4 s, but admitted half as many writes (41–54 % of the sustainable rate
+   * against 73–86 %), and 200 ms admitted as few without a reliable p99 gain.
+   * The ARA callback does not retry a 503 (the record is lost) and waits
+   * patiently, so for it the length bound loses least. Clients that retry and
+   * need latency: 50. */
+  shardQueueDelayMs: 0,
   shardQueueDelayCeiling: 60_000,
   /** Requests in flight to a shard that are always admitted, whatever the delay:
    * a few slow fsyncs under light load must not shed anything. */
@@ -151,7 +151,7 @@ assert(LIMITS.maxBodyBytes <= LIMITS.maxBodyBytesCeiling, 'maxBodyBytes ≤ maxB
 assert(LIMITS.bodiesInFlight >= 1, 'at least one body can be received');
 assert(LIMITS.shardQueue >= 1 && LIMITS.shardQueue <= LIMITS.shardQueueCeiling, '1 ≤ shardQueue ≤ shardQueueCeiling');
 assert(LIMITS.shardQueueDelayMinimum <= LIMITS.shardQueue, 'shardQueueDelayMinimum ≤ shardQueue');
-assert(LIMITS.shardQueueDelayMs <= LIMITS.shardQueueDelayCeiling, 'shardQueueDelayMs ≤ shardQueueDelayCeiling');
+assert(LIMITS.shardQueueDelayMs >= 0 && LIMITS.shardQueueDelayMs <= LIMITS.shardQueueDelayCeiling, '0 ≤ shardQueueDelayMs ≤ shardQueueDelayCeiling');
 assert(LIMITS.nameLength <= LIMITS.pathLength, 'nameLength ≤ pathLength');
 assert(LIMITS.headerBytesMin <= LIMITS.headerBytes && LIMITS.headerBytes <= LIMITS.headerBytesMax, 'headerBytesMin ≤ headerBytes ≤ headerBytesMax');
 assert(128 * 2 ** LIMITS.scryptLogN * LIMITS.scryptR <= LIMITS.scryptMaxMemoryBytes, 'default scrypt cost within the accepted maximum');

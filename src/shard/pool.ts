@@ -45,7 +45,7 @@ export class ShardPool {
 
   /** requests in flight per shard before send() answers 503 (src/limits.ts shardQueue) */
   private readonly queueLimit: number;
-  /** shed while a shard's replies show more queueing delay than this (ms; 0: length only) */
+  /** shed while a shard's replies show more queueing delay than this (ms; 0, the default: length only) */
   private readonly queueDelayMs: number;
   /** per shard: how long the last answered request waited for its reply (ms) */
   private readonly lastDelay: Float64Array;
