@@ -6,7 +6,6 @@
 // (resources.ts), limits from the configuration. OpenAPI 3.1 schemas are JSON
 // Schema 2020-12, which is what TypeBox emits; only our two custom string
 // formats are rewritten into portable patterns.
-import { LIMITS } from '../limits.js';
 import type { Config } from '../config.js';
 import { LIMITS } from '../limits.js';
 import {
