@@ -22,7 +22,10 @@ import { basename, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { open } from 'lmdb';
 
-const USAGE = 'usage: backup <data dir> <target dir>\n  copies every LMDB environment of a (running) logbook data directory into an empty target directory\n';
+const USAGE = 'Usage: logbook backup <data dir> <target dir>\n\n'
+  + 'Copies every LMDB environment of a (running) logbook data directory into an empty target directory,\n'
+  + 'each as of one transaction (LMDB\'s compacting copy). Restore: start logbook on the target directory.\n\n'
+  + 'Exit codes: 0 copied, 1 failure (not a data directory, target not empty, a copy failed), 2 usage (bad arguments).\n';
 const SHARD_FILE = /^shard-(\d+)\.mdb$/;
 
 /** The environments of a data directory in copy order: shards by number, front.mdb last. */

@@ -23,7 +23,10 @@ import { FORMAT_VERSION, StoreError, lockDataDir } from '../store/front_store.js
 import { LmdbShardStore } from '../store/shard_store.js';
 import { bytes } from './backup.js';
 
-const USAGE = 'usage: check <data dir>\n  verifies a stopped logbook data directory: counters, references, blobs, journal\n';
+const USAGE = 'Usage: logbook check <data dir>\n\n'
+  + 'Verifies a stopped logbook data directory: journal continuity, counters against a recount,\n'
+  + 'references, blobs (no orphans, no missing file text). Prints a summary.\n\n'
+  + 'Exit codes: 0 consistent, 1 problems found (listed), 2 usage (bad arguments, or a live server holds the directory).\n';
 const MAX_LISTED = 50;
 const TYPES = ['playbook', 'play', 'task', 'host', 'result', 'file', 'record'] as const;
 const ROW = 2 ** 40;
