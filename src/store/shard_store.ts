@@ -13,6 +13,25 @@ import type { Event, ShardState } from '../shard/state.js';
 import { PlaybookRow, PlayRow, TaskRow, HostRow, ResultRow, FileRow, RecordRow } from '../shard/rows.js';
 import type { BlobKey, BlobReader } from './blobs.js';
 
+/** A write, snapshot or trim that did not reach the disk; `message` says why, for the 503 body and the log. */
+export class StorageError extends Error {}
+
+/** Test hook: refuse a write the way a failed LMDB transaction does (none of its writes land). */
+export interface StoreFaults {
+  fail(what: 'journal' | 'snapshot' | 'trim'): boolean;
+}
+
+export interface LmdbStoreOptions {
+  /**
+   * Bytes the shard's file may grow to (LOGBOOK_MAP_SIZE); null: no limit.
+   * lmdb-js grows an LMDB map on demand, so this is enforced by logbook: see full().
+   */
+  mapSize?: number | null;
+  faults?: StoreFaults | null;
+  /** test hook: pause this long between snapshot slices (widens the window a crash test aims at) */
+  snapshotSliceDelayMs?: number;
+}
+
 /**
  * When a write counts as done:
  *  - 'flush'  : the transaction is on stable storage (fsync'd): survives power loss. Default.
@@ -71,15 +90,27 @@ export class LmdbShardStore implements ShardStore {
   private readonly snapshots: Database<AggregateSnapshot | ShardMeta, number>;
   private readonly blobs: Database<string, BlobKey>;
   private seq = 0;
+  /** bumped by recover(): a snapshot round of an older state must not store anything more */
+  private generation = 0;
   /** blob values written but not yet committed: reads must see them (null = removed) */
   private readonly overlay = new Map<BlobKey, { seq: number; value: string | null }>();
   private sinceSnapshot = 0;
   private snapshotting = false;
   private readonly path: string;
   private lastSnapshotAt: number | null = null;
+  private readonly mapSize: number | null;
+  private readonly faults: StoreFaults | null;
+  private readonly sliceDelayMs: number;
+  /** the last write issued to LMDB (injected failures are reported after it) */
+  private lastIssued: Promise<unknown> = Promise.resolve();
+  private fullCheckedAt = 0;
+  private fullNow = false;
 
-  constructor(dataDir: string, shard: number, private readonly durability: Durability) {
+  constructor(dataDir: string, shard: number, private readonly durability: Durability, options: LmdbStoreOptions = {}) {
     this.path = join(dataDir, `shard-${shard}.mdb`);
+    this.mapSize = options.mapSize ?? null;
+    this.faults = options.faults ?? null;
+    this.sliceDelayMs = options.snapshotSliceDelayMs ?? 0;
     this.env = open({
       path: this.path,
       maxDbs: 4,
@@ -90,7 +121,8 @@ export class LmdbShardStore implements ShardStore {
       noSync: durability === 'none',
       eventTurnBatching: true,
       commitDelay: 0,
-      mapSize: 2 ** 30,
+      // the initial map; lmdb-js grows it when a transaction needs more
+      mapSize: Math.min(this.mapSize ?? 2 ** 30, 2 ** 30),
     });
     this.journal = this.env.openDB({ name: 'journal', keyEncoding: 'uint32', encoding: 'msgpack' });
     this.snapshots = this.env.openDB({ name: 'snapshots', keyEncoding: 'uint32', encoding: 'msgpack' });
@@ -108,49 +140,122 @@ export class LmdbShardStore implements ShardStore {
   write(events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[], droppedPlaybooks: number[]): Promise<void> {
     const seq = ++this.seq;
     this.sinceSnapshot++;
-    for (const key of removes) { this.overlay.set(key, { seq, value: null }); void this.blobs.remove(key); }
-    for (const [key, value] of puts) { this.overlay.set(key, { seq, value }); void this.blobs.put(key, value); }
-    for (const id of droppedPlaybooks) void this.snapshots.remove(id);
-    const committed = this.journal.put(seq, events) as Promise<boolean> & { flushed?: Promise<void> };
-    const done = this.durability === 'flush' && committed.flushed ? committed.flushed : committed;
+    for (const key of removes) this.overlay.set(key, { seq, value: null });
+    for (const [key, value] of puts) this.overlay.set(key, { seq, value });
+    let stored: Promise<boolean>;
+    if (this.faults?.fail('journal')) stored = this.injected('journal');
+    else {
+      for (const key of removes) void this.blobs.remove(key);
+      for (const [key, value] of puts) void this.blobs.put(key, value);
+      for (const id of droppedPlaybooks) void this.snapshots.remove(id);
+      stored = this.journal.put(seq, events);
+      this.lastIssued = stored;
+    }
     const touched = puts.length || removes.length ? [...removes, ...puts.map(([k]) => k)] : null;
-    return (done as Promise<unknown>).then(() => {
-      if (touched) for (const key of touched) if (this.overlay.get(key)?.seq === seq) this.overlay.delete(key);
-    });
+    const settle = () => { if (touched) for (const key of touched) if (this.overlay.get(key)?.seq === seq) this.overlay.delete(key); };
+    return this.durable(stored, 'write').then(settle);
   }
+
+  /**
+   * An injected failure, reported the way LMDB reports a failed transaction:
+   * after every transaction issued before it has been resolved.
+   */
+  private injected(what: string): Promise<boolean> {
+    const fail = () => { throw new StorageError(`injected ${what} failure (test hook)`); };
+    return this.lastIssued.then(fail, fail);
+  }
+
+  /**
+   * Resolves once a write is durable; rejects with a StorageError when its
+   * transaction failed. (A failed transaction never
+   * resolves lmdb-js's `flushed`: wait for the commit first, then the flush.)
+   */
+  private durable(stored: Promise<boolean>, what: string): Promise<void> {
+    return stored.then((ok) => {
+      if (!ok) throw new StorageError(`the ${what} was not stored because an earlier write of this shard failed`);
+      if (this.durability === 'flush') return flushedOf(stored).then(() => undefined);
+      return undefined;
+    }, async (err) => { throw new StorageError(await failureText(err)); });
+  }
+
+  /**
+   * Is the shard's file at its size limit (LOGBOOK_MAP_SIZE)? Checked at most every
+   * 20 ms (getStats costs microseconds): a write that passes may still grow the
+   * file a little past the limit, so the limit is a soft one.
+   */
+  full(): boolean {
+    if (this.mapSize === null) return false;
+    const now = performance.now();
+    if (now - this.fullCheckedAt < 20) return this.fullNow;
+    this.fullCheckedAt = now;
+    const s = this.env.getStats() as { lastPageNumber: number; pageSize: number };
+    // a command writes a few pages (more for large blobs); keep that much room
+    this.fullNow = (s.lastPageNumber + 1) * s.pageSize + 64 * s.pageSize >= this.mapSize;
+    return this.fullNow;
+  }
+
+  /** The storage limit in bytes (null: none). */
+  get sizeLimit(): number | null { return this.mapSize; }
 
   /**
    * Snapshot every playbook changed since the last round, a slice at a time so
    * ingest is never stalled for long, then trim the journal entries the round
    * covers. Each aggregate's snapshot records the seq it reflects; recovery
    * applies only later events to it. Entries below the round's start are
-   * covered by every snapshot once the round is complete.
+   * covered by every snapshot once every snapshot of the round is durable, and
+   * only then are they trimmed. A round that fails (or is overtaken by a
+   * recovery) puts its playbooks back as dirty and trims nothing: the next
+   * round snapshots them again.
    */
   async snapshot(state: ShardState): Promise<void> {
     if (this.snapshotting) return;
     this.snapshotting = true;
+    const generation = this.generation;
+    const ids = [...state.dirty];
+    state.dirty.clear();
+    const journaled = this.sinceSnapshot;
+    this.sinceSnapshot = 0;
+    const start = this.seq + 1;
+    const stored: Array<Promise<void>> = [];
+    const put = (id: number, value: AggregateSnapshot | ShardMeta): void => {
+      if (this.generation !== generation) throw new StorageError('the snapshot round was overtaken by a recovery');
+      const p: Promise<boolean> = this.faults?.fail('snapshot')
+        ? this.injected('snapshot')
+        : (this.lastIssued = this.snapshots.put(id, value));
+      const done = this.durable(p, 'snapshot');
+      done.catch(() => {}); // judged below, with the others
+      stored.push(done);
+    };
     try {
-      const start = this.seq + 1;
-      const ids = [...state.dirty];
-      state.dirty.clear();
-      this.sinceSnapshot = 0;
-      let last: Promise<unknown> | null = null;
       let sliceStart = performance.now();
       for (const id of ids) {
         const agg = state.aggregates.get(id);
-        if (agg) last = this.snapshots.put(id, encodeAggregate(this.seq, agg));
-        if (performance.now() - sliceStart > 8) {
-          await new Promise((r) => setImmediate(r));
+        if (agg) put(id, encodeAggregate(this.seq, agg));
+        if (performance.now() - sliceStart > 8 || this.sliceDelayMs > 0) {
+          await new Promise((r) => (this.sliceDelayMs > 0 ? setTimeout(r, this.sliceDelayMs) : setImmediate(r)));
           sliceStart = performance.now();
         }
       }
       const at = Date.now();
-      last = this.snapshots.put(META_KEY, { seq: this.seq, maxIds: state.maxIds.slice(), at });
-      await flushedOf(last);
-      this.lastSnapshotAt = at;
-      let trimmed: Promise<unknown> | null = null;
-      for (const key of this.journal.getKeys({ end: start })) trimmed = this.journal.remove(key);
-      if (trimmed) await trimmed;
+      put(META_KEY, { seq: this.seq, maxIds: state.maxIds.slice(), at });
+      for (const result of await Promise.allSettled(stored)) if (result.status === 'rejected') throw result.reason;
+      if (this.generation !== generation) throw new StorageError('the snapshot round was overtaken by a recovery');
+    } catch (err) {
+      for (const id of ids) if (state.aggregates.has(id)) state.dirty.add(id);
+      this.sinceSnapshot += journaled;
+      this.snapshotting = false;
+      throw err;
+    }
+    this.lastSnapshotAt = Date.now();
+    try {
+      // Covered entries: trimming them is safe whatever else fails, so no condition.
+      const trims: Array<Promise<unknown>> = [];
+      for (const key of this.journal.getKeys({ end: start })) {
+        trims.push(this.faults?.fail('trim') ? this.injected('trim') : (this.lastIssued = this.journal.remove(key)));
+      }
+      for (const result of await Promise.allSettled(trims)) {
+        if (result.status === 'rejected') throw new StorageError(`journal trim failed (the entries stay; the next round trims them): ${await failureText(result.reason)}`);
+      }
     } finally {
       this.snapshotting = false;
     }
@@ -159,6 +264,7 @@ export class LmdbShardStore implements ShardStore {
   /** Load the snapshots, then replay the journal tail into an empty state. */
   recover(state: ShardState): RecoveryStats {
     const t0 = performance.now();
+    this.generation++;
     const snapSeq = new Map<number, number>();
     let snapshots = 0;
     for (const { key, value } of this.snapshots.getRange({ start: 1 })) {
@@ -204,7 +310,8 @@ export class LmdbShardStore implements ShardStore {
   }
 
   async close(): Promise<void> {
-    await this.env.flushed;
+    // lmdb-js never resolves the flush of a failed transaction: do not wait forever for it
+    await Promise.race([this.env.flushed, new Promise((r) => setTimeout(r, 5000).unref())]);
     await this.env.close();
   }
 
@@ -234,4 +341,25 @@ function encodeAggregate(seq: number, agg: import('../shard/state.js').Aggregate
 
 function flushedOf(p: Promise<unknown>): Promise<unknown> {
   return (p as Promise<unknown> & { flushed?: Promise<unknown> }).flushed ?? p;
+}
+
+/**
+ * Why a write failed, in words for a 503 body and the log. lmdb-js rejects every
+ * promise of a failed transaction with "Commit failed" and the cause in a second
+ * promise, `commitError` (rejected right after, unhandled unless someone catches it).
+ */
+async function failureText(err: unknown): Promise<string> {
+  if (err instanceof StorageError) return err.message;
+  const cause = (err as { commitError?: Promise<unknown> } | null)?.commitError;
+  let detail = err instanceof Error ? err.message : String(err);
+  if (cause && typeof cause.then === 'function') {
+    try { await cause; } catch (inner) { detail = inner instanceof Error ? inner.message : String(inner); }
+  }
+  const hint = /input\/output|EIO|EFBIG|ENOSPC|no space|too large/i.test(detail) ? ' (disk full or a file-size limit?)' : '';
+  return `the data directory could not be written: ${detail}${hint}`;
+}
+
+/** lmdb-js also rejects promises nobody holds (its own per-transaction ones) when a commit fails. */
+export function isCommitFailure(err: unknown): boolean {
+  return err instanceof Error && (err.message.startsWith('Commit failed') || 'commitError' in err);
 }
