@@ -156,3 +156,23 @@ test('a snapshot round whose puts fail after the first one is not complete eithe
     'record 1': 'v1', 'record 2': 'v2', 'record 3': 'v3', 'record 10': 'later',
   });
 });
+
+test('after a failed PATCH (503), reads show the stored value, before and after the shard rebuilt its state', async (t) => {
+  const dir = tempDir(t);
+  const node = new Node(dir);
+  t.is(await node.status(node.playbook(1)), 201);
+  t.is(await node.status(node.record(1, 1, 'stored')), 201);
+
+  node.faults.pending.journal = 1;
+  const patch = node.patchRecord(1, 'never stored');
+  t.is(await node.status(patch), 503, 'the failed PATCH is answered 503');
+  t.regex((await node.reply(patch) as WriteReply).body!, /could not be stored/);
+  t.true(node.rebuilds >= 1, 'the shard rebuilt its state from disk');
+  t.like(await node.get('record', 1), { status: 200, body: { value: 'stored' } }, 'a GET shows the value on disk');
+
+  // and the record is still writable
+  t.is(await node.status(node.patchRecord(1, 'second')), 200);
+  t.like(await node.get('record', 1), { status: 200, body: { value: 'second' } });
+  await node.close();
+  t.deepEqual(await onDisk(dir, { records: [1] }), { 'record 1': 'second' });
+});

@@ -152,8 +152,10 @@ export class LmdbShardStore implements ShardStore {
       this.lastIssued = stored;
     }
     const touched = puts.length || removes.length ? [...removes, ...puts.map(([k]) => k)] : null;
+    // success or failure, the overlay entries of this command go: after a failure
+    // reads must show what is on disk (the shard rebuilds its state from disk too)
     const settle = () => { if (touched) for (const key of touched) if (this.overlay.get(key)?.seq === seq) this.overlay.delete(key); };
-    return this.durable(stored, 'write').then(settle);
+    return this.durable(stored, 'write').then(settle, (err) => { settle(); throw err; });
   }
 
   /**
@@ -264,6 +266,8 @@ export class LmdbShardStore implements ShardStore {
   /** Load the snapshots, then replay the journal tail into an empty state. */
   recover(state: ShardState): RecoveryStats {
     const t0 = performance.now();
+    // what memory held for commands in flight is not on disk (yet, or ever): reads go to disk
+    this.overlay.clear();
     this.generation++;
     const snapSeq = new Map<number, number>();
     let snapshots = 0;
