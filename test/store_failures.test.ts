@@ -176,3 +176,42 @@ test('after a failed PATCH (503), reads show the stored value, before and after 
   await node.close();
   t.deepEqual(await onDisk(dir, { records: [1] }), { 'record 1': 'second' });
 });
+
+test('a failure answers 503 exactly for the writes not on disk: earlier commits are acknowledged, later ones refused', async (t) => {
+  const dir = tempDir(t);
+  const node = new Node(dir);
+  t.is(await node.status(node.playbook(1)), 201);
+  t.is(await node.status(node.playbook(2)), 201);
+
+  // one event turn: a write that will commit, one that fails, and later ones decided on the failed one's state
+  const before = node.record(1, 1, 'before');
+  node.faults.pending.journal = 1;
+  const failed = node.record(2, 1, 'fails');
+  const after = [node.record(3, 2, 'after, other playbook'), node.patchRecord(1, 'after, patched')];
+  const statuses = { before: await node.status(before), failed: await node.status(failed), after: await Promise.all(after.map((r) => node.status(r))) };
+  t.deepEqual(statuses, { before: 201, failed: 503, after: [503, 503] });
+  t.is(node.rebuilds, 1, 'one failure, one rebuild');
+
+  // memory = disk: the 503s left nothing, the acknowledged write is there
+  t.like(await node.get('record', 1), { status: 200, body: { value: 'before' } });
+  t.is((await node.get('record', 2)).status, 404);
+  t.is((await node.get('record', 3)).status, 404);
+  // retrying the refused writes is safe and works
+  t.is(await node.status(node.record(3, 2, 'retried')), 201);
+  await node.close();
+  t.deepEqual(await onDisk(dir, { records: [1, 2, 3] }), { 'record 1': 'before', 'record 2': null, 'record 3': 'retried' });
+});
+
+test('a snapshot round started before a failed write stores nothing of the failed write', async (t) => {
+  const dir = tempDir(t);
+  const node = new Node(dir);
+  t.is(await node.status(node.playbook(1)), 201);
+  node.faults.pending.journal = 1;
+  const failed = node.record(1, 1, 'fails');
+  // a round in the same turn: the aggregate it encodes includes the failed record
+  const round = node.store.snapshot(node.shard.state);
+  t.is(await node.status(failed), 503);
+  await t.throwsAsync(round);
+  await node.close();
+  t.deepEqual(await onDisk(dir, { playbooks: [1], records: [1] }), { 'playbook 1': '/srv/1.yml', 'record 1': null });
+});

@@ -5,7 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
 import { TYPE_CODE } from '../api/resources.js';
-import { LmdbShardStore, MemoryStore, type ShardStore } from '../store/shard_store.js';
+import { isCommitFailure, LmdbShardStore, MemoryStore, type ShardStore } from '../store/shard_store.js';
 import { Shard } from './shard.js';
 import { ShardState } from './state.js';
 import { errText, log, setLogLevel } from '../log.js';
@@ -27,19 +27,37 @@ function logError(msg: string, err: unknown): void {
 
 const testHooks = process.env.LOGBOOK_TEST_HOOKS === '1';
 
+// lmdb-js rejects promises of its own that nobody holds when a transaction fails;
+// the failure reaches the shard through the promises it does hold (and the state
+// is rebuilt from disk), so these must not take the worker down.
+process.on('unhandledRejection', (err) => {
+  if (isCommitFailure(err)) return;
+  throw err;
+});
+
 let store: ShardStore;
+let lmdb: LmdbShardStore | null = null;
 let shard: Shard;
 try {
   // test hook: a slow recovery, so tests can watch the 503s that come before it
   const delay = testHooks ? Number(process.env.LOGBOOK_TEST_RECOVERY_DELAY_MS ?? 0) : 0;
   if (delay > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
-  const lmdb = init.dataDir === null ? null : new LmdbShardStore(init.dataDir, init.shard, init.durability);
+  lmdb = init.dataDir === null ? null : new LmdbShardStore(init.dataDir, init.shard, init.durability);
   store = lmdb ?? new MemoryStore();
   shard = new Shard({
     compat: init.compat, store, snapshotEvery: init.snapshotEvery, onReply: post,
     onStorageFailure: (err) => {
       logError('commit failed; rebuilding the shard from disk', err);
-      if (lmdb) { const state = new ShardState(); lmdb.recover(state); shard.replaceState(state); }
+      if (!lmdb) return;
+      try {
+        const state = new ShardState();
+        lmdb.recover(state);
+        shard.replaceState(state);
+      } catch (recoverErr) {
+        // memory may hold what the disk does not: stop; the pool restarts the worker from disk
+        logError('rebuilding the shard from disk failed; exiting', recoverErr);
+        process.exit(1);
+      }
     },
   });
   let recovery = { snapshots: 0, journalEntries: 0, eventsApplied: 0, ms: 0 };

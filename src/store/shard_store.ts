@@ -3,9 +3,19 @@
 //   journal    seq → events of one command        (append-only, trimmed after snapshots)
 //   snapshots  playbook id → aggregate snapshot    (key 0: shard meta)
 //   blobs      key → large JSON text               (LZ4-compressed when it pays)
+//   head       one record whose version is the seq of the last stored command
 // Every command's journal entry and blob changes are issued in one event turn, so
 // lmdb-js puts them in one transaction; the shard replies only once that
 // transaction is durable (group commit: commands arriving meanwhile join the next).
+//
+// Failures. A command is decided on the state every earlier command left, so it
+// may only land if all of them did. lmdb-js runs later transactions after a
+// failed one (a disk or file-size limit hit by one batch need not stop the
+// next), so every command's writes are conditional on the head record holding
+// the seq of the command before it (`ifVersion`): after a failed command, every
+// command issued behind it is refused by LMDB too, and a refused command left
+// nothing on disk. Snapshots are conditional on the head the same way, so a
+// snapshot never captures the effect of a command that failed.
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -76,6 +86,7 @@ export class MemoryStore implements ShardStore {
 }
 
 const META_KEY = 0;
+const HEAD_KEY = 'head';
 /** `at`: when the snapshot round completed (ms since the epoch; absent in data written before it existed) */
 interface ShardMeta { seq: number; maxIds: number[]; at?: number }
 
@@ -89,7 +100,12 @@ export class LmdbShardStore implements ShardStore {
   private readonly journal: Database<Event[], number>;
   private readonly snapshots: Database<AggregateSnapshot | ShardMeta, number>;
   private readonly blobs: Database<string, BlobKey>;
+  private readonly heads: Database<null, string>;
+  /** seq of the last command issued (never reused, also after a failure) */
   private seq = 0;
+  /** the head version the next command requires: the seq of the last command issued, or, after a
+   * failure, of the last one stored; null: no head record yet (new or older data directory) */
+  private head: number | null = null;
   /** bumped by recover(): a snapshot round of an older state must not store anything more */
   private generation = 0;
   /** blob values written but not yet committed: reads must see them (null = removed) */
@@ -103,8 +119,6 @@ export class LmdbShardStore implements ShardStore {
   private readonly sliceDelayMs: number;
   /** the last write issued to LMDB (injected failures are reported after it) */
   private lastIssued: Promise<unknown> = Promise.resolve();
-  private fullCheckedAt = 0;
-  private fullNow = false;
 
   constructor(dataDir: string, shard: number, private readonly durability: Durability, options: LmdbStoreOptions = {}) {
     this.path = join(dataDir, `shard-${shard}.mdb`);
@@ -127,6 +141,7 @@ export class LmdbShardStore implements ShardStore {
     this.journal = this.env.openDB({ name: 'journal', keyEncoding: 'uint32', encoding: 'msgpack' });
     this.snapshots = this.env.openDB({ name: 'snapshots', keyEncoding: 'uint32', encoding: 'msgpack' });
     this.blobs = this.env.openDB({ name: 'blobs', encoding: 'string', compression: { threshold: 512 } });
+    this.heads = this.env.openDB({ name: 'head', encoding: 'msgpack', useVersions: true });
   }
 
   get journalLength(): number { return this.sinceSnapshot; }
@@ -139,16 +154,21 @@ export class LmdbShardStore implements ShardStore {
 
   write(events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[], droppedPlaybooks: number[]): Promise<void> {
     const seq = ++this.seq;
+    const after = this.head;
+    this.head = seq;
     this.sinceSnapshot++;
     for (const key of removes) this.overlay.set(key, { seq, value: null });
     for (const [key, value] of puts) this.overlay.set(key, { seq, value });
     let stored: Promise<boolean>;
     if (this.faults?.fail('journal')) stored = this.injected('journal');
     else {
-      for (const key of removes) void this.blobs.remove(key);
-      for (const [key, value] of puts) void this.blobs.put(key, value);
-      for (const id of droppedPlaybooks) void this.snapshots.remove(id);
-      stored = this.journal.put(seq, events);
+      stored = this.afterHead(after, () => {
+        for (const key of removes) void this.blobs.remove(key);
+        for (const [key, value] of puts) void this.blobs.put(key, value);
+        for (const id of droppedPlaybooks) void this.snapshots.remove(id);
+        void this.journal.put(seq, events);
+        void this.heads.put(HEAD_KEY, null, seq);
+      });
       this.lastIssued = stored;
     }
     const touched = puts.length || removes.length ? [...removes, ...puts.map(([k]) => k)] : null;
@@ -167,9 +187,15 @@ export class LmdbShardStore implements ShardStore {
     return this.lastIssued.then(fail, fail);
   }
 
+  /** Issue `writes` in one transaction, to be applied only if the head record has version `head` (null: is absent). */
+  private afterHead(head: number | null, writes: () => void): Promise<boolean> {
+    return head === null ? this.heads.ifNoExists(HEAD_KEY, writes) : this.heads.ifVersion(HEAD_KEY, head, writes);
+  }
+
   /**
-   * Resolves once a write is durable; rejects with a StorageError when its
-   * transaction failed. (A failed transaction never
+   * Resolves once a conditional write is durable; rejects with a StorageError when
+   * its transaction failed or its condition did not hold (an earlier command
+   * failed): in both cases none of it is on disk. (A failed transaction never
    * resolves lmdb-js's `flushed`: wait for the commit first, then the flush.)
    */
   private durable(stored: Promise<boolean>, what: string): Promise<void> {
@@ -179,25 +205,6 @@ export class LmdbShardStore implements ShardStore {
       return undefined;
     }, async (err) => { throw new StorageError(await failureText(err)); });
   }
-
-  /**
-   * Is the shard's file at its size limit (LOGBOOK_MAP_SIZE)? Checked at most every
-   * 20 ms (getStats costs microseconds): a write that passes may still grow the
-   * file a little past the limit, so the limit is a soft one.
-   */
-  full(): boolean {
-    if (this.mapSize === null) return false;
-    const now = performance.now();
-    if (now - this.fullCheckedAt < 20) return this.fullNow;
-    this.fullCheckedAt = now;
-    const s = this.env.getStats() as { lastPageNumber: number; pageSize: number };
-    // a command writes a few pages (more for large blobs); keep that much room
-    this.fullNow = (s.lastPageNumber + 1) * s.pageSize + 64 * s.pageSize >= this.mapSize;
-    return this.fullNow;
-  }
-
-  /** The storage limit in bytes (null: none). */
-  get sizeLimit(): number | null { return this.mapSize; }
 
   /**
    * Snapshot every playbook changed since the last round, a slice at a time so
@@ -223,7 +230,7 @@ export class LmdbShardStore implements ShardStore {
       if (this.generation !== generation) throw new StorageError('the snapshot round was overtaken by a recovery');
       const p: Promise<boolean> = this.faults?.fail('snapshot')
         ? this.injected('snapshot')
-        : (this.lastIssued = this.snapshots.put(id, value));
+        : (this.lastIssued = this.afterHead(this.head, () => { void this.snapshots.put(id, value); }));
       const done = this.durable(p, 'snapshot');
       done.catch(() => {}); // judged below, with the others
       stored.push(done);
@@ -309,6 +316,9 @@ export class LmdbShardStore implements ShardStore {
     // snapshots load playbook by playbook: put the shard-wide indexes back in id
     // (= creation) order, which unordered lists and the front's merge rely on
     state.sortIndexes();
+    const head = this.heads.getEntry(HEAD_KEY);
+    this.head = head === undefined ? null : head.version ?? null;
+    if (this.head !== null && this.head > this.seq) this.seq = this.head;
     this.sinceSnapshot = journalEntries;
     return { snapshots, journalEntries, eventsApplied, ms: performance.now() - t0 };
   }
