@@ -37,6 +37,7 @@ export async function startServer(config: Config): Promise<Server> {
     const { pool, ready } = await ShardPool.start({
       shards: config.shards, compat: config.araCompat, dataDir: config.dataDir, durability: config.durability,
       snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000, logLevel: config.logLevel,
+      mapSize: config.mapSize,
       queueLimit: config.shardQueue,
     });
     front.recover(pool, ready);

@@ -144,6 +144,8 @@ export interface ShardInit {
   durability: 'flush' | 'commit' | 'none';
   snapshotEvery: number;
   snapshotIntervalMs: number;
+  /** LOGBOOK_MAP_SIZE: bytes a shard's file may grow to (null: no limit) */
+  mapSize?: number | null;
   /** LOGBOOK_LOG_LEVEL, for the worker's own log lines */
   logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 }

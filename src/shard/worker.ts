@@ -42,7 +42,11 @@ try {
   // test hook: a slow recovery, so tests can watch the 503s that come before it
   const delay = testHooks ? Number(process.env.LOGBOOK_TEST_RECOVERY_DELAY_MS ?? 0) : 0;
   if (delay > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
-  lmdb = init.dataDir === null ? null : new LmdbShardStore(init.dataDir, init.shard, init.durability);
+  // test hook: slow snapshot slices, so a crash test can kill the process inside a round
+  const sliceDelay = testHooks ? Number(process.env.LOGBOOK_TEST_SNAPSHOT_SLICE_DELAY_MS ?? 0) : 0;
+  lmdb = init.dataDir === null ? null : new LmdbShardStore(init.dataDir, init.shard, init.durability, {
+    mapSize: init.mapSize ?? null, snapshotSliceDelayMs: sliceDelay,
+  });
   store = lmdb ?? new MemoryStore();
   shard = new Shard({
     compat: init.compat, store, snapshotEvery: init.snapshotEvery, onReply: post,
@@ -96,6 +100,11 @@ port.on('message', (bytes: Uint8Array) => {
       if (testHooks) setImmediate(() => { throw new Error(`shard ${init.shard}: crash requested by a test hook`); });
       return;
     }
+    if (lmdb && msg.k === 'write' && msg.cmd.op !== 'delete' && lmdb.full()) {
+      // refused before it changes anything; deletes still go through (they make room)
+      post({ k: 'write', rid: msg.rid, status: 503, body: storageFull(lmdb.sizeLimit!), created: null, deleted: null });
+      return;
+    }
     const reply = shard.handle(msg);
     if (reply) post(reply);
   } catch (err) {
@@ -105,6 +114,11 @@ port.on('message', (bytes: Uint8Array) => {
     }
   }
 });
+
+function storageFull(limit: number): string {
+  return Errors.unavailable(`Shard ${init.shard}'s storage is full: its file reached the LOGBOOK_MAP_SIZE limit `
+    + `(${limit} bytes). Writes are refused until logbook is restarted with a larger LOGBOOK_MAP_SIZE; reads and deletes work. Nothing was changed.`);
+}
 
 async function closeStore(): Promise<void> {
   clearInterval(snapshotTimer);

@@ -119,6 +119,8 @@ export class LmdbShardStore implements ShardStore {
   private readonly sliceDelayMs: number;
   /** the last write issued to LMDB (injected failures are reported after it) */
   private lastIssued: Promise<unknown> = Promise.resolve();
+  private fullCheckedAt = 0;
+  private fullNow = false;
 
   constructor(dataDir: string, shard: number, private readonly durability: Durability, options: LmdbStoreOptions = {}) {
     this.path = join(dataDir, `shard-${shard}.mdb`);
@@ -205,6 +207,25 @@ export class LmdbShardStore implements ShardStore {
       return undefined;
     }, async (err) => { throw new StorageError(await failureText(err)); });
   }
+
+  /**
+   * Is the shard's file at its size limit (LOGBOOK_MAP_SIZE)? Checked at most every
+   * 20 ms (getStats costs microseconds): a write that passes may still grow the
+   * file a little past the limit, so the limit is a soft one.
+   */
+  full(): boolean {
+    if (this.mapSize === null) return false;
+    const now = performance.now();
+    if (now - this.fullCheckedAt < 20) return this.fullNow;
+    this.fullCheckedAt = now;
+    const s = this.env.getStats() as { lastPageNumber: number; pageSize: number };
+    // a command writes a few pages (more for large blobs); keep that much room
+    this.fullNow = (s.lastPageNumber + 1) * s.pageSize + 64 * s.pageSize >= this.mapSize;
+    return this.fullNow;
+  }
+
+  /** The storage limit in bytes (null: none). */
+  get sizeLimit(): number | null { return this.mapSize; }
 
   /**
    * Snapshot every playbook changed since the last round, a slice at a time so
