@@ -45,7 +45,7 @@ try {
   // test hook: slow snapshot slices, so a crash test can kill the process inside a round
   const sliceDelay = testHooks ? Number(process.env.LOGBOOK_TEST_SNAPSHOT_SLICE_DELAY_MS ?? 0) : 0;
   lmdb = init.dataDir === null ? null : new LmdbShardStore(init.dataDir, init.shard, init.durability, {
-    mapSize: init.mapSize ?? null, snapshotSliceDelayMs: sliceDelay,
+    mapSize: init.mapSize ?? null, snapshotSliceDelayMs: sliceDelay, step: testHooks ? killAt(process.env.LOGBOOK_TEST_KILL_AT) : null,
   });
   store = lmdb ?? new MemoryStore();
   shard = new Shard({
@@ -114,6 +114,22 @@ port.on('message', (bytes: Uint8Array) => {
     }
   }
 });
+
+/**
+ * Test hook LOGBOOK_TEST_KILL_AT=<phase>:<count>:<delay ms> (phase snapshot or trim):
+ * SIGKILL the whole process `delay` ms after the store issued its <count>th
+ * snapshot put, or its <count>th journal trim, counted over the worker's life.
+ */
+function killAt(spec: string | undefined): ((phase: 'snapshot' | 'trim', count: number) => void) | null {
+  const m = /^(snapshot|trim):(\d+):(\d+)$/.exec(spec ?? '');
+  if (!m) return null;
+  const [, phase, count, delay] = m;
+  return (p, n) => {
+    if (p !== phase || n !== Number(count)) return;
+    log.warn('test hook: killing the process', { phase: p, count: n, delayMs: Number(delay) });
+    setTimeout(() => process.kill(process.pid, 'SIGKILL'), Number(delay));
+  };
+}
 
 function storageFull(limit: number): string {
   return Errors.unavailable(`Shard ${init.shard}'s storage is full: its file reached the LOGBOOK_MAP_SIZE limit `

@@ -40,6 +40,8 @@ export interface LmdbStoreOptions {
   faults?: StoreFaults | null;
   /** test hook: pause this long between snapshot slices (widens the window a crash test aims at) */
   snapshotSliceDelayMs?: number;
+  /** test hook: told after each snapshot put and each trim is issued (a crash test kills the process there) */
+  step?: ((phase: 'snapshot' | 'trim', count: number) => void) | null;
 }
 
 /**
@@ -117,6 +119,8 @@ export class LmdbShardStore implements ShardStore {
   private readonly mapSize: number | null;
   private readonly faults: StoreFaults | null;
   private readonly sliceDelayMs: number;
+  private readonly step: ((phase: 'snapshot' | 'trim', count: number) => void) | null;
+  private stepCounts = { snapshot: 0, trim: 0 };
   /** the last write issued to LMDB (injected failures are reported after it) */
   private lastIssued: Promise<unknown> = Promise.resolve();
   private fullCheckedAt = 0;
@@ -127,6 +131,7 @@ export class LmdbShardStore implements ShardStore {
     this.mapSize = options.mapSize ?? null;
     this.faults = options.faults ?? null;
     this.sliceDelayMs = options.snapshotSliceDelayMs ?? 0;
+    this.step = options.step ?? null;
     this.env = open({
       path: this.path,
       maxDbs: 4,
@@ -255,6 +260,7 @@ export class LmdbShardStore implements ShardStore {
       const done = this.durable(p, 'snapshot');
       done.catch(() => {}); // judged below, with the others
       stored.push(done);
+      this.step?.('snapshot', ++this.stepCounts.snapshot);
     };
     try {
       let sliceStart = performance.now();
@@ -283,6 +289,7 @@ export class LmdbShardStore implements ShardStore {
       for (const key of this.journal.getKeys({ end: start })) {
         trims.push(this.faults?.fail('trim') ? this.injected('trim') : (this.lastIssued = this.journal.remove(key)));
       }
+      if (trims.length) this.step?.('trim', ++this.stepCounts.trim);
       for (const result of await Promise.allSettled(trims)) {
         if (result.status === 'rejected') throw new StorageError(`journal trim failed (the entries stay; the next round trims them): ${await failureText(result.reason)}`);
       }
