@@ -8,6 +8,7 @@ import { log } from './log.js';
 import { HTTP } from './metrics.js';
 import { Retention, poolTarget } from './retention.js';
 import { ShardPool } from './shard/pool.js';
+import { checkDataDir } from './store/data_dir.js';
 import { FrontStore, lockDataDir } from './store/front_store.js';
 import { VERSION } from './version.js';
 
@@ -22,6 +23,7 @@ export async function startServer(config: Config): Promise<Server> {
   const unlock = lockDataDir(config.dataDir);
   let store: FrontStore | null = null;
   try {
+    checkDataDir(config.dataDir, config.shards);
     store = new FrontStore(config.dataDir);
     await store.checkFormat(config.shards, config.dataDir);
     // Accept connections at once: until recovery is done every request gets 503
