@@ -5,7 +5,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
 import { TYPE_CODE } from '../api/resources.js';
-import { isCommitFailure, LmdbShardStore, MemoryStore, type ShardStore } from '../store/shard_store.js';
+import { MemoryStore } from '../store/memory_store.js';
+import { isStorageNoise, openShardStore } from '../store/open.js';
+import type { DurableShardStore, ShardStore } from '../store/types.js';
 import { Shard } from './shard.js';
 import { ShardState } from './state.js';
 import { errText, log, setLogLevel } from '../log.js';
@@ -27,16 +29,17 @@ function logError(msg: string, err: unknown): void {
 
 const testHooks = process.env.LOGBOOK_TEST_HOOKS === '1';
 
-// lmdb-js rejects promises of its own that nobody holds when a transaction fails;
-// the failure reaches the shard through the promises it does hold (and the state
-// is rebuilt from disk), so these must not take the worker down.
+// The storage engine may reject promises of its own that nobody holds when a
+// commit fails (lmdb-js does); the failure reaches the shard through the promises
+// it does hold (and the state is rebuilt from disk), so these must not take the
+// worker down.
 process.on('unhandledRejection', (err) => {
-  if (isCommitFailure(err)) return;
+  if (isStorageNoise(err)) return;
   throw err;
 });
 
 let store: ShardStore;
-let lmdb: LmdbShardStore | null = null;
+let durable: DurableShardStore | null = null;
 let shard: Shard;
 try {
   // test hook: a slow recovery, so tests can watch the 503s that come before it
@@ -44,18 +47,19 @@ try {
   if (delay > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
   // test hook: slow snapshot slices, so a crash test can kill the process inside a round
   const sliceDelay = testHooks ? Number(process.env.LOGBOOK_TEST_SNAPSHOT_SLICE_DELAY_MS ?? 0) : 0;
-  lmdb = init.dataDir === null ? null : new LmdbShardStore(init.dataDir, init.shard, init.durability, {
-    mapSize: init.mapSize ?? null, snapshotSliceDelayMs: sliceDelay, step: testHooks ? killAt(process.env.LOGBOOK_TEST_KILL_AT) : null,
+  durable = openShardStore({
+    dataDir: init.dataDir, shard: init.shard, durability: init.durability, mapSize: init.mapSize ?? null,
+    snapshotSliceDelayMs: sliceDelay, step: testHooks ? killAt(process.env.LOGBOOK_TEST_KILL_AT) : null,
   });
-  store = lmdb ?? new MemoryStore();
+  store = durable ?? new MemoryStore();
   shard = new Shard({
     compat: init.compat, store, snapshotEvery: init.snapshotEvery, onReply: post,
     onStorageFailure: (err) => {
       logError('commit failed; rebuilding the shard from disk', err);
-      if (!lmdb) return;
+      if (!durable) return;
       try {
         const state = new ShardState();
-        lmdb.recover(state);
+        durable.recover(state);
         shard.replaceState(state);
       } catch (recoverErr) {
         // memory may hold what the disk does not: stop; the pool restarts the worker from disk
@@ -65,9 +69,9 @@ try {
     },
   });
   let recovery = { snapshots: 0, journalEntries: 0, eventsApplied: 0, ms: 0 };
-  if (lmdb) {
+  if (durable) {
     const state = new ShardState();
-    recovery = lmdb.recover(state);
+    recovery = durable.recover(state);
     shard.replaceState(state);
   }
   const state = shard.state;
@@ -100,9 +104,9 @@ port.on('message', (bytes: Uint8Array) => {
       if (testHooks) setImmediate(() => { throw new Error(`shard ${init.shard}: crash requested by a test hook`); });
       return;
     }
-    if (lmdb && msg.k === 'write' && msg.cmd.op !== 'delete' && lmdb.full()) {
+    if (durable && msg.k === 'write' && msg.cmd.op !== 'delete' && durable.full()) {
       // refused before it changes anything; deletes still go through (they make room)
-      post({ k: 'write', rid: msg.rid, status: 503, body: storageFull(lmdb.sizeLimit!), created: null, deleted: null });
+      post({ k: 'write', rid: msg.rid, status: 503, body: storageFull(durable.sizeLimit!), created: null, deleted: null });
       return;
     }
     const reply = shard.handle(msg);
