@@ -118,7 +118,8 @@ test('a file-size limit hit by a snapshot round: the round fails, nothing is tri
   const limit = statSync(shardFile(dataDir)).size + 16 * 1024;
   const env = { ...filling, LOGBOOK_SNAPSHOT_INTERVAL: '1' };
   lb = await startLogbook({ env, dataDir, wrap: ['prlimit', `--fsize=${limit}`] });
-  for (let i = 0; i < 200 && !/"msg":"snapshot failed"/.test(lb.output()); i++) await new Promise((r) => setTimeout(r, 50));
+  for (let i = 0; i < 600 && !/"msg":"snapshot failed"/.test(lb.output()); i++) await new Promise((r) => setTimeout(r, 50));
+  if (!/"msg":"snapshot failed"/.test(lb.output())) t.log(lb.output().slice(-3000));
   t.regex(lb.output(), /"msg":"snapshot failed"/, 'the snapshot round failed and said so');
   // small writes meanwhile: acknowledged ones must survive, refused ones are 503
   const statuses: number[] = [];
