@@ -50,6 +50,15 @@ try {
   durable = openShardStore({
     dataDir: init.dataDir, shard: init.shard, durability: init.durability, mapSize: init.mapSize ?? null,
     snapshotSliceDelayMs: sliceDelay, step: testHooks ? killAt(process.env.LOGBOOK_TEST_KILL_AT) : null,
+    // commits stopped settling: the storage engine lost a failed transaction and
+    // every later one waits behind it. Exit: the pool restarts the worker, which
+    // recovers from disk on a fresh environment; requests it held get 503.
+    onStall: (pendingCommits, ms) => {
+      log.fatal('storage stalled: commits have not settled; restarting the shard', { pendingCommits, ms });
+      process.exit(1);
+    },
+    // test hook: a shorter stall bound
+    ...(testHooks && process.env.LOGBOOK_TEST_STALL_MS ? { stallMs: Number(process.env.LOGBOOK_TEST_STALL_MS) } : {}),
   });
   store = durable ?? new MemoryStore();
   shard = new Shard({

@@ -21,6 +21,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Event, ShardState } from '../shard/state.js';
 import type { BlobKey } from './blobs.js';
+import { log } from '../log.js';
 import { recoverShard } from './recovery.js';
 import { encodeAggregate, type AggregateSnapshot, type ShardMeta } from './snapshot_format.js';
 import { StorageError, type DurableShardStore, type Durability, type RecoveryStats, type StoreStats } from './types.js';
@@ -41,6 +42,15 @@ export interface LmdbStoreOptions {
   snapshotSliceDelayMs?: number;
   /** test hook: told after each snapshot put and each trim is issued (a crash test kills the process there) */
   step?: ((phase: 'snapshot' | 'trim', count: number) => void) | null;
+  /**
+   * Called once if commits stop settling for `stallMs` (default 30 s) while some
+   * are pending. lmdb-js can lose a failed transaction (e.g. a page spill that
+   * cannot be written, EIO): its promises then never settle, nor do those of every
+   * later transaction, so the shard would hang. The worker exits and is restarted
+   * on a fresh environment.
+   */
+  onStall?: ((pendingCommits: number, ms: number) => void) | null;
+  stallMs?: number;
 }
 
 const META_KEY = 0;
@@ -70,6 +80,10 @@ export class LmdbShardStore implements DurableShardStore {
   private readonly sliceDelayMs: number;
   private readonly step: ((phase: 'snapshot' | 'trim', count: number) => void) | null;
   private stepCounts = { snapshot: 0, trim: 0 };
+  /** commits issued and not settled, and when one last settled (stall watchdog) */
+  private pendingCommits = 0;
+  private lastSettledAt = 0;
+  private stallTimer: NodeJS.Timeout | null = null;
   /** the last write issued to LMDB (injected failures are reported after it) */
   private lastIssued: Promise<unknown> = Promise.resolve();
   private fullCheckedAt = 0;
@@ -81,6 +95,15 @@ export class LmdbShardStore implements DurableShardStore {
     this.faults = options.faults ?? null;
     this.sliceDelayMs = options.snapshotSliceDelayMs ?? 0;
     this.step = options.step ?? null;
+    if (options.onStall) {
+      const onStall = options.onStall;
+      const stallMs = options.stallMs ?? 30_000;
+      this.stallTimer = setInterval(() => {
+        const ms = performance.now() - this.lastSettledAt;
+        if (this.pendingCommits > 0 && ms > stallMs) { clearInterval(this.stallTimer!); onStall(this.pendingCommits, Math.round(ms)); }
+      }, Math.min(1000, stallMs / 2));
+      this.stallTimer.unref();
+    }
     this.env = open({
       path: this.path,
       maxDbs: 4,
@@ -155,6 +178,9 @@ export class LmdbShardStore implements DurableShardStore {
    * resolves lmdb-js's `flushed`: wait for the commit first, then the flush.)
    */
   private durable(stored: Promise<boolean>, what: string): Promise<void> {
+    if (this.pendingCommits++ === 0) this.lastSettledAt = performance.now();
+    const settled = () => { this.pendingCommits--; this.lastSettledAt = performance.now(); };
+    stored.then(settled, settled);
     return stored.then((ok) => {
       if (!ok) throw new StorageError(`the ${what} was not stored because an earlier write of this shard failed`);
       if (this.durability === 'flush') return flushedOf(stored).then(() => undefined);
@@ -195,6 +221,7 @@ export class LmdbShardStore implements DurableShardStore {
     if (this.snapshotting) return;
     this.snapshotting = true;
     const generation = this.generation;
+    const t0 = performance.now();
     const ids = [...state.dirty];
     state.dirty.clear();
     const journaled = this.sinceSnapshot;
@@ -242,6 +269,7 @@ export class LmdbShardStore implements DurableShardStore {
       for (const result of await Promise.allSettled(trims)) {
         if (result.status === 'rejected') throw new StorageError(`journal trim failed (the entries stay; the next round trims them): ${await failureText(result.reason)}`);
       }
+      log.info('snapshot taken', { playbooks: ids.length, journalEntriesTrimmed: trims.length, ms: Math.round(performance.now() - t0) });
     } finally {
       this.snapshotting = false;
     }
@@ -270,6 +298,7 @@ export class LmdbShardStore implements DurableShardStore {
   }
 
   async close(): Promise<void> {
+    if (this.stallTimer) clearInterval(this.stallTimer);
     // lmdb-js never resolves the flush of a failed transaction: do not wait forever for it
     await Promise.race([this.env.flushed, new Promise((r) => setTimeout(r, 5000).unref())]);
     await this.env.close();
@@ -303,7 +332,14 @@ async function failureText(err: unknown): Promise<string> {
   const cause = (err as { commitError?: Promise<unknown> } | null)?.commitError;
   let detail = err instanceof Error ? err.message : String(err);
   if (cause && typeof cause.then === 'function') {
-    try { await cause; } catch (inner) { detail = inner instanceof Error ? inner.message : String(inner); }
+    // lmdb-js rejects it only when the write thread reports an error status; a
+    // transaction can also fail without one (e.g. a page spill that cannot be
+    // written), and then it never settles: do not wait for it for long
+    const why = await Promise.race([
+      cause.then(() => null, (inner: unknown) => (inner instanceof Error ? inner.message : String(inner))),
+      new Promise<null>((r) => setTimeout(() => r(null), 100).unref()),
+    ]);
+    if (why !== null) detail = why;
   }
   const hint = /input\/output|EIO|EFBIG|ENOSPC|no space|too large/i.test(detail) ? ' (disk full or a file-size limit?)' : '';
   return `the data directory could not be written: ${detail}${hint}`;

@@ -14,6 +14,9 @@ export interface StoreOptions {
   /** test hooks (LOGBOOK_TEST_HOOKS=1 only): slow snapshot slices; told of each snapshot put / trim */
   snapshotSliceDelayMs?: number;
   step?: ((phase: 'snapshot' | 'trim', count: number) => void) | null;
+  /** commits stopped settling (the engine lost one): the caller must restart on a fresh store */
+  onStall?: ((pendingCommits: number, ms: number) => void) | null;
+  stallMs?: number;
 }
 
 /** The shard's store on disk, or null for the in-memory configuration. */
@@ -21,6 +24,7 @@ export function openShardStore(options: StoreOptions): DurableShardStore | null 
   if (options.dataDir === null) return null;
   return new LmdbShardStore(options.dataDir, options.shard, options.durability, {
     mapSize: options.mapSize, snapshotSliceDelayMs: options.snapshotSliceDelayMs ?? 0, step: options.step ?? null,
+    onStall: options.onStall ?? null, ...(options.stallMs ? { stallMs: options.stallMs } : {}),
   });
 }
 
