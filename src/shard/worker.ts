@@ -55,7 +55,8 @@ try {
     // recovers from disk on a fresh environment; requests it held get 503.
     onStall: (pendingCommits, ms) => {
       log.fatal('storage stalled: commits have not settled; restarting the shard', { pendingCommits, ms });
-      process.exit(1);
+      setTimeout(() => process.exit(1), 1000).unref();
+      void log.flush().finally(() => process.exit(1));
     },
     // test hook: a shorter stall bound
     ...(testHooks && process.env.LOGBOOK_TEST_STALL_MS ? { stallMs: Number(process.env.LOGBOOK_TEST_STALL_MS) } : {}),

@@ -80,7 +80,7 @@ export class LmdbShardStore implements DurableShardStore {
   private readonly sliceDelayMs: number;
   private readonly step: ((phase: 'snapshot' | 'trim', count: number) => void) | null;
   private stepCounts = { snapshot: 0, trim: 0 };
-  /** commits issued and not settled, and when one last settled (stall watchdog) */
+  /** writes issued and not yet durable or failed, and when one last settled (stall watchdog) */
   private pendingCommits = 0;
   private lastSettledAt = 0;
   private stallTimer: NodeJS.Timeout | null = null;
@@ -179,13 +179,15 @@ export class LmdbShardStore implements DurableShardStore {
    */
   private durable(stored: Promise<boolean>, what: string): Promise<void> {
     if (this.pendingCommits++ === 0) this.lastSettledAt = performance.now();
-    const settled = () => { this.pendingCommits--; this.lastSettledAt = performance.now(); };
-    stored.then(settled, settled);
-    return stored.then((ok) => {
+    const result = stored.then((ok) => {
       if (!ok) throw new StorageError(`the ${what} was not stored because an earlier write of this shard failed`);
       if (this.durability === 'flush') return flushedOf(stored).then(() => undefined);
       return undefined;
     }, async (err) => { throw new StorageError(await failureText(err)); });
+    // the watchdog counts until durable (a flush can be lost too, after a commit)
+    const settled = () => { this.pendingCommits--; this.lastSettledAt = performance.now(); };
+    result.then(settled, settled);
+    return result;
   }
 
   /**
