@@ -184,6 +184,8 @@ export interface ShardInit {
   /** LOGBOOK_IGNORED_FACTS / LOGBOOK_IGNORED_ARGUMENTS: batch ingest validates and redacts in the shard */
   ignoredFacts: readonly string[];
   ignoredArguments: readonly string[];
+  /** LOGBOOK_MAP_SIZE: bytes a shard's file may grow to (null: no limit) */
+  mapSize?: number | null;
   /** LOGBOOK_LOG_LEVEL, for the worker's own log lines */
   logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 }

@@ -7,7 +7,8 @@ import { TYPE_CODE } from '../api/resources.js';
 import { Errors } from '../api/errors.js';
 import { nowMicros } from '../api/time.js';
 import { BLOB_DEFAULT, BLOB_FIELDS, blobKey, type BlobKey } from '../store/blobs.js';
-import { MemoryStore, type ShardStore } from '../store/shard_store.js';
+import { MemoryStore } from '../store/memory_store.js';
+import type { ShardStore } from '../store/types.js';
 import { decide } from './decide.js';
 import { runList } from './list.js';
 import { Serializer } from './serialize.js';
@@ -47,7 +48,12 @@ class Staged {
   removed: Removed | null = null;
 }
 
-interface Waiting { durable: boolean; replies: ShardToFront[] }
+/**
+ * Replies held behind one commit. `generation`: how many storage failures the
+ * shard had rebuilt from when the commit was issued (a failure of a commit
+ * issued before the last rebuild needs no new one).
+ */
+interface Waiting { outcome: 'pending' | 'durable' | 'failed'; replies: ShardToFront[]; generation: number; why: string }
 
 export class Shard {
   state = new ShardState();
@@ -62,6 +68,8 @@ export class Shard {
    * (a queue with a head index: Array#shift is O(n) on long queues) */
   private waiting: Waiting[] = [];
   private waitingHead = 0;
+  /** storage failures the state was rebuilt from */
+  private generation = 0;
   private readonly maintenance = new Maintenance();
   readonly ids: IdAllocator;
   private readonly normalizer: BodyNormalizer | null;
@@ -227,38 +235,58 @@ export class Shard {
   private deliver(reply: ShardToFront, durable: Promise<void> | null): ShardToFront | null {
     if (durable === null) {
       if (this.waitingHead === this.waiting.length) return reply;
+      // computed from a state that includes the commits before it: it shares the last one's fate
       this.waiting[this.waiting.length - 1]!.replies.push(reply);
       return null;
     }
-    const entry: Waiting = { durable: false, replies: [reply] };
+    const entry: Waiting = { outcome: 'pending', replies: [reply], generation: this.generation, why: '' };
     this.waiting.push(entry);
-    durable.then(() => { entry.durable = true; this.drain(); }, (err) => this.failed(err));
+    durable.then(() => { entry.outcome = 'durable'; this.drain(); }, (err) => this.failed(entry, err));
     return null;
   }
 
+  /**
+   * Replies leave in commit order: a durable commit's replies as they are, a
+   * failed commit's replies as 503. The store refuses every commit issued after
+   * a failed one (each is conditional on the one before), so a 503 here always
+   * means "not on disk": retrying is safe for every write. Commits before the
+   * failed one are still waited for, never failed with it.
+   */
   private drain(): void {
     const q = this.waiting;
-    while (this.waitingHead < q.length && q[this.waitingHead]!.durable) {
+    while (this.waitingHead < q.length && q[this.waitingHead]!.outcome !== 'pending') {
       const entry = q[this.waitingHead]!;
       q[this.waitingHead++] = undefined as unknown as Waiting;
-      for (const reply of entry.replies) this.onReply(reply);
+      if (entry.outcome === 'durable') for (const reply of entry.replies) this.onReply(reply);
+      else for (const reply of entry.replies) this.onReply(notStored(reply, entry.why));
     }
     if (this.waitingHead === q.length) { this.waiting = []; this.waitingHead = 0; }
     else if (this.waitingHead > 1024 && this.waitingHead * 2 > q.length) { this.waiting = q.slice(this.waitingHead); this.waitingHead = 0; }
   }
 
-  /** A commit failed: nothing waiting may be acknowledged; the state must be rebuilt from disk. */
-  private failed(err: unknown): void {
-    const body = Errors.unavailable('The write could not be stored; nothing was changed. Retry later.');
-    const entries = this.waiting.slice(this.waitingHead);
-    this.waiting = []; this.waitingHead = 0;
-    for (const entry of entries) {
-      for (const r of entry.replies) {
-        this.onReply({ ...r, status: 503, body, created: null, deleted: null } as ShardToFront);
-      }
+  /**
+   * A commit did not reach the disk (nor did any issued after it). The state in
+   * memory holds its effects, so the first failure since the last rebuild has
+   * the state rebuilt from disk (onStorageFailure); later failures of commits
+   * issued before that rebuild are the same failure.
+   */
+  private failed(entry: Waiting, err: unknown): void {
+    entry.outcome = 'failed';
+    entry.why = err instanceof Error ? err.message : String(err);
+    if (entry.generation === this.generation) {
+      this.generation++;
+      this.onStorageFailure(err);
     }
-    this.onStorageFailure(err);
+    this.drain();
   }
+}
+
+/** The 503 a reply becomes when the commit it waited for failed. */
+function notStored(reply: ShardToFront, why: string): ShardToFront {
+  const text = reply.k === 'write' || reply.k === 'maintain'
+    ? `The write could not be stored (${why}); nothing was changed. Retry later.`
+    : `A write this answer depended on could not be stored (${why}). Retry later.`;
+  return { ...reply, status: 503, body: Errors.unavailable(text), created: null, deleted: null } as ShardToFront;
 }
 
 /** Merge the ids removed by one event into those of earlier events (no spread: cascades can be large). */
