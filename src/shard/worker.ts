@@ -41,6 +41,7 @@ try {
   shard = new Shard({
     compat: init.compat, store, snapshotEvery: init.snapshotEvery, onReply: post,
     ids: new IdAllocator(init.ids),
+    streamRetention: init.streamRetention,
     normalizer: new BodyNormalizer(compileWriteValidators(), { ignoredFacts: init.ignoredFacts, ignoredArguments: init.ignoredArguments }),
     onStorageFailure: (err) => {
       logError('commit failed; rebuilding the shard from disk', err);
@@ -53,6 +54,7 @@ try {
     recovery = lmdb.recover(state);
     shard.replaceState(state);
   }
+  shard.changes.recover();
   const state = shard.state;
   const ids: number[][] = [];
   for (const type of ['label', 'playbook', 'play', 'task', 'host', 'result', 'file', 'record'] as const) {
@@ -63,6 +65,7 @@ try {
   const ready: ReadyMessage = {
     k: 'ready', shard: init.shard, maxIds: state.maxIds.slice(), ids,
     recovery: { ...recovery, results: state.results.size }, streams,
+    stream: [shard.changes.seq, shard.changes.oldest],
   };
   post(ready);
 } catch (err) {

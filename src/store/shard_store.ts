@@ -3,6 +3,7 @@
 //   journal    seq → events of one command        (append-only, trimmed after snapshots)
 //   snapshots  playbook id → aggregate snapshot    (key 0: shard meta)
 //   blobs      key → large JSON text               (LZ4-compressed when it pays)
+//   changes    change seq → live-stream change     (the last N, for `since`; src/shard/changes.ts)
 // Every command's journal entry and blob changes are issued in one event turn, so
 // lmdb-js puts them in one transaction; the shard replies only once that
 // transaction is durable (group commit: commands arriving meanwhile join the next).
@@ -12,6 +13,7 @@ import { join } from 'node:path';
 import type { Event, ShardState } from '../shard/state.js';
 import { PlaybookRow, PlayRow, TaskRow, HostRow, ResultRow, FileRow, RecordRow } from '../shard/rows.js';
 import type { BlobKey, BlobReader } from './blobs.js';
+import type { ChangeStore, StreamChange } from '../shard/changes.js';
 
 /**
  * When a write counts as done:
@@ -65,11 +67,12 @@ type AggregateSnapshot = [number, unknown[], unknown[][], unknown[][], unknown[]
 
 export interface RecoveryStats { snapshots: number; journalEntries: number; eventsApplied: number; ms: number }
 
-export class LmdbShardStore implements ShardStore {
+export class LmdbShardStore implements ShardStore, ChangeStore {
   private readonly env: RootDatabase;
   private readonly journal: Database<Event[], number>;
   private readonly snapshots: Database<AggregateSnapshot | ShardMeta, number>;
   private readonly blobs: Database<string, BlobKey>;
+  private readonly changes: Database<StreamChange, number>;
   private seq = 0;
   /** blob values written but not yet committed: reads must see them (null = removed) */
   private readonly overlay = new Map<BlobKey, { seq: number; value: string | null }>();
@@ -82,7 +85,7 @@ export class LmdbShardStore implements ShardStore {
     this.path = join(dataDir, `shard-${shard}.mdb`);
     this.env = open({
       path: this.path,
-      maxDbs: 4,
+      maxDbs: 8,
       // Flushes overlap the next transactions instead of holding the write lock:
       // group commit keeps the disk busy while new writes queue up.
       overlappingSync: durability === 'flush',
@@ -95,6 +98,33 @@ export class LmdbShardStore implements ShardStore {
     this.journal = this.env.openDB({ name: 'journal', keyEncoding: 'uint32', encoding: 'msgpack' });
     this.snapshots = this.env.openDB({ name: 'snapshots', keyEncoding: 'uint32', encoding: 'msgpack' });
     this.blobs = this.env.openDB({ name: 'blobs', encoding: 'string', compression: { threshold: 512 } });
+    this.changes = this.env.openDB({ name: 'changes', encoding: 'msgpack' });
+  }
+
+  // ---- live stream change log (src/shard/changes.ts) ----
+  // Appended in the same event turn as the commit's journal entry (so in the same
+  // transaction: a change is on disk exactly when its write is).
+
+  appendChanges(changes: StreamChange[]): void {
+    for (const c of changes) void this.changes.put(c[0], c);
+  }
+
+  readChanges(from: number, to: number, limit: number): StreamChange[] {
+    const out: StreamChange[] = [];
+    for (const value of this.changes.getRange({ start: from + 1, end: to + 1, limit }).map(({ value }) => value)) out.push(value);
+    return out;
+  }
+
+  changeBounds(): [number, number] | null {
+    let first: number | undefined;
+    let last: number | undefined;
+    for (const key of this.changes.getKeys({ limit: 1 })) first = key;
+    for (const key of this.changes.getKeys({ limit: 1, reverse: true })) last = key;
+    return first === undefined || last === undefined ? null : [first, last];
+  }
+
+  trimChanges(below: number): void {
+    for (const key of this.changes.getKeys({ end: below })) void this.changes.remove(key);
   }
 
   get journalLength(): number { return this.sinceSnapshot; }
