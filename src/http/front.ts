@@ -29,10 +29,13 @@ import { ALLOW_DETAIL, ALLOW_INDEX, ALLOW_LIST, reply, type Exchange } from './r
 // ---- operations (health, metrics, OpenAPI, shard restarts, retention) ----
 import { HTTP, Metrics, ROUTE } from '../metrics.js';
 import { Ops, opsAllow, opsMetricRoute, parseOpsRoute, type OpsRoute } from './ops.js';
+// ---- live stream (SPEC §14) ----
+import { ALLOW_STREAM, Stream, streamAuthorization } from './stream.js';
+import { OP_CREATE, OP_DELETE, OP_UPDATE } from '../shard/changes.js';
 
 type Route =
   | { kind: 'index' } | { kind: 'root' } | { kind: 'missing' } | OpsRoute
-  | { kind: 'ingest' }
+  | { kind: 'ingest' } | { kind: 'stream' }
   | { kind: 'list'; type: ResourceType }
   | { kind: 'detail'; type: ResourceType; id: number };
 
@@ -47,6 +50,10 @@ interface Req extends Exchange {
   contentEncoding: string;
   minimal: boolean;
   route: Route;
+  /** live stream (SSE): Accept and Last-Event-ID; null on other routes */
+  stream: { accept: string; lastEventId: string } | null;
+  /** called when the client goes away (a live stream unsubscribes) */
+  onAbort: (() => void) | null;
 }
 
 const ID = /^[1-9]\d{0,15}$/;
@@ -64,6 +71,7 @@ export function parseRoute(url: string): Route {
   if (ops) return ops;
   if (!path.startsWith('/api/v1/')) return { kind: 'missing' };
   if (path === '/api/v1/ingest') return { kind: 'ingest' };
+  if (path === '/api/v1/stream') return { kind: 'stream' };
   const rest = path.slice(8);
   const slash = rest.indexOf('/');
   const type = TYPE_BY_PATH.get(slash < 0 ? rest : rest.slice(0, slash));
@@ -81,6 +89,7 @@ function allowOf(route: Route): string {
     case 'detail': return ALLOW_DETAIL;
     case 'missing': return '';
     case 'ingest': return ALLOW_INGEST;
+    case 'stream': return ALLOW_STREAM;
     case 'ops': return opsAllow(route);
     default: return ALLOW_INDEX;
   }
@@ -93,6 +102,7 @@ function metricRoute(route: Route): number {
     case 'root': return ROUTE.root;
     case 'missing': return ROUTE.missing;
     case 'ingest': return ROUTE.ingest;
+    case 'stream': return ROUTE.stream;
     case 'list': return ROUTE.list + TYPE_CODE[route.type];
     case 'detail': return ROUTE.detail + TYPE_CODE[route.type];
     case 'ops': return opsMetricRoute(route);
@@ -128,6 +138,8 @@ export class Front {
   /** set by a shutdown: new requests get 503 and their connection closed */
   draining = false;
   private readonly ingest: Ingest;
+  /** the live stream's fan-out (src/http/stream.ts); server.ts registers its WebSocket route */
+  readonly stream: Stream;
 
   constructor(private readonly config: Config, private readonly version: string, store: FrontStore | null) {
     this.ops = new Ops(config, version, this.metrics, {
@@ -140,6 +152,9 @@ export class Front {
     });
     this.pages = { pageSize: config.pageSize, maxPageSize: config.maxPageSize };
     this.guard = new Guard(config);
+    this.stream = new Stream({
+      config, auth: this.guard.auth, ready: () => this.ready, draining: () => this.draining,
+    });
     this.ingest = new Ingest({
       pool: () => this.pool, dir: this.dir, labels: this.labels, normalizer: this.normalizer, maxBodyBytes: config.maxBodyBytes,
       broadcastLabels: (upsert, remove) => this.pool.broadcast({ k: 'labels', upsert, remove }),
@@ -150,6 +165,7 @@ export class Front {
   get ids(): IdAllocator { return this.dir.ids; }
 
   close(): void {
+    this.stream.closeAll();
     this.guard.close();
   }
 
@@ -166,6 +182,7 @@ export class Front {
     const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
     if (upsert.length) this.pool.broadcast({ k: 'labels', upsert, remove: [] });
     pool.onRestart = (msg) => this.shardRestarted(msg);
+    this.stream.start(pool, ready);
     this.ready = true;
   }
 
@@ -176,6 +193,7 @@ export class Front {
     msg.maxIds.forEach((id, code) => this.dir.observe(code, id));
     msg.ids.forEach((ids, code) => { for (const id of ids) this.dir.set(code, id, msg.shard); });
     this.ingest.learn(msg.streams);
+    this.stream.shardRestarted(msg);
     const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
     if (upsert.length) this.pool.send(msg.shard, { k: 'labels', upsert, remove: [] }, null);
     this.metrics.shardRecovery.set({ shard: String(msg.shard) }, msg.recovery.ms / 1000);
@@ -197,7 +215,8 @@ export class Front {
       forwardedProto: req.getHeader('x-forwarded-proto'), forwardedHost: req.getHeader('x-forwarded-host'),
       contentType: req.getHeader('content-type'), contentEncoding: req.getHeader('content-encoding'),
       minimal: /\breturn=minimal\b/i.test(req.getHeader('prefer')),
-      route, cors: null,
+      route, cors: null, onAbort: null,
+      stream: route.kind === 'stream' ? { accept: req.getHeader('accept'), lastEventId: req.getHeader('last-event-id') } : null,
       slot: HTTP.slotOf(metricRoute(route), method), t0: HTTP.start(),
     };
     let reader: BodyReader | null = null;
@@ -205,11 +224,14 @@ export class Front {
       if (!ex.done && !ex.aborted) HTTP.abort(ex);
       ex.aborted = true;
       reader?.release();
+      ex.onAbort?.();
     });
     const length = req.getHeader('content-length');
     const hasBody = BODY_METHODS.has(method) || (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
     // ---- security gate: may answer (400/401/403/503, CORS preflight) or verify credentials first
-    const gate = this.guard.admit(ex, req, route.kind === 'ops' && route.op === 'healthz', hasBody);
+    // browsers' EventSource cannot set headers: the stream also takes a `token` query parameter
+    const authorization = route.kind === 'stream' ? streamAuthorization(req.getHeader('authorization'), ex.query) : undefined;
+    const gate = this.guard.admit(ex, req, route.kind === 'ops' && route.op === 'healthz', hasBody, authorization);
     if (gate === false) return;
     // ----
     if (!hasBody) { this.afterGate(gate, ex, null); return; }
@@ -263,6 +285,14 @@ export class Front {
     const read = method === 'GET' || method === 'HEAD';
     switch (route.kind) {
       case 'missing': return reply(ex, 404, Errors.notFound());
+      case 'stream':
+        if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Stream'));
+        if (method !== 'GET') return this.notAllowed(ex);
+        // WebSocket upgrades never get here (Stream.register); anything else must ask for SSE
+        if (!/\btext\/event-stream\b/i.test(ex.stream!.accept)) {
+          return reply(ex, 406, JSON.stringify({ detail: 'Use a WebSocket upgrade or Accept: text/event-stream.' }));
+        }
+        return this.stream.serveSse(ex, ex.query, ex.stream!.lastEventId);
       case 'ingest':
         if (method === 'POST') return this.ingest.handle(ex, ex.contentType, ex.contentEncoding, body);
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Ingest'));
@@ -403,7 +433,7 @@ export class Front {
       if (!label) return reply(ex, 404, Errors.notFound());
       const persisted = this.labels.remove(label);
       this.pool.broadcast({ k: 'labels', upsert: [], remove: [id] });
-      return afterDurable(persisted, () => reply(ex, 204, null), ex);
+      return afterDurable(persisted, () => { this.stream.label(OP_DELETE, id, null); reply(ex, 204, null); }, ex);
     }
     const shard = this.locate(type, id);
     if (shard < 0) return reply(ex, 404, Errors.notFound());
@@ -496,7 +526,10 @@ export class Front {
     else persisted = this.labels.touch(label, name ?? label.name, now);
     this.pool.broadcast({ k: 'labels', upsert: [[label.id, label.name]], remove: [] });
     const body = ex.minimal ? `{"id":${label.id}}` : label.toJSON();
-    afterDurable(persisted, () => reply(ex, ex.method === 'POST' ? 201 : 200, body), ex);
+    const row = label.toJSON();
+    const op = ex.method === 'POST' ? OP_CREATE : OP_UPDATE;
+    const id = label.id;
+    afterDurable(persisted, () => { this.stream.label(op, id, row); reply(ex, ex.method === 'POST' ? 201 : 200, body); }, ex);
   }
 
   private labelList(ex: Req, parsed: Extract<ParsedList, { ok: true }>): void {
