@@ -113,9 +113,12 @@ async function subscribe(server: Running, playbook: number, n: number): Promise<
 /** Batches back to back for `seconds`: results per second. */
 async function fullSpeed(server: Running, s: Stream, seconds: number): Promise<number> {
   const t0 = performance.now();
+  const cpu0 = server.cpuSeconds();
   let n = 0;
   while (performance.now() - t0 < seconds * 1000) { await batch(server.url, s); n += BATCH; }
-  return n / ((performance.now() - t0) / 1000);
+  const rate = n / ((performance.now() - t0) / 1000);
+  console.log(`  (server CPU ${(((server.cpuSeconds() - cpu0) / n) * 1e6).toFixed(0)} µs per result)`);
+  return rate;
 }
 
 const pct = (sorted: number[], p: number) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]! : NaN;

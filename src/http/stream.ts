@@ -255,7 +255,16 @@ export class Stream {
   private deliver(sub: Subscriber, out: readonly Outgoing[], whole: WholeCommit | null): void {
     if (sub.closed) return;
     if (sub.replaying > 0) { this.hold(sub, out); return; }
-    const all = whole !== null && sub.params.types === 0;
+    const first = out[0]!;
+    if (whole !== null && sub.pos[first.shard]! < first.seq) {
+      // the common case: all of the commit is new to this subscriber; the part its
+      // type filter keeps (and its SSE text) is built once per filter, not per subscriber
+      sub.pos[first.shard] = out[out.length - 1]!.seq;
+      const part = whole.part(sub.params.types);
+      if (!part.list.length) return;
+      if (!(sub.sse ? sub.sink.send(null, part.sse) : sub.sink.send(part.list, null))) this.drop(sub);
+      return;
+    }
     // `picked` stays null while every message goes (the common case: no copy)
     let picked: Outgoing[] | null = null;
     for (let i = 0; i < out.length; i++) {
@@ -269,8 +278,7 @@ export class Stream {
     }
     const messages = picked ?? out;
     if (!messages.length) return;
-    const ok = picked === null && all && sub.sse ? sub.sink.send(null, whole.sse) : sub.sink.send(messages, null);
-    if (!ok) this.drop(sub);
+    if (!sub.sink.send(messages, null)) this.drop(sub);
   }
 
   private hold(sub: Subscriber, out: readonly Outgoing[]): void {
@@ -442,17 +450,34 @@ export class Stream {
   }
 }
 
-/** A commit's messages as one SSE chunk, built once for every subscriber that takes all of them. */
-class WholeCommit {
+/** What one subscriber's type filter keeps of a commit, and its SSE text. */
+class Part {
   private text: string | null = null;
-  constructor(private readonly out: readonly Outgoing[]) {}
+  constructor(readonly list: readonly Outgoing[]) {}
   get sse(): string {
     if (this.text === null) {
       let t = '';
-      for (const o of this.out) t += o.sse;
+      for (const o of this.list) t += o.sse;
       this.text = t;
     }
     return this.text;
+  }
+}
+
+/**
+ * One shard commit's messages (all from one shard, in seq order), with the part
+ * each type filter keeps built once for every subscriber that has that filter.
+ */
+class WholeCommit {
+  private readonly parts = new Map<number, Part>();
+  constructor(private readonly out: readonly Outgoing[]) {}
+  part(types: number): Part {
+    let part = this.parts.get(types);
+    if (part === undefined) {
+      part = new Part(types === 0 ? this.out : this.out.filter((o) => (types & (1 << o.code)) !== 0));
+      this.parts.set(types, part);
+    }
+    return part;
   }
 }
 
