@@ -124,7 +124,12 @@ async function fullSpeed(server: Running, s: Stream, seconds: number): Promise<n
 const pct = (sorted: number[], p: number) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]! : NaN;
 
 async function main(): Promise<void> {
-  const server = await startLogbook({ env: { LOGBOOK_LOG_LEVEL: 'warn' } });
+  // --url: measure a server started elsewhere (e.g. under --cpu-prof); CPU and RSS then read as 0
+  const url = process.argv.includes('--url') ? process.argv[process.argv.indexOf('--url') + 1]! : null;
+  const server: Running = url === null ? await startLogbook({ env: { LOGBOOK_LOG_LEVEL: 'warn' } }) : {
+    name: 'external', url, pid: 0, dataDir: '', readyMs: 0, output: () => '', drain: async () => 0,
+    cpuSeconds: () => 0, rssBytes: () => 0, stop: async () => {},
+  };
   try {
     // ---- throughput without subscribers
     const warm = await openStream(server.url);

@@ -190,11 +190,11 @@ test('batch ingest (POST /api/v1/ingest) changes are streamed', async (t) => {
       ],
     }, 200);
     t.is(second.body.applied, 3);
-    await s.waitFor((all) => all.slice(at).filter((m) => m.data.type === 'playbook').length >= 1);
+    await s.waitFor((all) => all.slice(at).filter((m) => m.data.type === 'playbook' && m.data.id === id).length >= 1);
     await sleep(300);
-    const next = changes(s.messages.slice(at)).map(([op, type]) => `${op} ${type}`);
+    const next = changes(s.messages.slice(at).filter((m) => m.data.playbook === id)).map(([op, type]) => `${op} ${type}`);
     t.deepEqual(next, ['create result', 'create result', 'update task', 'update play', 'update host', 'update playbook']);
-    const host = s.messages.slice(at).find((m) => m.data.type === 'host')!.data.row;
+    const host = s.messages.slice(at).find((m) => m.data.type === 'host' && m.data.playbook === id)!.data.row;
     t.deepEqual([host.ok, host.failed], [2, 1]);
   } finally { s.close(); }
 });
