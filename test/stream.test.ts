@@ -267,7 +267,7 @@ test('auth, reset and slow consumers (read login required, STREAM_RETENTION=20, 
   writeFileSync(tokens, `ui:${await hashSecret(Buffer.from('ui-secret'), 14)}:read\n`);
   const strict = await startLogbook({ env: {
     LOGBOOK_SHARDS: '1', LOGBOOK_READ_LOGIN_REQUIRED: 'true', LOGBOOK_TOKENS_FILE: tokens,
-    LOGBOOK_STREAM_RETENTION: '20', LOGBOOK_STREAM_MAX_BUFFER: '65536',
+    LOGBOOK_STREAM_RETENTION: '20', LOGBOOK_STREAM_MAX_BUFFER: '65536', LOGBOOK_STREAM_HEARTBEAT: '1',
   } });
   try {
     // ---- auth: a read
@@ -313,7 +313,9 @@ test('auth, reset and slow consumers (read login required, STREAM_RETENTION=20, 
     sse.write(`GET /api/v1/stream?token=ui.ui-secret HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n`);
     const slowWs = await openWs(strict.url, '?token=ui.ui-secret');
     await slowWs.waitFor(1);
-    await sleep(200);
+    const beatDeadline = Date.now() + 10_000;
+    while (!sseText.includes(': keep-alive\n\n') && Date.now() < beatDeadline) await sleep(100);
+    t.true(sseText.includes(': keep-alive\n\n'), 'an idle SSE stream gets comment lines (LOGBOOK_STREAM_HEARTBEAT=1)');
     sse.pause();
     (slowWs.ws as any)._socket.pause();
     const big = { arguments: { blob: 'x'.repeat(200_000) } };
@@ -362,7 +364,7 @@ test('since resumes across a restart of the server (SIGTERM, start again on the 
     watcher.close();
     t.is(await server.stop(), 0);
 
-    server = await startLogbook({ dataDir, env: SERVER_ENV });
+    server = await startLogbook({ dataDir, env: { ...SERVER_ENV, LOGBOOK_TEST_HOOKS: '1' } });
     try {
       const resumed = await openWs(server.url, `?since=${cut}&playbook=${tree.playbook}`);
       const fresh = await openSse(server.url, `?playbook=${tree.playbook}`);
@@ -378,6 +380,22 @@ test('since resumes across a restart of the server (SIGTERM, start again on the 
       const live = watcher.messages.slice(at).filter(isChange).map((m) => m.data.cursor);
       const replayed = resumed.messages.filter(isChange).slice(0, live.length).map((m) => m.data.cursor);
       t.deepEqual(replayed, live);
+
+      // a shard worker that dies and is restarted: the streams stay open and continue without a gap
+      const crash = await call(server.url, 'POST', `/__test__/shards/${tree.playbook % 3}/crash`, {}, 200);
+      t.is(crash.body.crashing, tree.playbook % 3);
+      let afterCrash: any = null;
+      const deadline = Date.now() + 60_000;
+      while (afterCrash === null && Date.now() < deadline) {
+        const r = await api(server.url, 'POST', '/api/v1/results', { status: 'ok', playbook: tree.playbook, play: tree.play, task: tree.task, host: tree.host });
+        if (r.status === 201) afterCrash = r.body; else await sleep(200);
+      }
+      t.truthy(afterCrash, 'the shard came back');
+      await until(resumed, (d) => d.type === 'result' && d.id === afterCrash.id);
+      await until(fresh, (d) => d.type === 'result' && d.id === afterCrash.id);
+      const results = (c: StreamClient) => changes(c.messages).filter(([op, type]) => op === 'create' && type === 'result').map(([, , id]) => id);
+      t.deepEqual(results(fresh), [afterRestart.id, afterCrash.id]);
+      t.is(new Set(results(resumed)).size, results(resumed).length, 'no duplicate');
       resumed.close(); fresh.close();
     } finally {
       await server.stop();

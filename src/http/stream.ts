@@ -398,8 +398,9 @@ export class Stream {
   register(app: TemplatedApp): void {
     const heartbeat = this.deps.config.streamHeartbeat;
     const behavior = {
-      // uWS sends a ping when a socket has been idle this long, and closes it if the next period passes in silence
-      idleTimeout: Math.min(960, Math.max(8, Math.ceil((heartbeat * 2) / 4) * 4)),
+      // uWS pings a socket idle for about this long and closes it if the next period passes in silence;
+      // at least 32 s: a client whose socket is full for a while is cut off with 1008 by the bound, not as idle
+      idleTimeout: Math.min(960, Math.max(32, Math.ceil((heartbeat * 2) / 4) * 4)),
       sendPingsAutomatically: true,
       // nothing is dropped silently: we cut the client off ourselves past the bound
       maxBackpressure: this.maxBuffer * 2 + 65_536,
