@@ -362,7 +362,13 @@ test('since resumes across a restart of the server (SIGTERM, start again on the 
     await sleep(300);
     const seenBefore = changes(watcher.messages.slice(at));
     watcher.close();
+    // streams still open at SIGTERM are ended (clients resume with since) and do not hold up the exit
+    const lingeringSse = await openSse(server.url);
+    const lingeringWs = await openWs(server.url);
+    await Promise.all([lingeringSse.waitFor(1), lingeringWs.waitFor(1)]);
     t.is(await server.stop(), 0);
+    t.is(await lingeringWs.ended, 1001);
+    t.is(await lingeringSse.ended, 0);
 
     server = await startLogbook({ dataDir, env: { ...SERVER_ENV, LOGBOOK_TEST_HOOKS: '1' } });
     try {
