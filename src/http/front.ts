@@ -154,6 +154,7 @@ export class Front {
     this.guard = new Guard(config);
     this.stream = new Stream({
       config, auth: this.guard.auth, ready: () => this.ready, draining: () => this.draining,
+      gauge: this.metrics.streamSubscribers, cutOff: this.metrics.streamCutOff,
     });
     this.ingest = new Ingest({
       pool: () => this.pool, dir: this.dir, labels: this.labels, normalizer: this.normalizer, maxBodyBytes: config.maxBodyBytes,

@@ -44,6 +44,8 @@ const REPLAY_PAGE = 1000;
 const CLOSE_POLICY = 1008;
 const CLOSE_GOING_AWAY = 1001;
 const CLOSE_ERROR = 1011;
+/** counts clients cut off for /metrics (set by the Stream) */
+let countCutOff: () => void = () => {};
 
 // ---- cursors ---------------------------------------------------------------------
 
@@ -162,6 +164,9 @@ export interface StreamDeps {
   auth: Authenticator;
   ready: () => boolean;
   draining: () => boolean;
+  /** /metrics: subscribers connected, clients cut off */
+  gauge?: { set(n: number): void };
+  cutOff?: { inc(): void };
 }
 
 export class Stream {
@@ -172,10 +177,12 @@ export class Stream {
   private readonly byPlaybook = new Map<number, Set<Subscriber>>();
   private readonly maxBuffer: number;
   private heartbeat: NodeJS.Timeout | null = null;
+  private count = 0;
   private readonly onReplay = (r: Reply, ctx: { sub: Subscriber; shard: number }) => this.replayed(r, ctx.sub, ctx.shard);
 
   constructor(private readonly deps: StreamDeps) {
     this.maxBuffer = deps.config.streamMaxBuffer;
+    countCutOff = () => deps.cutOff?.inc();
   }
 
   get subscribers(): number {
@@ -306,6 +313,7 @@ export class Stream {
     // SSE: a resuming client keeps its Last-Event-ID until the replay has moved it
     const text = sse ? (params.since ? '' : 'id: ' + cursor + '\n') + 'data: ' + helloJson + '\n\n' : helloJson;
     if (!sink.send(null, text)) { sub.closed = true; return sub; }
+    this.deps.gauge?.set(++this.count);
     if (params.playbook === null) this.everyPlaybook.add(sub);
     else {
       let set = this.byPlaybook.get(params.playbook);
@@ -363,6 +371,7 @@ export class Stream {
   private drop(sub: Subscriber): void {
     if (sub.closed) return;
     sub.closed = true;
+    this.deps.gauge?.set(--this.count);
     if (sub.params.playbook === null) this.everyPlaybook.delete(sub);
     else {
       const set = this.byPlaybook.get(sub.params.playbook);
@@ -527,7 +536,7 @@ class WsSink implements Sink, Flushable {
   }
   end(code: number): void {
     if (this.gone) return;
-    if (code !== CLOSE_POLICY) this.flush();
+    if (code !== CLOSE_POLICY) this.flush(); else countCutOff();
     this.gone = true;
     this.queued = [];
     this.ws.end(code, code === CLOSE_POLICY ? 'too slow: resume with since' : code === CLOSE_GOING_AWAY ? 'server shutting down' : 'server error');
@@ -580,7 +589,7 @@ class SseSink implements Sink, Flushable {
   }
   end(code: number): void {
     if (this.ended) return;
-    if (code !== CLOSE_POLICY) this.flush();
+    if (code !== CLOSE_POLICY) this.flush(); else countCutOff();
     this.ended = true;
     this.queued = '';
     if (!this.ex.aborted && !this.ex.done) {
