@@ -491,18 +491,26 @@ class WholeCommit {
   }
 }
 
-// Sinks queue what they are given and write it once per event-loop turn: when
-// the front is busy, the commits of several shard messages reach a client in one
-// write (one syscall) instead of one each.
+// Sinks queue what they are given; queues are written at most once per
+// FLUSH_INTERVAL_MS (at once when the last round is older than that). A write is
+// a syscall per client: under a steady ingest the commits of one interval reach
+// each client in one write, so the cost of many subscribers follows the number
+// of clients, not clients × commits. An idle stream's next change leaves at once.
+const FLUSH_INTERVAL_MS = 20;
 interface Flushable { flush(): void; scheduled: boolean }
 let toFlush: Flushable[] = [];
+let lastFlush = 0;
 function schedule(sink: Flushable): void {
   if (sink.scheduled) return;
   sink.scheduled = true;
-  if (toFlush.length === 0) setImmediate(flushAll);
+  if (toFlush.length === 0) {
+    const wait = lastFlush + FLUSH_INTERVAL_MS - performance.now();
+    if (wait <= 0) setImmediate(flushAll); else setTimeout(flushAll, wait);
+  }
   toFlush.push(sink);
 }
 function flushAll(): void {
+  lastFlush = performance.now();
   const sinks = toFlush;
   toFlush = [];
   for (const sink of sinks) { sink.scheduled = false; sink.flush(); }
