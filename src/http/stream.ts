@@ -411,8 +411,9 @@ export class Stream {
       // at least 32 s: a client whose socket is full for a while is cut off with 1008 by the bound, not as idle
       idleTimeout: Math.min(960, Math.max(32, Math.ceil((heartbeat * 2) / 4) * 4)),
       sendPingsAutomatically: true,
-      // nothing is dropped silently: we cut the client off ourselves past the bound
-      maxBackpressure: this.maxBuffer * 2 + 65_536,
+      // nothing is dropped silently: we cut the client off ourselves past the bound (checked
+      // before each send); uWS's own limit is above what one interval can add to it
+      maxBackpressure: this.maxBuffer * 4 + 16 * 1_048_576,
       closeOnBackpressureLimit: false,
       maxPayloadLength: 4096,
       upgrade: (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => this.upgrade(res, req, context),
@@ -524,8 +525,9 @@ class WsSink implements Sink, Flushable {
   constructor(private readonly ws: WebSocket<WsData>, private readonly max: number) {}
   send(messages: readonly Outgoing[] | null, text: string | null): boolean {
     if (this.gone) return false;
-    // the bound is on the backlog: a single large commit onto an empty one always goes
-    if (this.queuedBytes + this.ws.getBufferedAmount() > this.max) { this.end(CLOSE_POLICY); return false; }
+    // the bound is on the backlog the client has not taken (what waits for the next flush
+    // is at most one interval's worth): a large commit onto an empty backlog always goes
+    if (this.ws.getBufferedAmount() > this.max) { this.end(CLOSE_POLICY); return false; }
     if (text !== null) { this.queued.push(text); this.queuedBytes += text.length; }
     if (messages) for (const m of messages) { this.queued.push(m.json); this.queuedBytes += m.json.length; }
     schedule(this);
@@ -540,7 +542,8 @@ class WsSink implements Sink, Flushable {
       for (const text of queued) if (this.ws.send(text, false) === 2) { dropped = true; break; }
     });
     if (this.gone) return;
-    if (dropped || this.ws.getBufferedAmount() > this.max) this.end(CLOSE_POLICY);
+    // uWS refused a message (its own limit, above ours): the client would miss it, so it goes
+    if (dropped) this.end(CLOSE_POLICY);
   }
   end(code: number): void {
     if (this.gone) return;
@@ -575,8 +578,9 @@ class SseSink implements Sink, Flushable {
   }
   private write(text: string): boolean {
     if (this.ended || this.ex.aborted) return false;
-    // the bound is on the backlog: a single large commit onto an empty one always goes
-    if (this.pending + this.queued.length > this.max) { this.end(CLOSE_POLICY); return false; }
+    // the bound is on the backlog the client has not taken (what waits for the next flush
+    // is at most one interval's worth): a large commit onto an empty backlog always goes
+    if (this.pending > this.max) { this.end(CLOSE_POLICY); return false; }
     this.queued += text;
     schedule(this);
     return true;
