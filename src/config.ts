@@ -44,6 +44,13 @@ export interface Config {
   readonly shardQueue: number;
   /** ms of queueing delay at a shard before the front answers 503 (0: length only; src/limits.ts) */
   readonly shardQueueDelay: number;
+  // ---- live stream (src/http/stream.ts) ----
+  /** changes each shard keeps for `since` */
+  readonly streamRetention: number;
+  /** bytes a stream client may have queued before it is cut off */
+  readonly streamMaxBuffer: number;
+  /** seconds between heartbeats (SSE comment lines; WebSocket pings) */
+  readonly streamHeartbeat: number;
 }
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -164,6 +171,10 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   // ---- security (src/limits.ts, src/http/auth.ts) ----
   option('shardQueue', 'SHARD_QUEUE', LIMITS.shardQueue, int(1, LIMITS.shardQueueCeiling), 'requests in flight per shard before answering 503 + Retry-After'),
   option('shardQueueDelay', 'SHARD_QUEUE_DELAY', LIMITS.shardQueueDelayMs, int(0, LIMITS.shardQueueDelayCeiling), 'ms a shard\'s requests may wait before new ones get 503 + Retry-After (0: only the queue length)'),
+  // ---- live stream ----
+  option('streamRetention', 'STREAM_RETENTION', 50_000, int(1, 100_000_000), 'changes each shard keeps for resuming a live stream (since=); SPEC §14 wants at least 10000'),
+  option('streamMaxBuffer', 'STREAM_MAX_BUFFER', 1_048_576, int(1024, 1_073_741_824), 'bytes queued for one live-stream client before it is cut off'),
+  option('streamHeartbeat', 'STREAM_HEARTBEAT', 15, int(1, 3600), 'seconds between live-stream heartbeats'),
 ];
 
 /**

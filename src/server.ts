@@ -32,6 +32,7 @@ export async function startServer(config: Config): Promise<Server> {
     // (and /healthz says "recovering"), so orchestrators can tell slow from dead.
     const front = new Front(config, VERSION, store);
     const app = App();
+    front.stream.register(app); // WebSocket upgrades of /api/v1/stream, before the catch-all
     app.any('/*', (res, req) => front.onRequest(res, req));
     const socket = await new Promise<us_listen_socket>((resolve, reject) => {
       app.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
@@ -44,6 +45,7 @@ export async function startServer(config: Config): Promise<Server> {
       mapSize: config.mapSize,
       queueLimit: config.shardQueue, queueDelayMs: config.shardQueueDelay, ids: front.ids.buffer,
       ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,
+      streamRetention: config.streamRetention,
     });
     front.recover(pool, ready);
     const totals = ready.reduce((a, r) => ({

@@ -20,6 +20,7 @@ import { BatchRunner } from './ingest.js';
 import { IdAllocator } from './ids.js';
 import type { BodyNormalizer } from '../api/validate.js';
 import { Maintenance } from './maintenance.js';
+import { ChangeCollector, ChangeLog, type ChangeStore } from './changes.js';
 import { errText, log } from '../log.js';
 import { getHeapStatistics } from 'node:v8';
 
@@ -37,6 +38,8 @@ export interface ShardOptions {
   ids?: IdAllocator;
   /** validates batch-ingest events (absent: no redaction configured) */
   normalizer?: BodyNormalizer;
+  /** live stream: changes kept for `since` (default 50,000) */
+  streamRetention?: number;
 }
 
 /** Changes of one command (or one ingest batch) on their way to one journal entry. */
@@ -46,6 +49,8 @@ class Staged {
   readonly removes: BlobKey[] = [];
   readonly files: Array<[string, string]> = [];
   removed: Removed | null = null;
+  /** what the live stream will say about this commit */
+  readonly changes = new ChangeCollector();
 }
 
 /**
@@ -73,6 +78,8 @@ export class Shard {
   private readonly maintenance = new Maintenance();
   readonly ids: IdAllocator;
   private readonly normalizer: BodyNormalizer | null;
+  /** the live stream's numbered changes (SPEC §14) */
+  readonly changes: ChangeLog;
 
   constructor(options: ShardOptions) {
     this.compat = options.compat;
@@ -84,6 +91,8 @@ export class Shard {
     this.onStorageFailure = options.onStorageFailure ?? (() => {});
     this.ids = options.ids ?? new IdAllocator();
     this.normalizer = options.normalizer ?? null;
+    const changeStore = 'appendChanges' in this.store ? this.store as unknown as ChangeStore : null;
+    this.changes = new ChangeLog(changeStore, options.streamRetention ?? 50_000);
   }
 
   /** Replace the state (recovery); the label replica is kept. */
@@ -115,6 +124,11 @@ export class Shard {
       case 'close': return null;
       case 'maintain': return this.maintain(msg.rid, msg.task);
       case 'stats': return this.deliver(this.stats(msg.rid, -1), null);
+      case 'replay': {
+        // behind every pending commit: the page holds nothing that is not durable when it leaves
+        const page = this.changes.replay(msg.from, msg.playbook, msg.limit);
+        return this.deliver({ k: 'replay', rid: msg.rid, status: 200, ...page }, null);
+      }
       case 'crash': return null;
     }
   }
@@ -170,7 +184,9 @@ export class Shard {
   private stage(staged: Staged, events: Event[]): void {
     for (const ev of events) takeBlobs(ev, staged.puts, staged.removes, staged.files);
     for (const ev of events) {
+      staged.changes.before(this.state, ev);
       const r = this.state.apply(ev);
+      staged.changes.after(ev);
       if (r) staged.removed = staged.removed ? mergeRemoved(staged.removed, r) : r;
       staged.events.push(ev);
     }
@@ -193,8 +209,27 @@ export class Shard {
       for (const id of removed[TYPE_CODE.playbook]!) { removes.push(blobKey.arguments(id)); dropped.push(id); }
     }
     const durable = this.store.write(events, puts, removes, dropped);
+    this.emitChanges(staged, durable);
     if (this.store.journalLength >= this.snapshotEvery) this.snapshotSoon();
     return { removed, durable };
+  }
+
+  /**
+   * The live stream's message for this commit: numbered and logged in the same
+   * turn as the journal entry (one transaction), serialized after store.write
+   * (blob reads see the commit's own values), sent once the commit is durable
+   * and before the commit's replies.
+   */
+  private emitChanges(staged: Staged, durable: Promise<void> | null): void {
+    if (staged.changes.empty) return;
+    const changes = staged.changes.finish(this.state, this.serializer, this.changes.seq);
+    if (!changes.length) return;
+    this.changes.append(changes);
+    const last = changes[changes.length - 1]![0];
+    if (durable === null) this.changes.durableUpTo(last);
+    else durable.then(() => this.changes.durableUpTo(last), () => {});
+    const now = this.deliver({ k: 'changes', changes }, durable);
+    if (now) this.onReply(now);
   }
 
   // ---- operations: retention/expiry batches and stats (src/retention.ts, src/metrics.ts) ----
@@ -258,7 +293,8 @@ export class Shard {
       const entry = q[this.waitingHead]!;
       q[this.waitingHead++] = undefined as unknown as Waiting;
       if (entry.outcome === 'durable') for (const reply of entry.replies) this.onReply(reply);
-      else for (const reply of entry.replies) this.onReply(notStored(reply, entry.why));
+      // a failed commit's changes were never durable: never streamed (the rebuild renumbers from disk)
+      else for (const reply of entry.replies) if (reply.k !== 'changes') this.onReply(notStored(reply, entry.why));
     }
     if (this.waitingHead === q.length) { this.waiting = []; this.waitingHead = 0; }
     else if (this.waitingHead > 1024 && this.waitingHead * 2 > q.length) { this.waiting = q.slice(this.waitingHead); this.waitingHead = 0; }

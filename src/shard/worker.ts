@@ -68,6 +68,7 @@ try {
   shard = new Shard({
     compat: init.compat, store, snapshotEvery: init.snapshotEvery, onReply: post,
     ids: new IdAllocator(init.ids),
+    streamRetention: init.streamRetention,
     normalizer: new BodyNormalizer(compileWriteValidators(), { ignoredFacts: init.ignoredFacts, ignoredArguments: init.ignoredArguments }),
     onStorageFailure: (err) => {
       logError('commit failed; rebuilding the shard from disk', err);
@@ -76,6 +77,7 @@ try {
         const state = new ShardState();
         durable.recover(state);
         shard.replaceState(state);
+        shard.changes.recover(); // the live stream's numbering continues from what is on disk
       } catch (recoverErr) {
         // memory may hold what the disk does not: stop; the pool restarts the worker from disk
         logError('rebuilding the shard from disk failed; exiting', recoverErr);
@@ -89,6 +91,7 @@ try {
     recovery = durable.recover(state);
     shard.replaceState(state);
   }
+  shard.changes.recover();
   const state = shard.state;
   const ids: number[][] = [];
   for (const type of ['label', 'playbook', 'play', 'task', 'host', 'result', 'file', 'record'] as const) {
@@ -99,6 +102,7 @@ try {
   const ready: ReadyMessage = {
     k: 'ready', shard: init.shard, maxIds: state.maxIds.slice(), ids,
     recovery: { ...recovery, results: state.results.size }, streams,
+    stream: [shard.changes.seq, shard.changes.oldest],
   };
   post(ready);
 } catch (err) {

@@ -20,6 +20,7 @@ import { open, type Database, type RootDatabase } from 'lmdb';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Event, ShardState } from '../shard/state.js';
+import type { StreamChange } from '../shard/changes.js';
 import type { BlobKey } from './blobs.js';
 import { log } from '../log.js';
 import { recoverShard } from './recovery.js';
@@ -61,6 +62,8 @@ export class LmdbShardStore implements DurableShardStore {
   private readonly journal: Database<Event[], number>;
   private readonly snapshots: Database<AggregateSnapshot | ShardMeta, number>;
   private readonly blobs: Database<string, BlobKey>;
+  /** the live stream's numbered changes, the last N (src/shard/changes.ts) */
+  private readonly changes: Database<StreamChange, number>;
   private readonly heads: Database<null, string>;
   /** seq of the last command issued (never reused, also after a failure) */
   private seq = 0;
@@ -106,7 +109,7 @@ export class LmdbShardStore implements DurableShardStore {
     }
     this.env = open({
       path: this.path,
-      maxDbs: 4,
+      maxDbs: 8,
       // Flushes overlap the next transactions instead of holding the write lock:
       // group commit keeps the disk busy while new writes queue up.
       overlappingSync: durability === 'flush',
@@ -121,6 +124,7 @@ export class LmdbShardStore implements DurableShardStore {
     this.snapshots = this.env.openDB({ name: 'snapshots', keyEncoding: 'uint32', encoding: 'msgpack' });
     this.blobs = this.env.openDB({ name: 'blobs', encoding: 'string', compression: { threshold: 512 } });
     this.heads = this.env.openDB({ name: 'head', encoding: 'msgpack', useVersions: true });
+    this.changes = this.env.openDB({ name: 'changes', encoding: 'msgpack' });
   }
 
   get journalLength(): number { return this.sinceSnapshot; }
@@ -167,6 +171,37 @@ export class LmdbShardStore implements DurableShardStore {
   }
 
   /** Issue `writes` in one transaction, to be applied only if the head record has version `head` (null: is absent). */
+  // ---- live stream change log (src/shard/changes.ts) ----
+
+  /**
+   * A commit's changes, issued right after its write() in the same event turn (so
+   * in the same transaction) and on the same condition: the head must be the
+   * version that write sets, so a change is on disk exactly when its write is.
+   */
+  appendChanges(changes: StreamChange[]): void {
+    void this.heads.ifVersion(HEAD_KEY, this.head!, () => { // set by the write() just before
+      for (const c of changes) void this.changes.put(c[0], c);
+    });
+  }
+
+  readChanges(from: number, to: number, limit: number): StreamChange[] {
+    const out: StreamChange[] = [];
+    for (const { value } of this.changes.getRange({ start: from + 1, end: to + 1, limit })) out.push(value);
+    return out;
+  }
+
+  changeBounds(): [number, number] | null {
+    let first: number | undefined;
+    let last: number | undefined;
+    for (const key of this.changes.getKeys({ limit: 1 })) first = key;
+    for (const key of this.changes.getKeys({ limit: 1, reverse: true })) last = key;
+    return first === undefined || last === undefined ? null : [first, last];
+  }
+
+  trimChanges(below: number): void {
+    for (const key of this.changes.getKeys({ end: below })) void this.changes.remove(key);
+  }
+
   private afterHead(head: number | null, writes: () => void): Promise<boolean> {
     return head === null ? this.heads.ifNoExists(HEAD_KEY, writes) : this.heads.ifVersion(HEAD_KEY, head, writes);
   }
