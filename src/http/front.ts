@@ -20,6 +20,8 @@ import type { FrontStore } from '../store/front_store.js';
 import { log } from '../log.js';
 import { parseJsonBody, readBody, type BodyReader } from './body.js';
 import { Directory } from './directory.js';
+import { Ingest } from './ingest.js';
+import type { IdAllocator } from '../shard/ids.js';
 import { Guard } from './guard.js';
 import { LabelCatalogue, type Label } from './labels.js';
 import { pageLinks, parseQuery } from './page_links.js';
@@ -30,6 +32,7 @@ import { Ops, opsAllow, opsMetricRoute, parseOpsRoute, type OpsRoute } from './o
 
 type Route =
   | { kind: 'index' } | { kind: 'root' } | { kind: 'missing' } | OpsRoute
+  | { kind: 'ingest' }
   | { kind: 'list'; type: ResourceType }
   | { kind: 'detail'; type: ResourceType; id: number };
 
@@ -41,11 +44,13 @@ interface Req extends Exchange {
   forwardedProto: string;
   forwardedHost: string;
   contentType: string;
+  contentEncoding: string;
   minimal: boolean;
   route: Route;
 }
 
 const ID = /^[1-9]\d{0,15}$/;
+const ALLOW_INGEST = 'POST, OPTIONS';
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 /** URL segment → type as a Map: one lookup, and no prototype keys ('constructor') to guard against. */
@@ -58,6 +63,7 @@ export function parseRoute(url: string): Route {
   const ops = parseOpsRoute(path);
   if (ops) return ops;
   if (!path.startsWith('/api/v1/')) return { kind: 'missing' };
+  if (path === '/api/v1/ingest') return { kind: 'ingest' };
   const rest = path.slice(8);
   const slash = rest.indexOf('/');
   const type = TYPE_BY_PATH.get(slash < 0 ? rest : rest.slice(0, slash));
@@ -74,6 +80,7 @@ function allowOf(route: Route): string {
     case 'list': return ALLOW_LIST;
     case 'detail': return ALLOW_DETAIL;
     case 'missing': return '';
+    case 'ingest': return ALLOW_INGEST;
     case 'ops': return opsAllow(route);
     default: return ALLOW_INDEX;
   }
@@ -85,6 +92,7 @@ function metricRoute(route: Route): number {
     case 'index': return ROUTE.index;
     case 'root': return ROUTE.root;
     case 'missing': return ROUTE.missing;
+    case 'ingest': return ROUTE.ingest;
     case 'list': return ROUTE.list + TYPE_CODE[route.type];
     case 'detail': return ROUTE.detail + TYPE_CODE[route.type];
     case 'ops': return opsMetricRoute(route);
@@ -108,8 +116,8 @@ export class Front {
   readonly guard: Guard;
   // Reply handlers are bound once: the pending table stores the handler and a
   // context object, so no closure is created per request.
-  private readonly onWrite: ReplyHandler = (r, ctx: WriteContext) => this.finishWrite(r, ctx);
-  private readonly onList: ReplyHandler = (r, ctx: ListContext) => this.gatherList(r, ctx);
+  private readonly onWrite: ReplyHandler<WriteContext> = (r, ctx) => this.finishWrite(r, ctx);
+  private readonly onList: ReplyHandler<ListContext> = (r, ctx) => this.gatherList(r, ctx);
   port = 0;
 
   /** set by recover(): the front answers 503 until the shards have recovered */
@@ -119,6 +127,7 @@ export class Front {
   private readonly ops: Ops;
   /** set by a shutdown: new requests get 503 and their connection closed */
   draining = false;
+  private readonly ingest: Ingest;
 
   constructor(private readonly config: Config, private readonly version: string, store: FrontStore | null) {
     this.ops = new Ops(config, version, this.metrics, {
@@ -131,7 +140,14 @@ export class Front {
     });
     this.pages = { pageSize: config.pageSize, maxPageSize: config.maxPageSize };
     this.guard = new Guard(config);
+    this.ingest = new Ingest({
+      pool: () => this.pool, dir: this.dir, labels: this.labels, normalizer: this.normalizer, maxBodyBytes: config.maxBodyBytes,
+      broadcastLabels: (upsert, remove) => this.pool.broadcast({ k: 'labels', upsert, remove }),
+    });
   }
+
+  /** The id counters the shards share with the front. */
+  get ids(): IdAllocator { return this.dir.ids; }
 
   close(): void {
     this.guard.close();
@@ -145,6 +161,7 @@ export class Front {
     for (const msg of ready) {
       msg.maxIds.forEach((id, code) => this.dir.observe(code, id));
       msg.ids.forEach((ids, code) => { for (const id of ids) this.dir.set(code, id, msg.shard); });
+      this.ingest.learn(msg.streams);
     }
     const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
     if (upsert.length) this.pool.broadcast({ k: 'labels', upsert, remove: [] });
@@ -158,6 +175,7 @@ export class Front {
   private shardRestarted(msg: ReadyMessage): void {
     msg.maxIds.forEach((id, code) => this.dir.observe(code, id));
     msg.ids.forEach((ids, code) => { for (const id of ids) this.dir.set(code, id, msg.shard); });
+    this.ingest.learn(msg.streams);
     const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
     if (upsert.length) this.pool.send(msg.shard, { k: 'labels', upsert, remove: [] }, null);
     this.metrics.shardRecovery.set({ shard: String(msg.shard) }, msg.recovery.ms / 1000);
@@ -177,7 +195,7 @@ export class Front {
       res, method, allow: allowOf(route), aborted: false, done: false, close: false, extraHeaders: null,
       url, query: req.getQuery() ?? '', host: req.getHeader('host'),
       forwardedProto: req.getHeader('x-forwarded-proto'), forwardedHost: req.getHeader('x-forwarded-host'),
-      contentType: req.getHeader('content-type'),
+      contentType: req.getHeader('content-type'), contentEncoding: req.getHeader('content-encoding'),
       minimal: /\breturn=minimal\b/i.test(req.getHeader('prefer')),
       route, cors: null,
       slot: HTTP.slotOf(metricRoute(route), method), t0: HTTP.start(),
@@ -245,6 +263,10 @@ export class Front {
     const read = method === 'GET' || method === 'HEAD';
     switch (route.kind) {
       case 'missing': return reply(ex, 404, Errors.notFound());
+      case 'ingest':
+        if (method === 'POST') return this.ingest.handle(ex, ex.contentType, ex.contentEncoding, body);
+        if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Ingest'));
+        return this.notAllowed(ex);
       case 'index':
       case 'root':
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody(route.kind === 'index' ? 'Api Index' : 'Api Root'));
@@ -359,7 +381,8 @@ export class Front {
       if (playbook !== undefined) errors.playbook = [Errors.invalidPk(playbook)];
       return reply(ex, 400, Errors.fields(errors, WRITE_FIELDS[type]));
     }
-    this.sendWrite(ex, this.pool.shardOf(playbook), 'create', type, this.dir.allocate(type), false, n);
+    // id 0: the shard allocates a child's id when it creates it (src/shard/ids.ts)
+    this.sendWrite(ex, this.pool.shardOf(playbook), 'create', type, 0, false, n);
   }
 
   private update(ex: Req, type: ResourceType, id: number, body: Buffer, put: boolean): void {
