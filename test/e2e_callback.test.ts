@@ -13,6 +13,7 @@ import test, { type ExecutionContext } from 'ava';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createServer as createTcpServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -145,6 +146,44 @@ async function count(url: string, what: string, query = ''): Promise<number> {
   return body.count;
 }
 
+/**
+ * A TCP pass-through on a fixed port in front of logbook: logbook restarted on
+ * the same port fails to bind while the old connections sit in TIME_WAIT
+ * (uWebSockets.js listens without SO_REUSEADDR), so the callback talks to this
+ * port and the test closes it (down) and reopens it towards the new server (up).
+ */
+class Relay {
+  port = 0;
+  private server: Server | null = null;
+  private sockets = new Set<Socket>();
+
+  async up(backendPort: number): Promise<void> {
+    const server = createTcpServer((client) => {
+      const upstream = connect(backendPort, '127.0.0.1');
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => { client.destroy(); upstream.destroy(); });
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, '127.0.0.1', () => resolve());
+    });
+    const addr = server.address();
+    this.port = typeof addr === 'object' && addr ? addr.port : 0;
+    this.server = server;
+  }
+
+  async down(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const s of this.sockets) s.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
 withAnsible('the server killed mid-run and started again: the run arrives complete, exactly once', async (t) => {
   t.timeout(240_000);
   const work = tempDir(t, 'logbook-cb-restart-');
@@ -153,29 +192,34 @@ withAnsible('the server killed mid-run and started again: the run arrives comple
   const [hosts, tasks] = [3, 40];
   const { playbook, inventory } = writeLongPlaybook(work, hosts, tasks);
   let server: Logbook = await startLogbook({ dataDir });
-  const port = server.port;
-  t.teardown(async () => { await server.stop('SIGKILL'); });
+  const relay = new Relay();
+  await relay.up(server.port);
+  const url = `http://127.0.0.1:${relay.port}`;
+  t.teardown(async () => { await relay.down(); await server.stop('SIGKILL'); });
 
-  const running = runWithLogbook(server.url, spool, { playbook, inventory, cwd: work, timeoutMs: 200_000 });
+  const running = runWithLogbook(url, spool, { playbook, inventory, cwd: work, timeoutMs: 200_000 });
   // Wait until some results are in, then kill the server without warning.
   const deadline = Date.now() + 60_000;
-  while (await count(server.url, 'results').catch(() => 0) < 6 && Date.now() < deadline) {
+  while (await count(url, 'results').catch(() => 0) < 6 && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 50));
   }
-  const before = await count(server.url, 'results');
-  t.true(before >= 6 && before < hosts * tasks, `server killed mid-run (after ${before} results)`);
+  const before = await count(url, 'results');
   await server.stop('SIGKILL');
+  await relay.down();
+  t.true(before >= 6 && before < hosts * tasks, `server killed mid-run (after ${before} results)`);
   await new Promise((r) => setTimeout(r, 2_000));
-  server = await startLogbook({ dataDir, env: { LOGBOOK_PORT: String(port) } });
+  server = await startLogbook({ dataDir });
+  await relay.up(server.port);
 
   const run = await running;
   if (run.code !== 0) t.log(run.stdout, run.stderr);
   t.is(run.code, 0, 'the playbook succeeds');
   t.deepEqual(run.callbackErrors, []);
+  t.regex(logbookWarnings(run).join('\n'), /cannot reach/, 'the outage was noticed (and told once)');
   t.deepEqual(spooled(spool), [], 'everything was shipped by the end of the run');
 
-  t.is(await count(server.url, 'playbooks'), 1, 'one playbook');
-  const snap = await snapshotRun(server.url);
+  t.is(await count(url, 'playbooks'), 1, 'one playbook');
+  const snap = await snapshotRun(url);
   t.deepEqual(snap.playbook.items, { plays: 1, tasks, results: hosts * tasks, hosts, files: 1, records: 0 });
   t.is(snap.playbook.status, 'completed');
   t.true(snap.playbook.hasEnded);
