@@ -122,7 +122,7 @@ function capacity(run: BenchRun): string {
     rows.push(['Disk per host with gathered facts (22 KB of JSON)', `**${fmt.int(f.factsBytesPerHost)} B**`, f.ara ? `${fmt.int(f.ara.factsBytesPerHost)} B` : '–', f.ara ? lessOrMore(f.factsBytesPerHost, f.ara.factsBytesPerHost) : '']);
     rows.push([`Restart with ${fmt.int(f.results)} results (spawn → ready)`, `**${(f.restartMs / 1000).toFixed(1)} s**` + (f.recovery ? ` (${fmt.int(f.results / (f.recovery.ms / 1000))} results/s recovered)` : ''), '', '']);
   }
-  if (overhead) {
+  if (overhead?.shapes) {  // runs before the two-shape format have no `shapes`
     const pct = (x: number | undefined) => (x !== undefined ? `${x >= 0 ? '+' : ''}${x.toFixed(0)} %` : '–');
     for (const shape of overhead.shapes) {
       const { callback, logbook: lb, ara } = shape.overheadPct;
@@ -315,7 +315,7 @@ export function markdown(run: BenchRun): string {
   out.push(`"Sustained" is the highest throughput among the measured connection counts whose p99 stayed under ${P99_BOUND_MS} ms with no errors. Hosts × tasks per hour counts one \`POST /results\` per host and task; the ARA callback also sends about two requests per task (create, then finish) and a few per playbook, play and host, i.e. a few % more for fleets of 20+ hosts.`, '');
   if (run.ingest) out.push(ingestSection(run.ingest, run.machine.cpus), '');
   if (run.read) out.push(readSection(run.read), '');
-  if (run.overhead) out.push(overheadSection(run.overhead), '');
+  if (run.overhead?.shapes) out.push(overheadSection(run.overhead), '');
   if (run.footprint) out.push(footprintSection(run.footprint), '');
   if (run.notes.length) out.push('## Notes from this run', '', ...run.notes.map((n) => `- ${n}`), '');
   out.push('## Reproduce', '', '```sh', 'npm run bench                  # the whole suite (≤ 15 min on 2 cores)', 'npm run bench -- --quick       # short runs, 100 k-result store (development)', 'npm run bench -- ingest read   # some scenarios: ingest, read, overhead, footprint', '```', '',
