@@ -10,7 +10,7 @@
 // Needs ansible-core and python3-ara / ara-server (for the comparison), which CI
 // installs; without them these tests are skipped.
 import test, { type ExecutionContext } from 'ava';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createServer as createTcpServer, connect, type Server, type Socket } from 'node:net';
@@ -280,4 +280,15 @@ withAnsible('a server that answers 500 to everything never fails the playbook', 
   t.regex(logbookWarnings(run).join('\n'), /answered 500/, 'the user is told, once');
   t.is(logbookWarnings(run).filter((w) => /answered 500/.test(w)).length, 1);
   t.true(spooled(spool).length > 0, 'the run is kept in the spool');
+});
+
+test('the callback\'s sender: same-bytes retries and the spool (Python unit tests)', (t) => {
+  // test/python/test_callback_shipper.py: the Shipper class alone against a
+  // loopback HTTP server; needs only python3 (the callback imports Ansible lazily).
+  const r = spawnSync('/usr/bin/python3', ['-m', 'unittest', 'discover', '-s', join('test', 'python')], {
+    encoding: 'utf8', timeout: 120_000,
+  });
+  if (r.status !== 0) t.log(r.stdout, r.stderr);
+  t.is(r.status, 0, 'python3 -m unittest discover -s test/python');
+  t.regex(r.stderr, /Ran 2 tests/);
 });
