@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { startLogbook, type Logbook } from './helpers/server.js';
+import { hashSecret } from '../src/http/password.js';
 import {
   freePort, hasAnsible, hasAraServer, runPlaybook, snapshotRun, startAraServer,
   type HostRecap, type PlaybookRun, type RunOptions, type RunSnapshot,
@@ -280,6 +281,35 @@ withAnsible('a server that answers 500 to everything never fails the playbook', 
   t.regex(logbookWarnings(run).join('\n'), /answered 500/, 'the user is told, once');
   t.is(logbookWarnings(run).filter((w) => /answered 500/.test(w)).length, 1);
   t.true(spooled(spool).length > 0, 'the run is kept in the spool');
+});
+
+withAnsible('credentials: HTTP Basic and Bearer token record; wrong ones keep the run in the spool', async (t) => {
+  t.timeout(240_000);
+  const work = tempDir(t, 'logbook-cb-auth-');
+  const users = join(work, 'users');
+  const tokens = join(work, 'tokens');
+  writeFileSync(users, `alice:${await hashSecret(Buffer.from('alice-pw'), 14)}:write\n`);
+  writeFileSync(tokens, `ci:${await hashSecret(Buffer.from('ci-secret'), 14)}:write\n`);
+  const server = await startLogbook({ env: { LOGBOOK_WRITE_LOGIN_REQUIRED: 'true', LOGBOOK_USERS_FILE: users, LOGBOOK_TOKENS_FILE: tokens } });
+  t.teardown(async () => { await server.stop(); });
+  const { playbook, inventory } = writeLongPlaybook(work, 2, 3);
+  const run = (spool: string, env: Record<string, string>) =>
+    runWithLogbook(server.url, join(work, spool), { playbook, inventory, cwd: work, env: { LOGBOOK_CALLBACK_FLUSH_TIMEOUT: '1', ...env } });
+
+  const [withBasic, withToken, wrong] = await Promise.all([
+    run('basic', { LOGBOOK_API_USERNAME: 'alice', LOGBOOK_API_PASSWORD: 'alice-pw' }),
+    run('token', { LOGBOOK_API_TOKEN: 'ci.ci-secret' }),
+    run('wrong', { LOGBOOK_API_USERNAME: 'alice', LOGBOOK_API_PASSWORD: 'not-her-password' }),
+  ]);
+  for (const r of [withBasic, withToken, wrong]) t.is(r.code, 0, 'the playbook succeeds');
+  t.deepEqual(logbookWarnings(withBasic), []);
+  t.deepEqual(logbookWarnings(withToken), []);
+  t.regex(logbookWarnings(wrong).join('\n'), /refused our credentials \(401/);
+  t.deepEqual(spooled(join(work, 'basic')), []);
+  t.deepEqual(spooled(join(work, 'token')), []);
+  t.true(spooled(join(work, 'wrong')).length > 0, 'the refused run waits in its spool');
+  t.is(await count(server.url, 'playbooks'), 2, 'two runs recorded');
+  t.is(await count(server.url, 'results'), 2 * 2 * 3);
 });
 
 test('the callback\'s sender: same-bytes retries and the spool (Python unit tests)', (t) => {
