@@ -8,6 +8,8 @@ import http.server
 import json
 import os
 import shutil
+import ssl
+import subprocess
 import sys
 import tempfile
 import threading
@@ -55,8 +57,12 @@ class Ingest(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def serve(port=0, fail_first=0):
+def serve(port=0, fail_first=0, tls=None):
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), Ingest)
+    if tls is not None:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(*tls)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     srv.bodies, srv.events, srv.last, srv.fail_first = [], [], {}, fail_first
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
@@ -111,6 +117,27 @@ class ShipperTest(unittest.TestCase):
         self.assertEqual(nxt.finish(20), 0)
         self.assertEqual([e["key"] for e in srv.events], ["k0", "k1", "k2", "k3", "k4"])
         self.assertEqual(os.listdir(self.spool), [], "the spool is empty again")
+
+
+    def test_tls_verifies_with_a_ca_file_or_not_at_all(self):
+        if shutil.which("openssl") is None:
+            self.skipTest("openssl is not installed")
+        cert, key = os.path.join(self.spool, "cert.pem"), os.path.join(self.spool, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                        "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        srv = serve(tls=(cert, key))
+        self.addCleanup(srv.shutdown)
+        url = "https://127.0.0.1:%d" % srv.server_port
+        spool_root = self.spool
+        for name, kw, ok in (("ca", {"ca_file": cert}, True), ("insecure", {"insecure": True}, True), ("verify", {}, False)):
+            self.spool = os.path.join(spool_root, name)
+            s = self.shipper(url, **kw)
+            s.start(playbook(name))
+            s.add({"kind": "record", "key": name, "value": 1, "type": "text"})
+            self.assertEqual(s.finish(1.5 if not ok else 20) == 0, ok, name)
+        self.assertEqual(sorted(e["key"] for e in srv.events), ["ca", "insecure"])
+        self.assertTrue(any("CERTIFICATE_VERIFY_FAILED" in w for w in self.warnings), self.warnings)
 
 
 if __name__ == "__main__":
