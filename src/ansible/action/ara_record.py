@@ -10,7 +10,14 @@
 from __future__ import absolute_import, division, print_function
 
 import datetime
+import json
 import sys
+
+try:
+    from urllib.parse import quote
+    from urllib.request import Request, urlopen
+except ImportError:  # pragma: no cover
+    raise
 
 from ansible.plugins.action import ActionBase
 
@@ -79,10 +86,10 @@ class ActionModule(ActionBase):
             result["msg"] = "Record failed to be created or updated: logbook's callback is not enabled"
             return result
         current = getattr(state, "playbook_id", None)
-        if playbook_id is not None and current is not None and str(playbook_id) != str(current):
-            result["failed"] = True
-            result["msg"] = "Record failed to be created or updated: logbook's ara_record records on the running playbook only"
-            return result
+        if playbook_id is not None and str(playbook_id) != str(current):
+            # Another (earlier) playbook: not part of this run's stream. A connection of its own,
+            # opened here in the worker and closed at once, so nothing crosses the fork.
+            return self._record_elsewhere(state, result, playbook_id, key, value, type_)
 
         # Records sent before this worker forked: same value and type → unchanged (ARA's idempotency).
         previous = getattr(state, "records", {}).get(key)
@@ -96,4 +103,38 @@ class ActionModule(ActionBase):
         result["created"] = stamp
         result["updated"] = stamp
         result["msg"] = "Record created or updated in ARA" if changed else "Record unchanged in ARA"
+        return result
+
+    def _record_elsewhere(self, state, result, playbook_id, key, value, type_):
+        """ARA's create-or-update of a record on another playbook, over the per-record API."""
+        api = getattr(state, "api", None)
+        if not api:
+            result["failed"] = True
+            result["msg"] = "Record failed to be created or updated: logbook's callback is not configured"
+            return result
+
+        def call(method, path, body=None):
+            data = json.dumps(body).encode("utf-8") if body is not None else None
+            req = Request(api["url"] + path, data=data, method=method, headers=dict(api["headers"]))
+            with urlopen(req, timeout=api["timeout"], context=api["ssl_context"]) as res:
+                return json.loads(res.read().decode("utf-8"))
+
+        try:
+            found = call("GET", "/api/v1/records?playbook=%s&key=%s" % (quote(str(playbook_id)), quote(str(key))))
+            changed = True
+            if found["count"] == 0:
+                data = call("POST", "/api/v1/records", {"playbook": playbook_id, "key": key, "value": value, "type": type_})
+            else:
+                old = call("GET", "/api/v1/records/%s" % found["results"][0]["id"])
+                if old["value"] != value or old["type"] != type_:
+                    data = call("PATCH", "/api/v1/records/%s" % old["id"], {"key": key, "value": value, "type": type_})
+                else:
+                    data, changed = old, False
+            result.update(changed=changed, key=data["key"], value=data["value"], type=data["type"],
+                          playbook_id=data["playbook"], created=data["created"], updated=data["updated"],
+                          msg="Record created or updated in ARA" if changed else "Record unchanged in ARA")
+        except Exception as e:
+            result["changed"] = False
+            result["failed"] = True
+            result["msg"] = "Record failed to be created or updated in ARA: {0}".format(str(e))
         return result

@@ -821,6 +821,9 @@ class CallbackModule(CallbackBase):
             on_playbook_id=self._on_playbook_id,
         )
         self.state.playbook_uuid = stream
+        # For ara_record with another playbook's id (it opens its own connection in the worker).
+        self.state.api = {"url": self.shipper.url, "headers": {k: v for k, v in self.shipper.headers.items()},
+                          "timeout": self.shipper.timeout, "ssl_context": self.shipper.ssl_context}
         atexit.register(self._finish)  # a run that ends without stats (error, interrupt) still ships what it has
         self._file(path, content)
 
@@ -968,9 +971,13 @@ class CallbackModule(CallbackBase):
         if task["action"] in RECORD_ACTIONS and status == "ok":
             items = result._result.get("results") if isinstance(result._result.get("results"), list) else [result._result]
             for item in items:
-                if isinstance(item, dict) and "key" in item and "type" in item and not item.get("failed"):
-                    self.state.records[item["key"]] = (item.get("value"), item["type"])
-                    self._add({"kind": "record", "key": item["key"], "value": item.get("value"), "type": item["type"]})
+                if not isinstance(item, dict) or "key" not in item or "type" not in item or item.get("failed"):
+                    continue
+                target = item.get("playbook_id")
+                if target is not None and self.state.playbook_id is not None and str(target) != str(self.state.playbook_id):
+                    continue  # written to another playbook by the action itself
+                self.state.records[item["key"]] = (item.get("value"), item["type"])
+                self._add({"kind": "record", "key": item["key"], "value": item.get("value"), "type": item["type"]})
 
     # -- the end -------------------------------------------------------------------
 
