@@ -374,7 +374,7 @@ class Shipper(object):
             if self.stopped or self.stream_dropped:
                 return
             if not self.queue:
-                self.queue_since = time.time()
+                self.queue_since = time.monotonic()
                 self.queue.append(event)
                 self.cond.notify()
             else:
@@ -384,15 +384,15 @@ class Shipper(object):
 
     def finish(self, timeout):
         """Sends what is left for up to `timeout` s, then spools the rest. Returns batches spooled."""
-        deadline = time.time() + max(0.0, timeout)
+        deadline = time.monotonic() + max(0.0, timeout)
         with self.cond:
             if self.stopped:
                 return 0
             self.flushing = True
             self.cond.notify_all()
-            while (self.queue or self.pending or self.forming) and time.time() < deadline \
+            while (self.queue or self.pending or self.forming) and time.monotonic() < deadline \
                     and self.thread is not None and self.thread.is_alive():
-                self.cond.wait(min(0.1, max(0.0, deadline - time.time())))
+                self.cond.wait(min(0.1, max(0.0, deadline - time.monotonic())))
             left = 0
             if self.queue or self.pending or self.forming:
                 left = self._spill_all()
@@ -431,7 +431,7 @@ class Shipper(object):
                 while True:
                     if self.stopped:
                         return
-                    now = time.time()
+                    now = time.monotonic()
                     if now < self.retry_at:
                         # Server away: keep memory bounded while we wait.
                         if len(self.queue) >= self.batch_size:
@@ -449,7 +449,7 @@ class Shipper(object):
                     if self.flushing:
                         self.cond.notify_all()
                     self.cond.wait(1.0 if self.flushing else None)
-                batch = self.pending[0] if self.pending and time.time() >= self.retry_at else None
+                batch = self.pending[0] if self.pending and time.monotonic() >= self.retry_at else None
                 events = None
                 if batch is None and self.queue:
                     events = self._take_events()
@@ -465,7 +465,7 @@ class Shipper(object):
         n = min(len(self.queue), self.batch_size)
         events = [self.queue.popleft() for _ in range(n)]
         if self.queue:
-            self.queue_since = time.time()
+            self.queue_since = time.monotonic()
         self.forming = (self.next_seq, events)
         self.next_seq += 1
         return events
@@ -677,7 +677,7 @@ class Shipper(object):
         except ValueError:
             pass
         with self.cond:
-            self.retry_at = time.time() + delay
+            self.retry_at = time.monotonic() + delay
 
     def _done(self, batch):
         with self.cond:
