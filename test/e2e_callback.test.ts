@@ -34,6 +34,10 @@ const EXPECTED_RECAP: Record<string, HostRecap> = {
 const EXPECTED_EXIT = 4;
 const EXPECTED_ITEMS = { plays: 3, tasks: 19, results: 52, hosts: 4, files: 4, records: 2 };
 
+// Generous: a loaded 2-core machine runs the fixture in 20 s or in 150 s.
+const RUN_TIMEOUT_MS = 300_000;
+const TEST_TIMEOUT_MS = 900_000;
+
 const withAnsible = hasAnsible() ? test : test.skip;
 const withAra = hasAnsible() && hasAraServer() ? test : test.skip;
 
@@ -51,6 +55,7 @@ function ansibleEnv(url: string): Record<string, string> {
 /** Runs a playbook with logbook's callback (not ARA's) recording into url. */
 function runWithLogbook(url: string, spoolDir: string, opts: RunOptions = {}): Promise<PlaybookRun> {
   return runPlaybook(url, {
+    timeoutMs: RUN_TIMEOUT_MS,
     ...opts,
     env: {
       ...ansibleEnv(url),
@@ -108,7 +113,7 @@ function tempDir(t: ExecutionContext, prefix: string): string {
 }
 
 withAra('logbook\'s callback records the fixture run the way the stock ARA callback records it into ARA', async (t) => {
-  t.timeout(240_000);
+  t.timeout(TEST_TIMEOUT_MS);
   const spool = tempDir(t, 'logbook-spool-');
   const [logbook, ara] = await Promise.all([startLogbook({ env: { LOGBOOK_SHARDS: '2' } }), startAraServer()]);
   t.teardown(async () => {
@@ -116,7 +121,7 @@ withAra('logbook\'s callback records the fixture run the way the stock ARA callb
     await Promise.all([logbook.stop(), ara.stop()]);
   });
 
-  const [lbRun, araRun] = await Promise.all([runWithLogbook(logbook.url, spool), runPlaybook(ara.url)]);
+  const [lbRun, araRun] = await Promise.all([runWithLogbook(logbook.url, spool), runPlaybook(ara.url, { timeoutMs: RUN_TIMEOUT_MS })]);
   checkFixtureRun(t, 'ARA callback', araRun);
   checkFixtureRun(t, 'logbook callback', lbRun);
   t.deepEqual(logbookWarnings(lbRun), [], 'logbook\'s callback warned');
@@ -186,7 +191,7 @@ class Relay {
 }
 
 withAnsible('the server killed mid-run and started again: the run arrives complete, exactly once', async (t) => {
-  t.timeout(240_000);
+  t.timeout(TEST_TIMEOUT_MS);
   const work = tempDir(t, 'logbook-cb-restart-');
   const spool = join(work, 'spool');
   const dataDir = join(work, 'data');
@@ -198,7 +203,7 @@ withAnsible('the server killed mid-run and started again: the run arrives comple
   const url = `http://127.0.0.1:${relay.port}`;
   t.teardown(async () => { await relay.down(); await server.stop('SIGKILL'); });
 
-  const running = runWithLogbook(url, spool, { playbook, inventory, cwd: work, timeoutMs: 200_000 });
+  const running = runWithLogbook(url, spool, { playbook, inventory, cwd: work });
   // Wait until some results are in, then kill the server without warning.
   const deadline = Date.now() + 60_000;
   while (await count(url, 'results').catch(() => 0) < 6 && Date.now() < deadline) {
@@ -229,7 +234,7 @@ withAnsible('the server killed mid-run and started again: the run arrives comple
 });
 
 withAnsible('the server unreachable for the whole run: the run is spooled, then shipped first by the next run', async (t) => {
-  t.timeout(240_000);
+  t.timeout(TEST_TIMEOUT_MS);
   const spool = tempDir(t, 'logbook-spool-');
   const port = await freePort(); // nothing listens there during the first run
   const url = `http://127.0.0.1:${port}`;
@@ -258,7 +263,7 @@ withAnsible('the server unreachable for the whole run: the run is spooled, then 
 });
 
 withAnsible('a server that answers 500 to everything never fails the playbook', async (t) => {
-  t.timeout(240_000);
+  t.timeout(TEST_TIMEOUT_MS);
   const spool = tempDir(t, 'logbook-spool-');
   let requests = 0;
   const broken = createServer((req, res) => {
@@ -284,7 +289,7 @@ withAnsible('a server that answers 500 to everything never fails the playbook', 
 });
 
 withAnsible('credentials: HTTP Basic and Bearer token record; wrong ones keep the run in the spool', async (t) => {
-  t.timeout(240_000);
+  t.timeout(TEST_TIMEOUT_MS);
   const work = tempDir(t, 'logbook-cb-auth-');
   const users = join(work, 'users');
   const tokens = join(work, 'tokens');
