@@ -38,8 +38,9 @@ const EXPECTED_ITEMS = { plays: 3, tasks: 19, results: 52, hosts: 4, files: 4, r
 const RUN_TIMEOUT_MS = 300_000;
 const TEST_TIMEOUT_MS = 900_000;
 
-const withAnsible = hasAnsible() ? test : test.skip;
-const withAra = hasAnsible() && hasAraServer() ? test : test.skip;
+// One ansible-playbook at a time (serial): they are CPU-bound, and the machine has 2 cores.
+const withAnsible = hasAnsible() ? test.serial : test.skip;
+const withAra = hasAnsible() && hasAraServer() ? test.serial : test.skip;
 
 /** `npm run ansible-env -- URL` (the script behind it): the variables that enable logbook's callback. */
 function ansibleEnv(url: string): Record<string, string> {
