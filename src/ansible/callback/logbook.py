@@ -370,17 +370,11 @@ class Shipper(object):
         self.thread.start()
 
     def add(self, event):
-        with self.cond:
-            if self.stopped or self.stream_dropped:
-                return
-            if not self.queue:
-                self.queue_since = time.monotonic()
-                self.queue.append(event)
-                self.cond.notify()
-            else:
-                self.queue.append(event)
-                if len(self.queue) == self.batch_size:
-                    self.cond.notify()
+        # Lock-free on purpose: deque.append is atomic, and the sender polls the queue every
+        # batch_interval. Taking the sender's lock (or waking it) here makes Ansible's thread
+        # wait for the GIL and the scheduler whenever the sender is busy.
+        if not (self.stopped or self.stream_dropped):
+            self.queue.append(event)
 
     def finish(self, timeout):
         """Sends what is left for up to `timeout` s, then spools the rest. Returns batches spooled."""
@@ -441,6 +435,8 @@ class Shipper(object):
                     if self.pending:
                         break
                     if self.queue:
+                        if not self.queue_since:
+                            self.queue_since = now  # first seen by this poll: at most one interval late
                         wait = self.queue_since + self.batch_interval - now
                         if self.flushing or len(self.queue) >= self.batch_size or wait <= 0:
                             break
@@ -448,7 +444,7 @@ class Shipper(object):
                         continue
                     if self.flushing:
                         self.cond.notify_all()
-                    self.cond.wait(1.0 if self.flushing else None)
+                    self.cond.wait(self.batch_interval if self.batch_interval > 0 else 0.01)
                 batch = self.pending[0] if self.pending and time.monotonic() >= self.retry_at else None
                 events = None
                 if batch is None and self.queue:
@@ -464,8 +460,7 @@ class Shipper(object):
         """Pops up to batch_size events and reserves their seq (called with the lock held)."""
         n = min(len(self.queue), self.batch_size)
         events = [self.queue.popleft() for _ in range(n)]
-        if self.queue:
-            self.queue_since = time.monotonic()
+        self.queue_since = time.monotonic() if self.queue else 0.0
         self.forming = (self.next_seq, events)
         self.next_seq += 1
         return events
