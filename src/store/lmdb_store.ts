@@ -63,7 +63,7 @@ export class LmdbShardStore implements DurableShardStore {
   private readonly snapshots: Database<AggregateSnapshot | ShardMeta, number>;
   private readonly blobs: Database<string, BlobKey>;
   /** the live stream's numbered changes, the last N (src/shard/changes.ts) */
-  private readonly changes: Database<StreamChange, number>;
+  private readonly changes: Database<StreamChange[], number>;
   private readonly heads: Database<null, string>;
   /** seq of the last command issued (never reused, also after a failure) */
   private seq = 0;
@@ -172,6 +172,8 @@ export class LmdbShardStore implements DurableShardStore {
 
   /** Issue `writes` in one transaction, to be applied only if the head record has version `head` (null: is absent). */
   // ---- live stream change log (src/shard/changes.ts) ----
+  // One entry per commit, keyed by its first change's seq: a batch of 1,000
+  // results is one put here, not 1,000 (the table is only read to replay).
 
   /**
    * A commit's changes, issued right after its write() in the same event turn (so
@@ -179,27 +181,41 @@ export class LmdbShardStore implements DurableShardStore {
    * version that write sets, so a change is on disk exactly when its write is.
    */
   appendChanges(changes: StreamChange[]): void {
-    void this.heads.ifVersion(HEAD_KEY, this.head!, () => { // set by the write() just before
-      for (const c of changes) void this.changes.put(c[0], c);
+    if (!changes.length) return;
+    void this.heads.ifVersion(HEAD_KEY, this.head!, () => { // head: set by the write() just before
+      void this.changes.put(changes[0]![0], changes);
     });
   }
 
+  /** Changes with from < seq <= to, oldest first, at most `limit`. */
   readChanges(from: number, to: number, limit: number): StreamChange[] {
     const out: StreamChange[] = [];
-    for (const { value } of this.changes.getRange({ start: from + 1, end: to + 1, limit })) out.push(value);
+    // the entry holding from + 1 starts at or before it
+    let start = from + 1;
+    for (const key of this.changes.getKeys({ start: from + 1, reverse: true, limit: 1 })) start = key;
+    for (const { value } of this.changes.getRange({ start, end: to + 1 })) {
+      for (const c of value) {
+        if (c[0] <= from) continue;
+        if (c[0] > to || out.length >= limit) return out;
+        out.push(c);
+      }
+    }
     return out;
   }
 
   changeBounds(): [number, number] | null {
     let first: number | undefined;
     let last: number | undefined;
-    for (const key of this.changes.getKeys({ limit: 1 })) first = key;
-    for (const key of this.changes.getKeys({ limit: 1, reverse: true })) last = key;
+    for (const { value } of this.changes.getRange({ limit: 1 })) first = value[0]![0];
+    for (const { value } of this.changes.getRange({ limit: 1, reverse: true })) last = value[value.length - 1]![0];
     return first === undefined || last === undefined ? null : [first, last];
   }
 
+  /** Drop the commits whose every change is below `below`. */
   trimChanges(below: number): void {
-    for (const key of this.changes.getKeys({ end: below })) void this.changes.remove(key);
+    for (const { key, value } of this.changes.getRange({ end: below })) {
+      if (value[value.length - 1]![0] < below) void this.changes.remove(key);
+    }
   }
 
   private afterHead(head: number | null, writes: () => void): Promise<boolean> {
