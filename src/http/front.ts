@@ -24,6 +24,7 @@ import { Guard } from './guard.js';
 import { LabelCatalogue, type Label } from './labels.js';
 import { pageLinks, parseQuery } from './page_links.js';
 import { ALLOW_DETAIL, ALLOW_INDEX, ALLOW_LIST, reply, type Exchange } from './respond.js';
+import { isUiPath, UiFiles } from './static.js';
 // ---- operations (health, metrics, OpenAPI, shard restarts, retention) ----
 import { HTTP, Metrics, ROUTE } from '../metrics.js';
 import { Ops, opsAllow, opsMetricRoute, parseOpsRoute, type OpsRoute } from './ops.js';
@@ -119,6 +120,8 @@ export class Front {
   private readonly ops: Ops;
   /** set by a shutdown: new requests get 503 and their connection closed */
   draining = false;
+  /** the web UI's files (src/http/static.ts) */
+  private readonly ui = new UiFiles();
 
   constructor(private readonly config: Config, private readonly version: string, store: FrontStore | null) {
     this.ops = new Ops(config, version, this.metrics, {
@@ -172,6 +175,7 @@ export class Front {
   onRequest(res: HttpResponse, req: HttpRequest): void {
     const method = req.getCaseSensitiveMethod();
     const url = req.getUrl();
+    if (isUiPath(url)) return this.ui.serve(res, req, this.guard);
     const route = parseRoute(url);
     const ex: Req = {
       res, method, allow: allowOf(route), aborted: false, done: false, close: false, extraHeaders: null,
