@@ -315,8 +315,10 @@ browserTest('with read login required: 401 + Basic prompt for pages, browser cre
     await withBasic.page.locator('h1', { hasText: 'guarded run' }).waitFor();
     t.deepEqual(real(withBasic.errors), []);
 
-    // no browser credentials: the prompt is dismissed, the page shows the sign-in form; a token signs in
-    const withToken = await open(`/ui/playbooks/${pb.id}`, {}, locked.url);
+    // no valid browser credentials: the user gives up on the prompt (here: one wrong answer, then
+    // Cancel, which is what playwright does on a second challenge), the page shows the 401's body,
+    // the app with its sign-in form; a token signs in
+    const withToken = await open(`/ui/playbooks/${pb.id}`, { httpCredentials: { username: 'nobody', password: 'wrong' } }, locked.url);
     await withToken.page.locator('form.signin').waitFor();
     await screenshot(withToken.page, 'signin');
     await withToken.page.fill('input[name=token]', 'dash.wrong');
