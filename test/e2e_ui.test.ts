@@ -210,6 +210,8 @@ recordedTest('a host page shows its results and searchable facts', async (t) => 
   t.regex(await page.locator('dl.facts').innerText(), /ansible_hostname/);
   t.true(await page.locator('tr.r-changed, tr.r-ok').count() > 0);
   await page.fill('input[type=search]', '');
+  await page.locator('input[type=search]').blur();
+  await page.evaluate('window.scrollTo(0, 0)');
   await screenshot(page, 'host');
   t.deepEqual(real(errors), []);
 });

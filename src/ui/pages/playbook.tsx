@@ -51,12 +51,12 @@ export function PlaybookPage({ id, query }: { id: number; query: URLSearchParams
       <p class="crumbs"><a href="/ui/">Playbooks</a> / #{p.id}</p>
       <h1><Status value={p.status} /> {title}</h1>
       <dl class="summary">
-        <div><dt>Path</dt><dd class="path">{p.path}</dd></div>
+        <div class="span2"><dt>Path</dt><dd class="path">{p.path}</dd></div>
         <div><dt>Started</dt><dd>{when(p.started)}</dd></div>
         <div><dt>Ended</dt><dd>{when(p.ended)}</dd></div>
         <div><dt>Duration</dt><dd>{took(p.duration)}</dd></div>
         <div><dt>Runner</dt><dd>{p.runner_version}</dd></div>
-        {p.labels.length > 0 && <div><dt>Labels</dt><dd>{p.labels.map((l) => <a key={l.id} class="label" href={`/ui/?label=${encodeURIComponent(l.name)}`}>{l.name}</a>)}</dd></div>}
+        {p.labels.length > 0 && <div class="span2"><dt>Labels</dt><dd>{p.labels.map((l) => <a key={l.id} class="label" href={`/ui/?label=${encodeURIComponent(l.name)}`}>{l.name}</a>)}</dd></div>}
       </dl>
       <p class="counts" data-counts><Counts items={p.items} keys={['plays', 'tasks', 'hosts', 'results', 'files', 'records']} /></p>
       <nav class="tabs" aria-label="sections">

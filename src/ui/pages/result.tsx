@@ -18,7 +18,7 @@ export function ResultPage({ id }: { id: number }) {
       <dl class="summary">
         <div><dt>Host</dt><dd><a href={`/ui/hosts/${r.host.id}`}>{r.host.name}</a></dd></div>
         <div><dt>Task</dt><dd>{t.name || t.action} (<code>{t.action}</code>)</dd></div>
-        <div><dt>Source</dt><dd><a class="src" href={`/ui/files/${t.file}?line=${t.lineno}`}>{t.path}:{t.lineno}</a></dd></div>
+        <div class="span2"><dt>Source</dt><dd><a class="src" href={`/ui/files/${t.file}?line=${t.lineno}`}>{t.path}:{t.lineno}</a></dd></div>
         <div><dt>Play</dt><dd>{r.play.name || r.play.uuid}</dd></div>
         <div><dt>Started</dt><dd>{when(r.started)}</dd></div>
         <div><dt>Duration</dt><dd>{took(r.duration)}</dd></div>
