@@ -81,40 +81,6 @@ const real = (errors: string[]) => (streamMissing ? errors.filter((e) => !(/\/ap
 
 const text = (page: Page, selector: string) => page.locator(selector).first().innerText();
 
-// ---- serving ------------------------------------------------------------------
-
-browserTest('/ redirects to /ui/; pages get the app uncached, assets get long caching, gzip and ETags', async (t) => {
-  const root = await fetch(`${lb.url}/`, { redirect: 'manual' });
-  t.is(root.status, 302);
-  t.is(root.headers.get('location'), '/ui/');
-  for (const page of ['/ui/', '/ui/playbooks/1', '/ui/hosts/2', '/ui/results/3', '/ui/files/4?line=9']) {
-    const r = await fetch(lb.url + page);
-    t.is(r.status, 200, page);
-    t.regex(r.headers.get('content-type')!, /^text\/html/, page);
-    t.is(r.headers.get('cache-control'), 'no-cache', page);
-    t.regex(await r.text(), /<script type="module" src="\/ui\/assets\/main-[\w-]+\.js">/, page);
-  }
-  const html = await (await fetch(`${lb.url}/ui/`)).text();
-  const js = /src="(\/ui\/assets\/[^"]+\.js)"/.exec(html)![1]!;
-  const asset = await fetch(lb.url + js, { headers: { 'accept-encoding': 'gzip' } });
-  t.is(asset.status, 200);
-  t.regex(asset.headers.get('content-type')!, /^text\/javascript/);
-  t.regex(asset.headers.get('cache-control')!, /max-age=31536000/);
-  t.is(asset.headers.get('content-encoding'), 'gzip');
-  const etag = asset.headers.get('etag')!;
-  t.truthy(etag);
-  const again = await fetch(lb.url + js, { headers: { 'if-none-match': etag } });
-  t.is(again.status, 304);
-  const missing = await api(lb.url, 'GET', '/ui/assets/main-NOPE.js');
-  t.is(missing.status, 404);
-  t.deepEqual(missing.body, { detail: 'Not found.' });
-  const post_ = await api(lb.url, 'POST', '/ui/', { a: 1 });
-  t.is(post_.status, 405);
-  t.deepEqual(post_.body, { detail: 'Method "POST" not allowed.' });
-  // the API is untouched
-  t.is((await api(lb.url, 'GET', '/api/v1/')).status, 200);
-});
-
 // ---- a recorded run ------------------------------------------------------------------
 
 recordedTest('the playbook list shows the recorded run with its status, and filters by status through the address', async (t) => {

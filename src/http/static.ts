@@ -66,12 +66,16 @@ export class UiFiles {
 
   /** Answer a request for a UI path (isUiPath): synchronously, or after its credentials are verified. */
   serve(res: HttpResponse, req: HttpRequest, guard: Guard): void {
+    // Attached first, always: uWS aborts the process when a handler returns
+    // from a HEAD answered by endWithoutBody(length) without one (uws 20).
+    let aborted = false;
+    res.onAborted(() => { aborted = true; });
     const method = req.getCaseSensitiveMethod();
     const url = req.getUrl();
     const head = method === 'HEAD';
     if (method !== 'GET' && !head) {
-      // the body (if any) is left unread: close after answering
-      return send(res, '405 Method Not Allowed', json(Errors.methodNotAllowed(method)), [['Allow', ALLOW]], false, true);
+      // uWS frames and drops a body nobody reads: the connection stays usable
+      return send(res, '405 Method Not Allowed', json(Errors.methodNotAllowed(method)), [['Allow', ALLOW]], false);
     }
     if (url === '/' || url === '/ui') return send(res, '302 Found', null, [['Location', '/ui/']], head);
     const gzip = /\bgzip\b/.test(req.getHeader('accept-encoding'));
@@ -85,13 +89,12 @@ export class UiFiles {
     const verdict = guard.auth.check(req.getHeader('authorization'), false);
     if (verdict === null) return sendFile(res, index, '200 OK', gzip, ifNoneMatch, head, []);
     if (!(verdict instanceof Promise)) return this.refuse(res, verdict, gzip, head);
-    let aborted = false;
-    res.onAborted(() => { aborted = true; });
     verdict.then((v) => {
       if (aborted) return;
-      res.cork(() => (v === null ? sendFile(res, index, '200 OK', gzip, '', head, []) : this.refuse(res, v, gzip, head)));
+      if (v === null) sendFile(res, index, '200 OK', gzip, '', head, []);
+      else this.refuse(res, v, gzip, head);
     }, () => {
-      if (!aborted) res.cork(() => send(res, '500 Internal Server Error', json(Errors.internal()), [], head));
+      if (!aborted) send(res, '500 Internal Server Error', json(Errors.internal()), [], head);
     });
   }
 
@@ -115,8 +118,8 @@ function load(path: string, cache: string): StaticFile {
   return { type: TYPES[ext] ?? 'application/octet-stream', body, gzip, etag, cache };
 }
 
-interface Body { type: string; data: Buffer | string }
-const json = (text: string): Body => ({ type: 'application/json', data: text });
+interface Body { type: string; data: Buffer }
+const json = (text: string): Body => ({ type: 'application/json', data: Buffer.from(text) });
 
 function sendFile(res: HttpResponse, f: StaticFile, status: string, gzip: boolean, ifNoneMatch: string, head: boolean, extra: Array<[string, string]>): void {
   const headers: Array<[string, string]> = [['ETag', f.etag], ['Cache-Control', f.cache], ...extra];
@@ -129,12 +132,15 @@ function sendFile(res: HttpResponse, f: StaticFile, status: string, gzip: boolea
   send(res, status, { type: f.type, data: zipped ? f.gzip! : f.body }, headers, head);
 }
 
-function send(res: HttpResponse, status: string, body: Body | null, headers: Array<[string, string]>, head: boolean, close = false): void {
-  res.writeStatus(status);
-  if (body) res.writeHeader('Content-Type', body.type);
-  for (const [k, v] of SECURITY) res.writeHeader(k, v);
-  for (const [k, v] of headers) res.writeHeader(k, v);
-  if (body === null) res.endWithoutBody(0, close);
-  else if (head) res.endWithoutBody(Buffer.byteLength(body.data), close);
-  else res.end(body.data, close);
+function send(res: HttpResponse, status: string, body: Body | null, headers: Array<[string, string]>, head: boolean): void {
+  // one write for status, headers and body, also when answering after an await
+  res.cork(() => {
+    res.writeStatus(status);
+    if (body) res.writeHeader('Content-Type', body.type);
+    for (const [k, v] of SECURITY) res.writeHeader(k, v);
+    for (const [k, v] of headers) res.writeHeader(k, v);
+    if (body === null) res.endWithoutBody(0, false);
+    else if (head) res.endWithoutBody(body.data.length, false);
+    else res.end(body.data, false);
+  });
 }
