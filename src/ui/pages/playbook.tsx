@@ -37,13 +37,45 @@ export function PlaybookPage({ id, query }: { id: number; query: URLSearchParams
     };
   }, [id]);
   const [tick, setTick] = useState(0);
+  const [gridTick, setGridTick] = useState(0);
+  // the playbook's row as the stream last sent it (its list row: counters, status, times)
+  const [pbRow, setPbRow] = useState<Playbook | null>(null);
   const running = useRef(false);
-  running.current = pb.data?.status === 'running';
-  const refresh = useDebounced(() => { pb.reload(); ctx.reload(); setTick((t) => t + 1); }, 300);
-  useEffect(() => watch({ playbook: id, onChange: refresh, running: () => running.current, poll: refresh }), [id]);
+  running.current = (pbRow ?? pb.data)?.status === 'running';
+  const ctxRef = useRef(ctx.data);
+  ctxRef.current = ctx.data;
+  // Everything re-read: polling without a stream, a stream reset, deletions.
+  const refresh = useDebounced(() => { setPbRow(null); pb.reload(); ctx.reload(); setTick((t) => t + 1); setGridTick((t) => t + 1); }, 300);
+  // With the stream, rows come with the changes: only the open tab's page is re-read.
+  const rereadTab = useDebounced(() => setTick((t) => t + 1), 300);
+  // the grid reads every result of the run: at most every 3 s
+  const rereadGrid = useDebounced(() => setGridTick((t) => t + 1), 3000);
+  useEffect(() => watch({
+    playbook: id,
+    onChange: (m) => {
+      const c = ctxRef.current;
+      if (m.op === 'reset' || m.op === 'delete' || !m.row || !c) return refresh();
+      if (m.type === 'playbook') return setPbRow(m.row as unknown as Playbook);
+      if (m.type === 'task') {
+        const t = m.row as unknown as Task;
+        if (!c.tasks.has(t.id)) c.taskList.push(t);
+        else c.taskList[c.taskList.findIndex((x) => x.id === t.id)] = t;
+        c.tasks.set(t.id, t);
+      } else if (m.type === 'host') {
+        const h = m.row as unknown as Host;
+        if (!c.hosts.has(h.id)) c.hostList.push(h);
+        else c.hostList[c.hostList.findIndex((x) => x.id === h.id)] = h;
+        c.hosts.set(h.id, h);
+      } else if (m.type === 'play') c.plays.set(m.id, m.row as unknown as Play);
+      else if (m.type === 'result') rereadGrid();
+      rereadTab();
+    },
+    running: () => running.current,
+    poll: refresh,
+  }), [id]);
 
   if (pb.error) return <Failure error={pb.error} />;
-  const p = pb.data;
+  const p = pbRow ?? pb.data;
   // The open tab loads alongside the summary (not after it): a big run's first
   // result rows arrive as soon as the slowest of a few parallel requests.
   return (
@@ -57,7 +89,7 @@ export function PlaybookPage({ id, query }: { id: number; query: URLSearchParams
         : tab === 'arguments' ? (p ? <pre class="json">{pretty(p.arguments)}</pre> : null)
         : !ctx.data ? <Loading />
         : tab === 'tasks' ? <TasksTab ctx={ctx.data} />
-        : tab === 'hosts' ? <HostsTab id={id} ctx={ctx.data} tick={tick} />
+        : tab === 'hosts' ? <HostsTab id={id} ctx={ctx.data} tick={gridTick} />
         : tab === 'plays' ? <PlaysTab ctx={ctx.data} />
         : tab === 'files' ? <FilesTab id={id} tick={tick} />
         : <RecordsTab id={id} tick={tick} />}
