@@ -3,6 +3,7 @@
 // errors for what is not there, and the login challenge for pages. The UI in a
 // real browser is test/e2e_ui.test.ts.
 import test from 'ava';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -95,4 +96,9 @@ test('with read login required: pages answer 401 with a Basic challenge for real
     await locked.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('the UI type-checks against the DOM library (its own tsconfig; npm run build only bundles it)', (t) => {
+  const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'src/ui/tsconfig.json'], { encoding: 'utf8', timeout: 120_000 });
+  t.is(tsc.status, 0, tsc.stdout + tsc.stderr);
 });

@@ -211,6 +211,7 @@ const GRID_HOSTS = 60;
 function HostsTab({ id, ctx, tick }: { id: number; ctx: Context; tick: number }) {
   const [offset, setOffset] = useState(0);
   const [hostOffset, setHostOffset] = useState(0);
+  const [hostRows, setHostRows] = useState(0);
   // task → host → the worst result of that host in that task
   const cells = useLoad(async (s) => {
     const out = new Map<number, Map<number, Result>>();
@@ -229,7 +230,7 @@ function HostsTab({ id, ctx, tick }: { id: number; ctx: Context; tick: number })
       <Table label="hosts">
         <thead><tr><th>Host</th><th class="num">ok</th><th class="num">changed</th><th class="num">failed</th><th class="num">skipped</th><th class="num">unreachable</th></tr></thead>
         <tbody>
-          {ctx.hostList.slice(0, 500).map((h) => (
+          {ctx.hostList.slice(hostRows, hostRows + PAGE).map((h) => (
             <tr key={h.id} data-host={h.id} class={h.unreachable ? 'r-unreachable' : h.failed ? 'r-failed' : ''}>
               <td><a href={`/ui/hosts/${h.id}`}>{h.name}</a></td>
               <td class="num">{h.ok}</td><td class="num">{h.changed}</td><td class="num">{h.failed}</td><td class="num">{h.skipped}</td><td class="num">{h.unreachable}</td>
@@ -237,6 +238,7 @@ function HostsTab({ id, ctx, tick }: { id: number; ctx: Context; tick: number })
           ))}
         </tbody>
       </Table>
+      <Pager count={ctx.hostList.length} offset={hostRows} limit={PAGE} go={setHostRows} />
       <h2>Tasks × hosts</h2>
       {cells.error && <Failure error={cells.error} />}
       {!cells.data ? <Loading /> : (
