@@ -42,6 +42,18 @@ export const LIMITS = {
   nameLength: 255,
   /** Playbook and file paths: ARA caps at 255, real role paths exceed it. */
   pathLength: 4096,
+  /** Client keys of batch ingest: playbook, play and task `uuid` (SPEC §13). */
+  uuidLength: 64,
+
+  // ---- batch ingest (SPEC §13) -------------------------------------------------
+
+  /** Events in one `POST /api/v1/ingest` batch; more → 413. One batch is one
+   * journal entry decided in one pass of its shard: 10,000 results of 1.6 KB
+   * are ~16 MB, half the default body limit, and ~0.2 s of one shard's time. */
+  ingestEvents: 10_000,
+  /** Rejected events listed in a batch's answer (the first ones; `applied` counts all). */
+  ingestRejectedListed: 100,
+
   /** Default LOGBOOK_PAGE_SIZE (ARA's PAGE_SIZE). */
   pageSize: 100,
   /** Default LOGBOOK_MAX_PAGE_SIZE: larger `limit`s are clamped to it. */

@@ -42,12 +42,16 @@ export const ROUTE_TEMPLATES: readonly string[] = [
   '/api/', '/api/v1/', '/healthz', '/metrics', '/api/v1/openapi.json', 'unmatched', '/__test__',
   ...RESOURCE_TYPES.map((t) => `/api/v1/${TYPE_TO_PATH[t]}`),
   ...RESOURCE_TYPES.map((t) => `/api/v1/${TYPE_TO_PATH[t]}/{id}`),
+  '/api/v1/ingest', '/api/v1/stream',
 ];
 /** Index of a route template; list and detail routes add the resource's TYPE_CODE. */
-export const ROUTE = { index: 0, root: 1, healthz: 2, metrics: 3, openapi: 4, missing: 5, test: 6, list: 7, detail: 7 + RESOURCE_TYPES.length } as const;
+export const ROUTE = {
+  index: 0, root: 1, healthz: 2, metrics: 3, openapi: 4, missing: 5, test: 6, list: 7, detail: 7 + RESOURCE_TYPES.length,
+  ingest: 7 + 2 * RESOURCE_TYPES.length, stream: 8 + 2 * RESOURCE_TYPES.length,
+} as const;
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'other'] as const;
-const STATUSES = [200, 201, 204, 400, 401, 403, 404, 405, 406, 408, 413, 415, 429, 431, 500, 503] as const;
+const STATUSES = [200, 201, 204, 400, 401, 403, 404, 405, 406, 408, 409, 413, 415, 429, 431, 500, 503] as const;
 /** Upper bounds (seconds) of the latency histogram. */
 export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 

@@ -37,7 +37,8 @@ export async function startServer(config: Config): Promise<Server> {
     const { pool, ready } = await ShardPool.start({
       shards: config.shards, compat: config.araCompat, dataDir: config.dataDir, durability: config.durability,
       snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000, logLevel: config.logLevel,
-      queueLimit: config.shardQueue,
+      queueLimit: config.shardQueue, ids: front.ids.buffer,
+      ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,
     });
     front.recover(pool, ready);
     const totals = ready.reduce((a, r) => ({

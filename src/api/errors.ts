@@ -61,6 +61,15 @@ export const Errors = {
   notUnique: (fields: string[]) => JSON.stringify({ non_field_errors: [`The fields ${fields.join(', ')} must make a unique set.`] }),
   labelExists: () => JSON.stringify({ name: ['label with this name already exists.'] }),
 
+  // ---- batch ingest (SPEC §13) ----
+  expectedSeq: (seq: number) => detail(`Expected seq ${seq}.`),
+  tooManyEvents: (limit: number) => detail(`A batch carries at most ${limit} events.`),
+  unsupportedEncoding: (enc: string) => detail(`Unsupported content encoding "${enc}": send identity or gzip.`),
+  badGzip: () => detail('The body is not valid gzip.'),
+  /** a parent named by natural key that this playbook does not have (never sent, or its event was rejected) */
+  unknownParent: (kind: string, key: string) => `No ${kind} "${key}" in this playbook: it was never sent, or its event was rejected.`,
+  unknownKind: (kind: string) => `Unknown event kind "${kind}".`,
+
   /** A 400 body with field errors ordered as the serializer declares its fields. */
   fields(errors: Record<string, string[]>, order: readonly FieldSpec[]): string {
     const out: Record<string, string[]> = {};

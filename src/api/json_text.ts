@@ -147,6 +147,26 @@ export function memberSpans(
 }
 
 /**
+ * If the value in text[start, end) is an array: the `[start, end)` span of each
+ * element (whitespace excluded), in order. Otherwise undefined.
+ */
+export function elementSpans(text: string, start = 0, end = text.length): Array<[number, number]> | undefined {
+  let i = skipWs(text, start, end);
+  if (text.charCodeAt(i) !== LBRACKET) return undefined;
+  const spans: Array<[number, number]> = [];
+  i = skipWs(text, i + 1, end);
+  if (text.charCodeAt(i) === RBRACKET) return spans;
+  while (i < end) {
+    const valueEnd = skipValue(text, i, end);
+    spans.push([i, valueEnd]);
+    i = skipWs(text, valueEnd, end);
+    if (text.charCodeAt(i) !== COMMA) break;
+    i = skipWs(text, i + 1, end);
+  }
+  return spans;
+}
+
+/**
  * The value in text[start, end) with every whitespace character outside
  * strings removed. Text that is already compact is returned as a slice of the
  * input (no copy of its parts).

@@ -69,6 +69,8 @@ const started: FieldSpec = { name: 'started', kind: 'timestamp' };
 const ended: FieldSpec = { name: 'ended', kind: 'timestamp', nullable: true };
 const runStatus: FieldSpec = { name: 'status', kind: 'choice', choices: RUN_STATUSES };
 const playbookFk: FieldSpec = { name: 'playbook', kind: 'fk', target: 'playbook', required: true };
+/** Playbook and task `uuid` (SPEC §13 "Identity"): the client's opaque key, not a UUID. */
+const streamKey: FieldSpec = { name: 'uuid', kind: 'string', nullable: true, maxLength: LIMITS.uuidLength };
 const counter = (name: string): FieldSpec => ({ name, kind: 'int' });
 
 /** Write fields per type, in serializer order (= order of keys in a 400 body). */
@@ -84,6 +86,7 @@ export const WRITE_FIELDS: Record<ResourceType, readonly FieldSpec[]> = {
     { name: 'path', kind: 'string', required: true, maxLength: PATH },
     { name: 'controller', kind: 'string', nullable: true, blank: true, maxLength: NAME },
     { name: 'user', kind: 'string', nullable: true, blank: true, maxLength: NAME },
+    streamKey,
   ],
   play: [
     started, ended,
@@ -103,6 +106,7 @@ export const WRITE_FIELDS: Record<ResourceType, readonly FieldSpec[]> = {
     { name: 'play', kind: 'fk', target: 'play', required: true },
     { name: 'file', kind: 'fk', target: 'file', required: true },
     playbookFk,
+    streamKey,
   ],
   host: [
     { name: 'facts', kind: 'json', resetTo: '{}' },
@@ -187,6 +191,7 @@ export const FILTERS: Record<ResourceType, readonly FilterSpec[]> = {
     { param: 'ansible_version', kind: 'icontains', column: 'runner_version' },
     { param: 'controller', kind: 'icontains', column: 'controller' },
     { param: 'user', kind: 'icontains', column: 'user' },
+    { param: 'uuid', kind: 'exact', column: 'uuid' },
   ],
   play: [
     ...timed, byPlaybook,
@@ -202,6 +207,7 @@ export const FILTERS: Record<ResourceType, readonly FilterSpec[]> = {
     { param: 'action', kind: 'iexact', column: 'action' },
     { param: 'path', kind: 'icontains', column: 'path' },
     { param: 'handler', kind: 'bool', column: 'handler' },
+    { param: 'uuid', kind: 'exact', column: 'uuid' },
   ],
   host: [
     ...base, byPlaybook,

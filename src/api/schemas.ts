@@ -109,7 +109,7 @@ const cap = (type: ResourceType): string => type[0]!.toUpperCase() + type.slice(
 /** Every response schema by component name (closed under `$ref`). */
 export function responseSchemas(compat: boolean): Record<string, TSchema> {
   const extra = (fields: Fields): Fields => (compat ? fields : []);
-  const compatPlaybook = extra([['ansible_version', text], ['controller', nullable(text)], ['user', nullable(text)]]);
+  const compatPlaybook = extra([['ansible_version', text], ['controller', nullable(text)], ['user', nullable(text)], ['uuid', nullable(text)]]);
   const compatStamps = extra(stampsOf);
   const pbHead: Fields = [['id', id], ['items', ref('PlaybookItems')]];
   const pbTail: Fields = [...timing, ['name', nullable(text)], ['runner_version', text], ['status', runStatus], ['path', text], ...compatPlaybook];
@@ -130,7 +130,8 @@ export function responseSchemas(compat: boolean): Record<string, TSchema> {
     PlayDetail: obj([['id', id], ['items', ref('PlayItems')], ['playbook', ref('PlaybookSummary')], ...stampsOf, ...timing, ['name', nullable(text)], ['uuid', text], ['status', runStatus]]),
     PlayWrite: obj([['id', id], ['items', ref('PlayItems')], ...stampsOf, ...timing, ['name', nullable(text)], ['uuid', text], ['status', runStatus], ['playbook', id]]),
   };
-  const taskBody: Fields = [...timing, ['name', nullable(text)], ['action', text], ['lineno', Type.Integer()], ['handler', Type.Boolean()], ['status', runStatus]];
+  const taskBody: Fields = [...timing, ['name', nullable(text)], ['action', text], ['lineno', Type.Integer()], ['handler', Type.Boolean()], ['status', runStatus],
+    ...extra([['uuid', nullable(text)]])];
   const taskIds: Fields = [['play', id], ['file', id], ['playbook', id]];
   const taskHead: Fields = [['id', id], ['items', ref('TaskItems')], ['path', nullable(text)]];
   Object.assign(s, {

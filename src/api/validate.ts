@@ -173,8 +173,13 @@ export class BodyNormalizer {
     private readonly redaction: Redaction,
   ) {}
 
-  /** `body` is the parsed object, `text` the exact JSON text it was parsed from. */
-  normalize(type: ResourceType, mode: WriteMode, body: Record<string, unknown>, text: string): Normalized {
+  /**
+   * `body` is the parsed object, `text[start, end)` the exact JSON text it was
+   * parsed from (a batch's event is a span of the batch's text). Members of
+   * `body` that are not JSON-valued fields may have been replaced by the caller
+   * (batch ingest puts ids where the client named parents by natural key).
+   */
+  normalize(type: ResourceType, mode: WriteMode, body: Record<string, unknown>, text: string, start = 0, end = text.length): Normalized {
     const canonical = this.validators[type][mode].Check(body);
     const set: Record<string, unknown> = {};
     const errors: FieldErrors = {};
@@ -201,7 +206,7 @@ export class BodyNormalizer {
         continue;
       }
       if (spec.kind === 'json') {
-        spans ??= memberSpans(text)!;
+        spans ??= memberSpans(text, start, end)!;
         set[spec.name] = this.jsonText(type, spec.name, text, spans.get(key)!);
         continue;
       }

@@ -1,22 +1,24 @@
-// The front's routing tables: per-type id allocators and the `id → shard`
-// directory. Both are compact (a Uint8Array per type, one byte per id) so that a
-// detail request reaches exactly one shard without the front holding any record.
+// The front's routing tables: the `id → shard` directory, compact (a Uint8Array
+// per type, one byte per id) so that a detail request reaches exactly one shard
+// without the front holding any record; and the id allocators it shares with
+// the shards (src/shard/ids.ts).
 import { RESOURCE_TYPES, TYPE_CODE, type ResourceType } from '../api/resources.js';
+import { IdAllocator } from '../shard/ids.js';
 
 const ABSENT = 0;
 
 export class Directory {
   private readonly maps: Uint8Array[] = RESOURCE_TYPES.map(() => new Uint8Array(1024));
-  private readonly next: number[] = RESOURCE_TYPES.map(() => 1);
+  readonly ids = new IdAllocator();
 
   /** A fresh id for a type; ids only grow and are never handed out twice. */
   allocate(type: ResourceType): number {
-    return this.next[TYPE_CODE[type]]!++;
+    return this.ids.allocate(TYPE_CODE[type]);
   }
 
-  /** Ids below this have been handed out (recovery raises it to max id + 1). */
+  /** Ids up to `id` have been handed out (recovery raises the allocator past it). */
   observe(code: number, id: number): void {
-    if (id >= this.next[code]!) this.next[code] = id + 1;
+    this.ids.observe(code, id);
   }
 
   /** The shard holding a record, or -1 if the record does not exist. */
@@ -35,7 +37,6 @@ export class Directory {
       this.maps[code] = map = grown;
     }
     map[id] = shard + 1;
-    this.observe(code, id);
   }
 
   clear(code: number, id: number): void {

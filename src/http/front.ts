@@ -20,6 +20,8 @@ import type { FrontStore } from '../store/front_store.js';
 import { log } from '../log.js';
 import { parseJsonBody, readBody, type BodyReader } from './body.js';
 import { Directory } from './directory.js';
+import { Ingest } from './ingest.js';
+import type { IdAllocator } from '../shard/ids.js';
 import { Guard } from './guard.js';
 import { LabelCatalogue, type Label } from './labels.js';
 import { pageLinks, parseQuery } from './page_links.js';
@@ -31,6 +33,7 @@ import { Ops, opsAllow, opsMetricRoute, parseOpsRoute, type OpsRoute } from './o
 
 type Route =
   | { kind: 'index' } | { kind: 'root' } | { kind: 'missing' } | OpsRoute
+  | { kind: 'ingest' }
   | { kind: 'list'; type: ResourceType }
   | { kind: 'detail'; type: ResourceType; id: number };
 
@@ -42,11 +45,13 @@ interface Req extends Exchange {
   forwardedProto: string;
   forwardedHost: string;
   contentType: string;
+  contentEncoding: string;
   minimal: boolean;
   route: Route;
 }
 
 const ID = /^[1-9]\d{0,15}$/;
+const ALLOW_INGEST = 'POST, OPTIONS';
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 /** URL segment → type as a Map: one lookup, and no prototype keys ('constructor') to guard against. */
@@ -59,6 +64,7 @@ export function parseRoute(url: string): Route {
   const ops = parseOpsRoute(path);
   if (ops) return ops;
   if (!path.startsWith('/api/v1/')) return { kind: 'missing' };
+  if (path === '/api/v1/ingest') return { kind: 'ingest' };
   const rest = path.slice(8);
   const slash = rest.indexOf('/');
   const type = TYPE_BY_PATH.get(slash < 0 ? rest : rest.slice(0, slash));
@@ -75,6 +81,7 @@ function allowOf(route: Route): string {
     case 'list': return ALLOW_LIST;
     case 'detail': return ALLOW_DETAIL;
     case 'missing': return '';
+    case 'ingest': return ALLOW_INGEST;
     case 'ops': return opsAllow(route);
     default: return ALLOW_INDEX;
   }
@@ -86,13 +93,15 @@ function metricRoute(route: Route): number {
     case 'index': return ROUTE.index;
     case 'root': return ROUTE.root;
     case 'missing': return ROUTE.missing;
+    case 'ingest': return ROUTE.ingest;
     case 'list': return ROUTE.list + TYPE_CODE[route.type];
     case 'detail': return ROUTE.detail + TYPE_CODE[route.type];
     case 'ops': return opsMetricRoute(route);
   }
 }
 
-interface WriteContext { ex: Req; shard: number; claims: number[] | null }
+/** `uuid`: a playbook created with one becomes known to batch ingest as a stream */
+interface WriteContext { ex: Req; shard: number; claims: number[] | null; uuid: string | null }
 interface ListContext {
   ex: Req; parsed: Extract<ParsedList, { ok: true }>; remaining: number; single: boolean;
   count: number; parts: ListRow[][]; failed: ListReply | null;
@@ -109,8 +118,8 @@ export class Front {
   readonly guard: Guard;
   // Reply handlers are bound once: the pending table stores the handler and a
   // context object, so no closure is created per request.
-  private readonly onWrite: ReplyHandler = (r, ctx: WriteContext) => this.finishWrite(r, ctx);
-  private readonly onList: ReplyHandler = (r, ctx: ListContext) => this.gatherList(r, ctx);
+  private readonly onWrite: ReplyHandler<WriteContext> = (r, ctx) => this.finishWrite(r, ctx);
+  private readonly onList: ReplyHandler<ListContext> = (r, ctx) => this.gatherList(r, ctx);
   port = 0;
 
   /** set by recover(): the front answers 503 until the shards have recovered */
@@ -120,6 +129,7 @@ export class Front {
   private readonly ops: Ops;
   /** set by a shutdown: new requests get 503 and their connection closed */
   draining = false;
+  private readonly ingest: Ingest;
   /** the web UI's files (src/http/static.ts) */
   private readonly ui = new UiFiles();
 
@@ -134,7 +144,14 @@ export class Front {
     });
     this.pages = { pageSize: config.pageSize, maxPageSize: config.maxPageSize };
     this.guard = new Guard(config);
+    this.ingest = new Ingest({
+      pool: () => this.pool, dir: this.dir, labels: this.labels, normalizer: this.normalizer, maxBodyBytes: config.maxBodyBytes,
+      broadcastLabels: (upsert, remove) => this.pool.broadcast({ k: 'labels', upsert, remove }),
+    });
   }
+
+  /** The id counters the shards share with the front. */
+  get ids(): IdAllocator { return this.dir.ids; }
 
   close(): void {
     this.guard.close();
@@ -148,6 +165,7 @@ export class Front {
     for (const msg of ready) {
       msg.maxIds.forEach((id, code) => this.dir.observe(code, id));
       msg.ids.forEach((ids, code) => { for (const id of ids) this.dir.set(code, id, msg.shard); });
+      this.ingest.learn(msg.streams);
     }
     const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
     if (upsert.length) this.pool.broadcast({ k: 'labels', upsert, remove: [] });
@@ -161,6 +179,7 @@ export class Front {
   private shardRestarted(msg: ReadyMessage): void {
     msg.maxIds.forEach((id, code) => this.dir.observe(code, id));
     msg.ids.forEach((ids, code) => { for (const id of ids) this.dir.set(code, id, msg.shard); });
+    this.ingest.learn(msg.streams);
     const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
     if (upsert.length) this.pool.send(msg.shard, { k: 'labels', upsert, remove: [] }, null);
     this.metrics.shardRecovery.set({ shard: String(msg.shard) }, msg.recovery.ms / 1000);
@@ -181,7 +200,7 @@ export class Front {
       res, method, allow: allowOf(route), aborted: false, done: false, close: false, extraHeaders: null,
       url, query: req.getQuery() ?? '', host: req.getHeader('host'),
       forwardedProto: req.getHeader('x-forwarded-proto'), forwardedHost: req.getHeader('x-forwarded-host'),
-      contentType: req.getHeader('content-type'),
+      contentType: req.getHeader('content-type'), contentEncoding: req.getHeader('content-encoding'),
       minimal: /\breturn=minimal\b/i.test(req.getHeader('prefer')),
       route, cors: null,
       slot: HTTP.slotOf(metricRoute(route), method), t0: HTTP.start(),
@@ -249,6 +268,10 @@ export class Front {
     const read = method === 'GET' || method === 'HEAD';
     switch (route.kind) {
       case 'missing': return reply(ex, 404, Errors.notFound());
+      case 'ingest':
+        if (method === 'POST') return this.ingest.handle(ex, ex.contentType, ex.contentEncoding, body);
+        if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Ingest'));
+        return this.notAllowed(ex);
       case 'index':
       case 'root':
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody(route.kind === 'index' ? 'Api Index' : 'Api Root'));
@@ -363,7 +386,8 @@ export class Front {
       if (playbook !== undefined) errors.playbook = [Errors.invalidPk(playbook)];
       return reply(ex, 400, Errors.fields(errors, WRITE_FIELDS[type]));
     }
-    this.sendWrite(ex, this.pool.shardOf(playbook), 'create', type, this.dir.allocate(type), false, n);
+    // id 0: the shard allocates a child's id when it creates it (src/shard/ids.ts)
+    this.sendWrite(ex, this.pool.shardOf(playbook), 'create', type, 0, false, n);
   }
 
   private update(ex: Req, type: ResourceType, id: number, body: Buffer, put: boolean): void {
@@ -389,7 +413,7 @@ export class Front {
     const shard = this.locate(type, id);
     if (shard < 0) return reply(ex, 404, Errors.notFound());
     const cmd: WriteCommand = { op: 'delete', type, id, put: false, set: {}, errors: null, elsewhere: null, minimal: false };
-    this.pool.send(shard, { k: 'write', rid: 0, cmd }, this.onWrite, { ex, shard, claims: null } satisfies WriteContext);
+    this.pool.send(shard, { k: 'write', rid: 0, cmd }, this.onWrite, { ex, shard, claims: null, uuid: null } satisfies WriteContext);
   }
 
   /**
@@ -400,7 +424,7 @@ export class Front {
    * the front's merge rely on it).
    */
   private sendWrite(ex: Req, shard: number, op: 'create' | 'update', type: Exclude<ResourceType, 'label'>, id: number, put: boolean, n: Normalized): void {
-    const ctx: WriteContext = { ex, shard, claims: null };
+    const ctx: WriteContext = { ex, shard, claims: null, uuid: typeof n.set.uuid === 'string' ? n.set.uuid : null };
     const dispatch = () => {
       if (op === 'create' && type === 'playbook') { id = this.dir.allocate('playbook'); ctx.shard = this.pool.shardOf(id); }
       const cmd: WriteCommand = {
@@ -447,7 +471,10 @@ export class Front {
     const r: WriteReply = reply_.k === 'write' ? reply_
       : { k: 'write', rid: 0, status: (reply_ as { status: number }).status, body: (reply_ as { body: string }).body, created: null, deleted: null };
     this.settleLabels(ctx, r.status < 300);
-    if (r.created) this.dir.set(r.created[0], r.created[1], ctx.shard);
+    if (r.created) {
+      this.dir.set(r.created[0], r.created[1], ctx.shard);
+      if (ctx.uuid !== null && r.created[0] === TYPE_CODE.playbook) this.ingest.learn([[ctx.uuid, r.created[1]]], false);
+    }
     if (r.deleted) {
       for (let code = 0; code < r.deleted.length; code++) for (const id of r.deleted[code]!) this.dir.clear(code, id);
     }

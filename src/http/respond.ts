@@ -12,7 +12,7 @@ export const ALLOW_INDEX = 'GET, HEAD, OPTIONS';
 const STATUS_LINE: Record<number, string> = {
   200: '200 OK', 201: '201 Created', 204: '204 No Content',
   400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden', 404: '404 Not Found',
-  405: '405 Method Not Allowed', 406: '406 Not Acceptable', 408: '408 Request Timeout',
+  405: '405 Method Not Allowed', 406: '406 Not Acceptable', 408: '408 Request Timeout', 409: '409 Conflict',
   413: '413 Content Too Large', 415: '415 Unsupported Media Type', 431: '431 Request Header Fields Too Large',
   500: '500 Internal Server Error', 503: '503 Service Unavailable',
 };

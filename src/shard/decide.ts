@@ -2,7 +2,8 @@
 // every check that needs the aggregate (FKs, uniqueness, get-or-create, ended ≥
 // started against stored values) lives here; stateless checks were done by the front.
 import { createHash } from 'node:crypto';
-import { DISPLAY_NAME, WRITE_FIELDS, type ResourceType } from '../api/resources.js';
+import { DISPLAY_NAME, TYPE_CODE, WRITE_FIELDS, type ResourceType } from '../api/resources.js';
+import type { IdAllocator } from './ids.js';
 import { Errors } from '../api/errors.js';
 import type { FieldErrors, WriteCommand } from './protocol.js';
 import type { Aggregate, Event, EventType, ShardState } from './state.js';
@@ -15,7 +16,11 @@ const FK_MAP: Record<string, keyof Aggregate> = {
   play: 'plays', task: 'tasks', host: 'hosts', file: 'files', playbook: 'playbook',
 };
 
-export function decide(state: ShardState, cmd: WriteCommand, now: number): Decision {
+/**
+ * `ids` allocates the id of a child record the command creates (the front sends
+ * id 0 for those; a playbook's id comes from the front, which routes by it).
+ */
+export function decide(state: ShardState, cmd: WriteCommand, now: number, ids: IdAllocator): Decision {
   const { type, op } = cmd;
   if (op !== 'create') {
     const exists = type === 'playbook' ? state.aggregates.has(cmd.id) : state.index(type).has(cmd.id);
@@ -81,11 +86,12 @@ export function decide(state: ShardState, cmd: WriteCommand, now: number): Decis
   }
   if (agg && type === 'record' && agg.recordByKey.has(d.key)) return refuse(400, Errors.notUnique(['key', 'playbook']));
 
-  d.id = cmd.id;
+  const id = type !== 'playbook' && cmd.id === 0 ? ids.allocate(TYPE_CODE[type]) : cmd.id;
+  d.id = id;
   d.created = now;
   d.updated = now;
   if (d.started === undefined) d.started = now;
-  return { ok: true, events: [{ e: 'create', t: type, p: type === 'playbook' ? cmd.id : d.playbook, d }], status: 201, type, id: cmd.id };
+  return { ok: true, events: [{ e: 'create', t: type, p: type === 'playbook' ? id : d.playbook, d }], status: 201, type, id };
 }
 
 function checkForeignKeys(state: ShardState, agg: Aggregate, cmd: WriteCommand, errors: FieldErrors): void {

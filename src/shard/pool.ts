@@ -11,12 +11,12 @@ import { Worker } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
 import { LIMITS } from '../limits.js';
 import { errText, log } from '../log.js';
-import { decode, encode, type FrontToShard, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
+import { decode, encode, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
 
-/** Called with the shard's reply (or a synthesized 503 when the shard is gone). */
-export type ReplyHandler = (reply: ShardToFront, context: any) => void;
+/** Called with the shard's reply, or an ErrorReply (the shard is gone, overloaded, or failed the request). */
+export type ReplyHandler<C> = (reply: Reply, context: C) => void;
 
-interface Pending { handler: ReplyHandler; context: any; shard: number }
+interface Pending { handler: ReplyHandler<unknown>; context: unknown; shard: number }
 
 export type PoolOptions = Omit<ShardInit, 'shard'> & { queueLimit?: number };
 
@@ -142,20 +142,20 @@ export class ShardPool {
    * `queueLimit` requests in flight, nothing is sent and the handler gets a 503
    * (reply() adds Retry-After): the mailbox and the pending table stay bounded.
    */
-  send(shard: number, message: FrontToShard, handler: ReplyHandler | null, context?: unknown): void {
+  send<C>(shard: number, message: FrontToShard, handler: ReplyHandler<C> | null, context?: C): void {
     if (!this.up[shard]) {
       // never post to a dead worker: nothing would ever answer
-      if (handler) queueMicrotask(() => handler(unavailable(0, shard), context));
+      if (handler) queueMicrotask(() => handler(unavailable(0, shard), context as C));
       return;
     }
     if (handler && this.queued[shard]! >= this.queueLimit) {
-      queueMicrotask(() => handler({ k: 'get', rid: 0, status: 503, body: Errors.overloaded() }, context));
+      queueMicrotask(() => handler({ k: 'error', rid: 0, status: 503, body: Errors.overloaded() }, context as C));
       return;
     }
     if (handler) {
       const rid = this.nextRid++;
       (message as { rid: number }).rid = rid;
-      this.pending.set(rid, { handler, context, shard });
+      this.pending.set(rid, { handler: handler as ReplyHandler<unknown>, context, shard });
       this.queued[shard]!++;
     }
     const bytes = encode(message);
@@ -210,7 +210,7 @@ export class ShardPool {
   }
 }
 
-/** The reply a request gets when its shard is gone (handlers read status and body of any reply). */
-function unavailable(rid: number, shard: number): ShardToFront {
-  return { k: 'get', rid, status: 503, body: Errors.unavailable(`Shard ${shard} is unavailable; retry shortly.`) };
+/** The reply a request gets when its shard is gone. */
+function unavailable(rid: number, shard: number): ErrorReply {
+  return { k: 'error', rid, status: 503, body: Errors.unavailable(`Shard ${shard} is unavailable; retry shortly.`) };
 }

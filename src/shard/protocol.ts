@@ -23,6 +23,21 @@ export interface WriteCommand {
   minimal: boolean;
 }
 
+/** One batch of one playbook's events (SPEC §13), decided and applied by the shard. */
+export interface IngestCommand {
+  /** the stream's playbook id (allocated by the front when it knew no playbook for the uuid) */
+  playbook: number;
+  /** the stream's key (`playbook.uuid`), null when the client named the playbook by id */
+  uuid: string | null;
+  seq: number;
+  /** normalized create fields (labels resolved to ids) when the front knew no playbook for the uuid */
+  create: Record<string, unknown> | null;
+  /** the batch body's JSON text, as received (after gunzip): the shard parses the events itself */
+  text: string;
+  /** label ids for `playbook` events that set labels, by event index (names resolved by the front) */
+  labels: Array<[number, number[]]>;
+}
+
 export interface NormalizedFilter {
   kind: FilterKind;
   column: string;
@@ -42,6 +57,7 @@ export interface ListQuery {
 
 export type FrontToShard =
   | { k: 'write'; rid: number; cmd: WriteCommand }
+  | { k: 'ingest'; rid: number; cmd: IngestCommand }
   | { k: 'get'; rid: number; type: Exclude<ResourceType, 'label'>; id: number }
   | { k: 'list'; rid: number; q: ListQuery }
   | { k: 'labels'; upsert: Array<[number, string]>; remove: number[] }
@@ -114,6 +130,20 @@ export interface WriteReply {
 
 export interface GetReply { k: 'get'; rid: number; status: number; body: string }
 
+export interface IngestReply {
+  k: 'ingest';
+  rid: number;
+  status: number;
+  body: string;
+  /** ids created per type code, null if none */
+  created: number[][] | null;
+  /** whether the stream's playbook exists after this batch (the front forgets a uuid whose playbook does not) */
+  exists: boolean;
+}
+
+/** A request that failed as a whole: its shard is down, overloaded, or hit a bug. Any request may get it. */
+export interface ErrorReply { k: 'error'; rid: number; status: number; body: string }
+
 /** One list row: its sort-key values, then its id, then its JSON text. */
 export type ListRow = Array<number | string | boolean | null>;
 export interface ListReply { k: 'list'; rid: number; count: number; rows: ListRow[]; status: number; body: string | null }
@@ -127,12 +157,17 @@ export interface ReadyMessage {
   /** ids of live records per type code */
   ids: number[][];
   recovery: { snapshots: number; journalEntries: number; eventsApplied: number; ms: number; results: number };
+  /** batch-ingest streams: [uuid, playbook id] of every playbook with a uuid */
+  streams: Array<[string, number]>;
 }
 
 /** A shard could not start (e.g. its store would not open or recover). */
 export interface FailedMessage { k: 'failed'; shard: number; error: string }
 
-export type ShardToFront = WriteReply | GetReply | ListReply | ReadyMessage | FailedMessage | StatsReply | MaintainReply;
+export type ShardToFront = WriteReply | GetReply | ListReply | IngestReply | ErrorReply | ReadyMessage | FailedMessage
+  | StatsReply | MaintainReply;
+/** What a request's reply handler receives: its own reply kind, or an ErrorReply. */
+export type Reply = Exclude<ShardToFront, ReadyMessage | FailedMessage>;
 
 /** Worker start-up data (workerData). */
 export interface ShardInit {
@@ -144,6 +179,11 @@ export interface ShardInit {
   durability: 'flush' | 'commit' | 'none';
   snapshotEvery: number;
   snapshotIntervalMs: number;
+  /** the id counters shared with the front (src/shard/ids.ts) */
+  ids: SharedArrayBuffer;
+  /** LOGBOOK_IGNORED_FACTS / LOGBOOK_IGNORED_ARGUMENTS: batch ingest validates and redacts in the shard */
+  ignoredFacts: readonly string[];
+  ignoredArguments: readonly string[];
   /** LOGBOOK_LOG_LEVEL, for the worker's own log lines */
   logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 }

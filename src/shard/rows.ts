@@ -16,6 +16,10 @@ export class PlaybookRow {
   name: string | null; runnerVersion: string; status: string; path: string;
   labels: number[];
   controller: string | null; user: string | null;
+  /** the client's key of a batch-ingest stream (SPEC §13), or one given on POST */
+  uuid: string | null;
+  /** last batch `seq` applied by batch ingest (0: none): duplicates and gaps are told from it */
+  ingestSeq: number;
   /** JSON of summary(playbook), rebuilt lazily after any change (null = stale) */
   summaryCache: string | null;
   constructor(d: Record<string, any>) {
@@ -24,15 +28,18 @@ export class PlaybookRow {
     this.name = d.name ?? null; this.runnerVersion = d.runner_version; this.status = d.status ?? 'unknown';
     this.path = d.path; this.labels = d.labels ?? [];
     this.controller = d.controller ?? null; this.user = d.user ?? null;
+    this.uuid = d.uuid ?? null; this.ingestSeq = d.ingest_seq ?? 0;
     this.summaryCache = null;
   }
   toArray(): unknown[] {
     return [this.id, this.created, this.updated, this.started, this.ended, this.name, this.runnerVersion,
-      this.status, this.path, this.labels, this.controller, this.user];
+      this.status, this.path, this.labels, this.controller, this.user, this.uuid, this.ingestSeq];
   }
+  /** Snapshots written before uuid/ingestSeq existed have 12 elements: the rest default. */
   static fromArray(a: any[]): PlaybookRow {
     return new PlaybookRow({ id: a[0], created: a[1], updated: a[2], started: a[3], ended: a[4], name: a[5],
-      runner_version: a[6], status: a[7], path: a[8], labels: a[9], controller: a[10], user: a[11] });
+      runner_version: a[6], status: a[7], path: a[8], labels: a[9], controller: a[10], user: a[11],
+      uuid: a[12], ingest_seq: a[13] });
   }
 }
 
@@ -62,22 +69,24 @@ export class TaskRow {
   created: number; updated: number; started: number; ended: number | null;
   name: string | null; action: string; lineno: number; handler: boolean;
   tags: string; status: string;
+  /** the client's key of one task start (SPEC §13), null when not given */
+  uuid: string | null;
   /** items.results */
   results: number;
   constructor(d: Record<string, any>) {
     this.id = d.id; this.playbook = d.playbook; this.play = d.play; this.file = d.file;
     this.created = d.created; this.updated = d.updated; this.started = d.started; this.ended = d.ended ?? null;
     this.name = d.name ?? null; this.action = d.action; this.lineno = d.lineno; this.handler = d.handler;
-    this.tags = d.tags ?? '[]'; this.status = d.status ?? 'unknown';
+    this.tags = d.tags ?? '[]'; this.status = d.status ?? 'unknown'; this.uuid = d.uuid ?? null;
     this.results = 0;
   }
   toArray(): unknown[] {
     return [this.id, this.playbook, this.play, this.file, this.created, this.updated, this.started, this.ended,
-      this.name, this.action, this.lineno, this.handler, this.tags, this.status];
+      this.name, this.action, this.lineno, this.handler, this.tags, this.status, this.uuid];
   }
   static fromArray(a: any[]): TaskRow {
     return new TaskRow({ id: a[0], playbook: a[1], play: a[2], file: a[3], created: a[4], updated: a[5], started: a[6],
-      ended: a[7], name: a[8], action: a[9], lineno: a[10], handler: a[11], tags: a[12], status: intern(a[13]) });
+      ended: a[7], name: a[8], action: a[9], lineno: a[10], handler: a[11], tags: a[12], status: intern(a[13]), uuid: a[14] });
   }
 }
 

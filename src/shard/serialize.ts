@@ -33,6 +33,7 @@ export class Serializer {
   private compatPlaybook(pb: PlaybookRow): string {
     return this.compat
       ? ',"ansible_version":' + str(pb.runnerVersion) + ',"controller":' + str(pb.controller) + ',"user":' + str(pb.user)
+        + ',"uuid":' + str(pb.uuid)
       : '';
   }
   private compatStamps(row: { created: number; updated: number }): string {
@@ -101,7 +102,7 @@ export class Serializer {
 
   private taskBody(t: TaskRow): string {
     return timing(t) + ',"name":' + str(t.name) + ',"action":' + str(t.action) + ',"lineno":' + t.lineno
-      + ',"handler":' + t.handler + ',"status":' + str(t.status);
+      + ',"handler":' + t.handler + ',"status":' + str(t.status) + (this.compat ? ',"uuid":' + str(t.uuid) : '');
   }
   private taskIds(t: TaskRow): string {
     return ',"play":' + t.play + ',"file":' + t.file + ',"playbook":' + t.playbook;

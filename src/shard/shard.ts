@@ -12,7 +12,12 @@ import { decide } from './decide.js';
 import { runList } from './list.js';
 import { Serializer } from './serialize.js';
 import { ShardState, type Event, type Removed } from './state.js';
-import type { FrontToShard, MaintainReply, MaintenanceTask, ShardToFront, StatsReply, WriteCommand, WriteReply } from './protocol.js';
+import type {
+  FrontToShard, IngestCommand, IngestReply, MaintainReply, MaintenanceTask, ShardToFront, StatsReply, WriteCommand, WriteReply,
+} from './protocol.js';
+import { BatchRunner } from './ingest.js';
+import { IdAllocator } from './ids.js';
+import type { BodyNormalizer } from '../api/validate.js';
 import { Maintenance } from './maintenance.js';
 import { errText, log } from '../log.js';
 import { getHeapStatistics } from 'node:v8';
@@ -27,6 +32,19 @@ export interface ShardOptions {
   onReply?: (reply: ShardToFront) => void;
   /** a commit failed: the shard must be rebuilt from disk */
   onStorageFailure?: (err: unknown) => void;
+  /** id counters shared with the front (absent: private ones, for tests) */
+  ids?: IdAllocator;
+  /** validates batch-ingest events (absent: no redaction configured) */
+  normalizer?: BodyNormalizer;
+}
+
+/** Changes of one command (or one ingest batch) on their way to one journal entry. */
+class Staged {
+  readonly events: Event[] = [];
+  readonly puts: Array<[BlobKey, string]> = [];
+  readonly removes: BlobKey[] = [];
+  readonly files: Array<[string, string]> = [];
+  removed: Removed | null = null;
 }
 
 interface Waiting { durable: boolean; replies: ShardToFront[] }
@@ -45,6 +63,8 @@ export class Shard {
   private waiting: Waiting[] = [];
   private waitingHead = 0;
   private readonly maintenance = new Maintenance();
+  readonly ids: IdAllocator;
+  private readonly normalizer: BodyNormalizer | null;
 
   constructor(options: ShardOptions) {
     this.compat = options.compat;
@@ -54,6 +74,8 @@ export class Shard {
     this.snapshotEvery = options.snapshotEvery ?? Infinity;
     this.onReply = options.onReply ?? (() => {});
     this.onStorageFailure = options.onStorageFailure ?? (() => {});
+    this.ids = options.ids ?? new IdAllocator();
+    this.normalizer = options.normalizer ?? null;
   }
 
   /** Replace the state (recovery); the label replica is kept. */
@@ -67,6 +89,7 @@ export class Shard {
   handle(msg: FrontToShard): ShardToFront | null {
     switch (msg.k) {
       case 'write': return this.write(msg.rid, msg.cmd);
+      case 'ingest': return this.ingest(msg.rid, msg.cmd);
       case 'get': {
         const { type, id } = msg;
         const row = this.state.index(type).get(id);
@@ -90,7 +113,7 @@ export class Shard {
 
   write(rid: number, cmd: WriteCommand): ShardToFront | null {
     const now = this.clock();
-    const decision = decide(this.state, cmd, now);
+    const decision = decide(this.state, cmd, now, this.ids);
     const reply: WriteReply = { k: 'write', rid, status: decision.status, body: null, created: null, deleted: null };
     if (!decision.ok) { reply.body = decision.body; return this.deliver(reply, null); }
     const { events } = decision;
@@ -111,6 +134,18 @@ export class Shard {
     return this.deliver(reply, durable);
   }
 
+  /** One batch of one playbook's events (SPEC §13): decided and applied in one pass, one journal entry. */
+  ingest(rid: number, cmd: IngestCommand): ShardToFront | null {
+    if (this.normalizer === null) throw new Error('batch ingest needs a normalizer');
+    const staged = new Staged();
+    const runner = new BatchRunner(this.state, this.normalizer, this.ids, (events) => this.stage(staged, events));
+    const outcome = runner.run(cmd, this.clock());
+    const reply: IngestReply = {
+      k: 'ingest', rid, status: outcome.status, body: outcome.body, created: outcome.created, exists: outcome.exists,
+    };
+    return this.deliver(reply, outcome.staged ? this.flush(staged).durable : null);
+  }
+
   /**
    * Apply events and stage them durably: the prefetch/commit split — blobs are
    * taken out of the events, the state is changed by the pure apply, then
@@ -118,15 +153,24 @@ export class Shard {
    * type code) and the promise of durability.
    */
   private commit(events: Event[]): { removed: Removed | null; durable: Promise<void> | null } {
-    const puts: Array<[BlobKey, string]> = [];
-    const removes: BlobKey[] = [];
-    const files: Array<[string, string]> = [];
-    for (const ev of events) takeBlobs(ev, puts, removes, files);
-    let removed: Removed | null = null;
+    const staged = new Staged();
+    this.stage(staged, events);
+    return this.flush(staged);
+  }
+
+  /** Take the blobs out of events and apply them; they join `staged` for one journal entry. */
+  private stage(staged: Staged, events: Event[]): void {
+    for (const ev of events) takeBlobs(ev, staged.puts, staged.removes, staged.files);
     for (const ev of events) {
       const r = this.state.apply(ev);
-      if (r) removed = removed ? mergeRemoved(removed, r) : r;
+      if (r) staged.removed = staged.removed ? mergeRemoved(staged.removed, r) : r;
+      staged.events.push(ev);
     }
+  }
+
+  /** Hand what was staged to the store as one journal entry with its blob changes. */
+  private flush(staged: Staged): { removed: Removed | null; durable: Promise<void> | null } {
+    const { events, puts, removes, files, removed } = staged;
     for (const [sha1, text] of files) {
       const key = blobKey.file(sha1);
       if (this.store.getBlob(key) === undefined) puts.push([key, text]);

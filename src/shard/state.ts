@@ -48,12 +48,16 @@ export class Aggregate {
   readonly hostByName = new Map<string, HostRow>();
   readonly fileByPath = new Map<string, FileRow>();
   readonly recordByKey = new Map<string, RecordRow>();
+  /** natural keys of batch ingest (SPEC §13): play uuid, task uuid (tasks without one are not here) */
+  readonly playByUuid = new Map<string, PlayRow>();
+  readonly taskByUuid = new Map<string, TaskRow>();
   constructor(playbook: PlaybookRow) { this.playbook = playbook; }
 }
 
 /** Wire field name → row property, where they differ. */
 const PROP: Record<string, string> = {
   runner_version: 'runnerVersion', ignore_errors: 'ignoreErrors', delegated_to: 'delegatedTo',
+  ingest_seq: 'ingestSeq',
 };
 
 /** Ids removed by one event, per type code (for the front's directory). */
@@ -117,12 +121,13 @@ export class ShardState {
     switch (t) {
       case 'play': {
         const row = new PlayRow(d);
-        agg.plays.set(row.id, row); this.plays.set(row.id, row);
+        agg.plays.set(row.id, row); this.plays.set(row.id, row); agg.playByUuid.set(row.uuid, row);
         break;
       }
       case 'task': {
         const row = new TaskRow(d);
         agg.tasks.set(row.id, row); this.tasks.set(row.id, row);
+        if (row.uuid !== null) agg.taskByUuid.set(row.uuid, row);
         const play = agg.plays.get(row.play); if (play) play.tasks++;
         break;
       }
@@ -179,8 +184,10 @@ export class ShardState {
           const from = agg.plays.get(row.play); if (from) from.tasks--;
           const to = agg.plays.get(d.play); if (to) to.tasks++;
         }
+        rekey(agg.taskByUuid, row, 'uuid', d);
         assign(row, d);
         break;
+      case 'play': rekey(agg.playByUuid, row, 'uuid', d); assign(row, d); break;
       case 'host': rekey(agg.hostByName, row, 'name', d); assign(row, d); break;
       case 'file':
         rekey(agg.fileByPath, row, 'path', d);
@@ -232,9 +239,13 @@ export class ShardState {
       const task = agg.tasks.get(taskId)!;
       const play = agg.plays.get(task.play); if (play) play.tasks--;
       agg.tasks.delete(taskId); this.tasks.delete(taskId); removed[TYPE_CODE.task]!.push(taskId);
+      if (task.uuid !== null && agg.taskByUuid.get(task.uuid) === task) agg.taskByUuid.delete(task.uuid);
     }
     switch (t) {
-      case 'play': agg.plays.delete(id); this.plays.delete(id); break;
+      case 'play':
+        agg.plays.delete(id); this.plays.delete(id);
+        if (agg.playByUuid.get(row.uuid) === row) agg.playByUuid.delete(row.uuid);
+        break;
       case 'host':
         agg.hosts.delete(id); this.hosts.delete(id); agg.hostByName.delete(row.name);
         // a delegation to a host that is gone goes with it (ARA's many-to-many link)
@@ -295,13 +306,14 @@ export class ShardState {
     this.aggregates.set(pb.id, agg);
     const bump = (code: number, id: number) => { if (id > this.maxIds[code]!) this.maxIds[code] = id; };
     bump(TYPE_CODE.playbook, pb.id);
-    for (const r of rows.plays) { agg.plays.set(r.id, r); this.plays.set(r.id, r); bump(TYPE_CODE.play, r.id); }
+    for (const r of rows.plays) { agg.plays.set(r.id, r); this.plays.set(r.id, r); agg.playByUuid.set(r.uuid, r); bump(TYPE_CODE.play, r.id); }
     for (const r of rows.files) {
       agg.files.set(r.id, r); this.files.set(r.id, r); agg.fileByPath.set(r.path, r);
       this.fileRefs.set(r.sha1, (this.fileRefs.get(r.sha1) ?? 0) + 1); bump(TYPE_CODE.file, r.id);
     }
     for (const r of rows.tasks) {
       agg.tasks.set(r.id, r); this.tasks.set(r.id, r); bump(TYPE_CODE.task, r.id);
+      if (r.uuid !== null) agg.taskByUuid.set(r.uuid, r);
       const play = agg.plays.get(r.play); if (play) play.tasks++;
     }
     for (const r of rows.hosts) { agg.hosts.set(r.id, r); this.hosts.set(r.id, r); agg.hostByName.set(r.name, r); bump(TYPE_CODE.host, r.id); }
@@ -342,7 +354,7 @@ function assign(row: any, d: Record<string, any>): void {
 
 function rekey<R extends Record<string, any>>(map: Map<string, R>, row: R, prop: string, d: Record<string, any>): void {
   if (prop in d && d[prop] !== row[prop]) {
-    map.delete(row[prop]);
-    map.set(d[prop], row);
+    if (map.get(row[prop]) === row) map.delete(row[prop]);
+    if (d[prop] !== null) map.set(d[prop], row);
   }
 }

@@ -7,6 +7,9 @@ import { Errors } from '../api/errors.js';
 import { TYPE_CODE } from '../api/resources.js';
 import { LmdbShardStore, MemoryStore, type ShardStore } from '../store/shard_store.js';
 import { Shard } from './shard.js';
+import { IdAllocator } from './ids.js';
+import { BodyNormalizer } from '../api/validate.js';
+import { compileWriteValidators } from '../api/schemas.js';
 import { ShardState } from './state.js';
 import { errText, log, setLogLevel } from '../log.js';
 import { decode, encode, type FrontToShard, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
@@ -37,6 +40,8 @@ try {
   store = lmdb ?? new MemoryStore();
   shard = new Shard({
     compat: init.compat, store, snapshotEvery: init.snapshotEvery, onReply: post,
+    ids: new IdAllocator(init.ids),
+    normalizer: new BodyNormalizer(compileWriteValidators(), { ignoredFacts: init.ignoredFacts, ignoredArguments: init.ignoredArguments }),
     onStorageFailure: (err) => {
       logError('commit failed; rebuilding the shard from disk', err);
       if (lmdb) { const state = new ShardState(); lmdb.recover(state); shard.replaceState(state); }
@@ -53,9 +58,11 @@ try {
   for (const type of ['label', 'playbook', 'play', 'task', 'host', 'result', 'file', 'record'] as const) {
     ids[TYPE_CODE[type]] = type === 'label' ? [] : Array.from(state.index(type).keys());
   }
+  const streams: Array<[string, number]> = [];
+  for (const agg of state.aggregates.values()) if (agg.playbook.uuid !== null) streams.push([agg.playbook.uuid, agg.playbook.id]);
   const ready: ReadyMessage = {
     k: 'ready', shard: init.shard, maxIds: state.maxIds.slice(), ids,
-    recovery: { ...recovery, results: state.results.size },
+    recovery: { ...recovery, results: state.results.size }, streams,
   };
   post(ready);
 } catch (err) {
@@ -83,7 +90,7 @@ port.on('message', (bytes: Uint8Array) => {
   } catch (err) {
     logError('shard failed to handle a message', err);
     if (msg && 'rid' in msg) {
-      post({ k: 'get', rid: msg.rid, status: 500, body: Errors.internal() });
+      post({ k: 'error', rid: msg.rid, status: 500, body: Errors.internal() });
     }
   }
 });

@@ -1,0 +1,219 @@
+// POST /api/v1/ingest on the front (SPEC §13): gunzip within the body limit,
+// check the envelope (seq, playbook, events and their kinds), find or allocate
+// the stream's playbook, resolve label names, and hand the batch's JSON text to
+// the owning shard, which parses, validates and applies the events itself: the
+// front never re-serializes content it does not need.
+import { gunzip } from 'node:zlib';
+import { Errors, Messages } from '../api/errors.js';
+import { memberSpans } from '../api/json_text.js';
+import { TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
+import { nowMicros } from '../api/time.js';
+import type { BodyNormalizer } from '../api/validate.js';
+import { LIMITS } from '../limits.js';
+import { log } from '../log.js';
+import { EVENT_KINDS } from '../shard/ingest.js';
+import type { ShardPool } from '../shard/pool.js';
+import type { IngestCommand, Reply } from '../shard/protocol.js';
+import { parseJsonBody } from './body.js';
+import type { Directory } from './directory.js';
+import type { LabelCatalogue } from './labels.js';
+import { reply, type Exchange } from './respond.js';
+
+interface IngestContext {
+  ex: Exchange;
+  shard: number;
+  uuid: string | null;
+  playbook: number;
+  claims: number[] | null;
+}
+
+export interface IngestDeps {
+  pool: () => ShardPool;
+  dir: Directory;
+  labels: LabelCatalogue;
+  normalizer: BodyNormalizer;
+  maxBodyBytes: number;
+  /** labels were created or dropped: the shards' replicas must learn it */
+  broadcastLabels: (upsert: Array<[number, string]>, remove: number[]) => void;
+}
+
+type Obj = Record<string, unknown>;
+const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export class Ingest {
+  /** stream key (`playbook.uuid`) → playbook id; rebuilt from the shards at start-up */
+  private readonly streams = new Map<string, number>();
+  /** playbooks sent to be created by a first batch and not answered yet (not in the directory yet) */
+  private readonly creating = new Set<number>();
+  private readonly onReply = (r: Reply, ctx: IngestContext): void => this.finish(r, ctx);
+
+  constructor(private readonly deps: IngestDeps) {}
+
+  /** Playbooks with a uuid (a shard recovered, or POST /playbooks named one); `replace`: false keeps a stream already known. */
+  learn(streams: Array<[string, number]>, replace = true): void {
+    for (const [uuid, id] of streams) if (replace || this.known(uuid) === null) this.streams.set(uuid, id);
+  }
+
+  handle(ex: Exchange, contentType: string, encoding: string, body: Buffer): void {
+    const enc = encoding.trim().toLowerCase();
+    if (enc === '' || enc === 'identity') return this.parsed(ex, contentType, body);
+    if (enc !== 'gzip' && enc !== 'x-gzip') return reply(ex, 415, Errors.unsupportedEncoding(encoding));
+    // Inflate off the main thread, stopped at the body limit: a gzip bomb costs
+    // at most max_body_bytes of output, never its full expansion.
+    const limit = this.deps.maxBodyBytes;
+    gunzip(Buffer.from(body), { maxOutputLength: limit }, (err, out) => {
+      if (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
+          ex.close = false;
+          return reply(ex, 413, Errors.tooLarge(limit));
+        }
+        return reply(ex, 400, Errors.badGzip());
+      }
+      try {
+        this.parsed(ex, contentType, out);
+      } catch (e) {
+        log.error('ingest failed', { err: String((e as Error)?.stack ?? e) });
+        reply(ex, 500, Errors.internal());
+      }
+    });
+  }
+
+  private parsed(ex: Exchange, contentType: string, bytes: Buffer): void {
+    const parsed = parseJsonBody(bytes, contentType);
+    if (!parsed.ok) return reply(ex, parsed.status, parsed.body);
+    const { value, text } = parsed;
+    const envelope = checkEnvelope(value);
+    if (typeof envelope === 'string') return reply(ex, envelope === TOO_MANY ? 413 : 400, envelope === TOO_MANY ? Errors.tooManyEvents(LIMITS.ingestEvents) : envelope);
+    const { seq, events } = envelope;
+    const header = value.playbook as Obj;
+
+    // which playbook: by id, or by the stream's uuid (created by its first batch)
+    let playbook: number;
+    let uuid: string | null = null;
+    let create: Obj | null = null;
+    const names: string[] = [];
+    if (header.id !== undefined && header.uuid === undefined) {
+      const id = header.id;
+      if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1 || this.deps.dir.shardOf('playbook', id) < 0) {
+        return reply(ex, 400, JSON.stringify({ playbook: { id: [Errors.invalidPk(String(id))] } }));
+      }
+      playbook = id;
+    } else {
+      const key = header.uuid;
+      if (typeof key !== 'string' || key.length === 0 || key.length > LIMITS.uuidLength) {
+        const msg = key === undefined ? Messages.required : typeof key !== 'string' ? Messages.invalidString
+          : key.length === 0 ? Messages.notBlank : Messages.maxLength(LIMITS.uuidLength);
+        return reply(ex, 400, JSON.stringify({ playbook: { uuid: [msg] } }));
+      }
+      uuid = key;
+      const known = this.known(key);
+      if (known === null && seq !== 1) return reply(ex, 409, Errors.expectedSeq(1));
+      if (known === null) {
+        // seq 1 of a new stream: the playbook's create fields are checked here, like POST /playbooks
+        const fields: Obj = { ...header };
+        delete fields.uuid;
+        delete fields.id;
+        const span = memberSpans(text)!.get('playbook')!;
+        const n = this.deps.normalizer.normalize('playbook', 'create', fields, text, span[0], span[1]);
+        if (n.errors) return reply(ex, 400, JSON.stringify({ playbook: JSON.parse(Errors.fields(n.errors, WRITE_FIELDS.playbook)) }));
+        create = n.set;
+        if (Array.isArray(create.labels)) names.push(...(create.labels as string[]));
+        playbook = this.deps.dir.allocate('playbook');
+        this.streams.set(key, playbook);
+        this.creating.add(playbook);
+      } else playbook = known;
+    }
+
+    // label names of `playbook` events, resolved here (the front owns the catalogue)
+    const eventLabels: Array<[number, string[]]> = [];
+    for (let i = 0; i < events.length; i++) {
+      const ev = events[i] as Obj;
+      if (ev.kind === 'playbook' && Array.isArray(ev.labels) && ev.labels.every((l) => typeof l === 'string' && l.length <= LIMITS.nameLength)) {
+        eventLabels.push([i, ev.labels as string[]]);
+        names.push(...(ev.labels as string[]));
+      }
+    }
+    const shard = this.deps.pool().shardOf(playbook);
+    const ctx: IngestContext = { ex, shard, uuid, playbook, claims: null };
+    const cmd: IngestCommand = { playbook, uuid, seq, create, text, labels: [] };
+    const send = (): void => this.deps.pool().send(shard, { k: 'ingest', rid: 0, cmd }, this.onReply, ctx);
+    if (names.length === 0) return send();
+
+    const resolved = this.deps.labels.resolve([...new Set(names)], () => this.deps.dir.allocate('label'), nowMicros());
+    const byName = new Map<string, number>();
+    [...new Set(names)].forEach((name, i) => byName.set(name, resolved.ids[i]!));
+    if (create && Array.isArray(create.labels)) create.labels = [...new Set((create.labels as string[]).map((n) => byName.get(n)!))];
+    cmd.labels = eventLabels.map(([i, list]) => [i, [...new Set(list.map((n) => byName.get(n)!))]]);
+    ctx.claims = resolved.claims.length ? resolved.claims : null;
+    if (resolved.created.length) this.deps.broadcastLabels(resolved.created.map((l) => [l.id, l.name]), []);
+    if (!resolved.persisted) return send();
+    resolved.persisted.then(send, (err) => {
+      log.error('label store write failed', { err: String((err as Error)?.stack ?? err) });
+      this.finish({ k: 'error', rid: 0, status: 503, body: Errors.unavailable('The write could not be stored; nothing was changed. Retry later.') }, ctx);
+    });
+  }
+
+  /** The playbook of a stream, if it (still) exists or is being created. */
+  private known(uuid: string): number | null {
+    const id = this.streams.get(uuid);
+    if (id === undefined) return null;
+    if (this.creating.has(id) || this.deps.dir.shardOf('playbook', id) >= 0) return id;
+    this.streams.delete(uuid); // its playbook was deleted
+    return null;
+  }
+
+  private finish(r: Reply, ctx: IngestContext): void {
+    const ok = r.k === 'ingest' && r.status === 200;
+    if (ctx.claims) {
+      const dropped = this.deps.labels.settle(ctx.claims, ok);
+      if (dropped.length) this.deps.broadcastLabels([], dropped.map((l) => l.id));
+    }
+    this.creating.delete(ctx.playbook);
+    if (r.k === 'ingest') {
+      if (r.exists) this.deps.dir.set(TYPE_CODE.playbook, ctx.playbook, ctx.shard);
+      if (r.created) {
+        for (let code = 0; code < r.created.length; code++) for (const id of r.created[code]!) this.deps.dir.set(code, id, ctx.shard);
+      }
+    }
+    if (ctx.uuid !== null && !(r.k === 'ingest' && r.exists) && this.streams.get(ctx.uuid) === ctx.playbook
+      && this.deps.dir.shardOf('playbook', ctx.playbook) < 0) {
+      this.streams.delete(ctx.uuid);
+    }
+    reply(ctx.ex, r.status, r.k === 'ingest' || r.k === 'error' ? r.body : Errors.internal());
+  }
+}
+
+const TOO_MANY = '\u0000too many';
+
+/** The batch's envelope: seq, a playbook object, an array of events with known kinds. A string: the 400 body (or TOO_MANY). */
+function checkEnvelope(value: Obj): { seq: number; events: unknown[] } | string {
+  const errors: Record<string, string[]> = {};
+  const seq = value.seq;
+  if (seq === undefined) errors.seq = [Messages.required];
+  else if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) errors.seq = [Messages.invalidInt];
+  else if (seq < 1) errors.seq = [Messages.minValue(1)];
+  if (value.playbook === undefined) errors.playbook = [Messages.required];
+  else if (!isObject(value.playbook)) errors.playbook = [`Invalid data. Expected a dictionary, but got ${typeOf(value.playbook)}.`];
+  const events = value.events;
+  if (events === undefined) errors.events = [Messages.required];
+  else if (!Array.isArray(events)) errors.events = [Messages.notAList(typeOf(events))];
+  else if (events.length > LIMITS.ingestEvents) return TOO_MANY;
+  else {
+    for (let i = 0; i < events.length; i++) {
+      const ev = events[i];
+      if (!isObject(ev)) { errors.events = [`Event ${i} is not an object.`]; break; }
+      if (typeof ev.kind !== 'string' || !EVENT_KINDS.has(ev.kind)) {
+        errors.events = [`Event ${i}: ${ev.kind === undefined ? 'kind: ' + Messages.required : Errors.unknownKind(String(ev.kind))}`];
+        break;
+      }
+    }
+  }
+  if (Object.keys(errors).length) return JSON.stringify(errors);
+  return { seq: seq as number, events: events as unknown[] };
+}
+
+function typeOf(v: unknown): string {
+  if (Array.isArray(v)) return 'list';
+  if (v === null) return 'NoneType';
+  return typeof v === 'object' ? 'dict' : typeof v === 'string' ? 'str' : typeof v === 'number' ? 'int' : 'bool';
+}

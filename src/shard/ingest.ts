@@ -1,0 +1,271 @@
+// Batch ingest in the shard (SPEC §13): one batch of one playbook's events is
+// decided and applied here in one pass. Each event is turned into the command
+// the per-record API would have produced (natural keys → ids of this playbook),
+// validated by the same normalizer, decided by the same decide() and applied by
+// the same apply(), so derived state is by construction what per-record writes
+// give. An event that breaks a rule is reported and skipped; the rest apply, and
+// the whole batch (with the stream's new `seq`) is one journal entry.
+import { Errors, Messages } from '../api/errors.js';
+import { elementSpans, memberSpans } from '../api/json_text.js';
+import { TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
+import { normalizeUuid } from '../api/uuid.js';
+import type { BodyNormalizer } from '../api/validate.js';
+import { LIMITS } from '../limits.js';
+import { decide } from './decide.js';
+import type { IdAllocator } from './ids.js';
+import type { IngestCommand, WriteCommand } from './protocol.js';
+import type { Aggregate, Event, EventType, ShardState } from './state.js';
+
+/** Where applied events go (the shard stages them for one journal entry). */
+export type Stage = (events: Event[]) => void;
+
+export interface BatchOutcome {
+  status: number;
+  body: string;
+  /** ids created per type code (for the front's directory), null if none */
+  created: number[][] | null;
+  /** the stream's playbook exists after this batch */
+  exists: boolean;
+  /** events were staged: the batch must be committed before the reply leaves */
+  staged: boolean;
+}
+
+/** Event kind → resource type (the kinds SPEC §13 allows, minus `playbook`). */
+const KINDS = new Map<string, EventType>([
+  ['playbook', 'playbook'], ['play', 'play'], ['task', 'task'], ['host', 'host'],
+  ['result', 'result'], ['file', 'file'], ['record', 'record'],
+]);
+export const EVENT_KINDS: ReadonlySet<string> = new Set(KINDS.keys());
+
+type Obj = Record<string, unknown>;
+
+export class BatchRunner {
+  constructor(
+    private readonly state: ShardState,
+    private readonly normalizer: BodyNormalizer,
+    private readonly ids: IdAllocator,
+    private readonly stage: Stage,
+  ) {}
+
+  run(cmd: IngestCommand, now: number): BatchOutcome {
+    const pid = cmd.playbook;
+    let agg = this.state.aggregates.get(pid);
+    if (agg === undefined) {
+      // a stream the front believed new, or one whose playbook was deleted since
+      if (cmd.seq !== 1 || cmd.create === null) return refusal(409, Errors.expectedSeq(1), false);
+    } else {
+      const last = agg.playbook.ingestSeq;
+      if (cmd.seq <= last) return answer(pid, cmd.seq, 0, [], true, null, true, false);
+      if (cmd.seq !== last + 1) return refusal(409, Errors.expectedSeq(last + 1), true);
+    }
+
+    let created: number[][] | null = null;
+    const track = (type: EventType, id: number): void => {
+      created ??= [[], [], [], [], [], [], [], []];
+      created[TYPE_CODE[type]]!.push(id);
+    };
+    if (agg === undefined) {
+      const set = { ...cmd.create!, uuid: cmd.uuid, ingest_seq: cmd.seq };
+      const decision = decide(this.state, command('create', 'playbook', pid, set), now, this.ids);
+      if (!decision.ok) return refusal(400, JSON.stringify({ playbook: JSON.parse(decision.body) }), false);
+      this.stage(decision.events);
+      agg = this.state.aggregates.get(pid)!;
+    }
+
+    const batch = new Batch(this, agg, cmd, now, track);
+    batch.run();
+    if (agg.playbook.ingestSeq !== cmd.seq) {
+      // the stream's position moves with the batch, in the same journal entry
+      this.stage([{ e: 'update', t: 'playbook', p: pid, id: pid, d: { ingest_seq: cmd.seq } }]);
+    }
+    return answer(pid, cmd.seq, batch.applied, batch.rejected, false, created, true, true);
+  }
+
+  /** Normalize, decide and apply one command; its field errors (JSON text) on refusal. */
+  apply(type: EventType, mode: 'create' | 'patch', id: number, body: Obj, text: string, span: [number, number],
+    fix: ((set: Obj) => void) | null, now: number, track: (type: EventType, id: number) => void): string | null {
+    const n = this.normalizer.normalize(type, mode, body, text, span[0], span[1]);
+    if (n.errors) return Errors.fields(n.errors, WRITE_FIELDS[type]);
+    if (fix) fix(n.set);
+    const decision = decide(this.state, command(mode === 'create' ? 'create' : 'update', type, id, n.set), now, this.ids);
+    if (!decision.ok) return decision.body;
+    if (decision.events.length) {
+      this.stage(decision.events);
+      if (mode === 'create' && type !== 'playbook') track(type, decision.id);
+    }
+    return null;
+  }
+
+  /** Get or create a host by name (results name their host and delegates by name); null if refused. */
+  host(agg: Aggregate, name: string, now: number, track: (type: EventType, id: number) => void): number | null {
+    const existing = agg.hostByName.get(name);
+    if (existing) return existing.id;
+    const decision = decide(this.state, command('create', 'host', 0, { name, playbook: agg.playbook.id }), now, this.ids);
+    if (!decision.ok) return null;
+    this.stage(decision.events);
+    track('host', decision.id);
+    return decision.id;
+  }
+}
+
+/** One batch's events, in order. */
+class Batch {
+  applied = 0;
+  /** the first rejected events with their errors (JSON text); `applied` counts the rest */
+  readonly rejected: Array<[number, string]> = [];
+
+  constructor(
+    private readonly runner: BatchRunner,
+    private readonly agg: Aggregate,
+    private readonly cmd: IngestCommand,
+    private readonly now: number,
+    private readonly track: (type: EventType, id: number) => void,
+  ) {}
+
+  run(): void {
+    const { text } = this.cmd;
+    // The front checked the envelope (an object with an `events` array of objects with known kinds).
+    const body = JSON.parse(text) as { events: Obj[] };
+    const eventsSpan = memberSpans(text)!.get('events')!;
+    const spans = elementSpans(text, eventsSpan[0], eventsSpan[1])!;
+    const labels = new Map(this.cmd.labels);
+    for (let i = 0; i < body.events.length; i++) {
+      const errors = this.event(i, body.events[i]!, spans[i]!, labels.get(i));
+      if (errors === null) this.applied++;
+      else if (this.rejected.length < LIMITS.ingestRejectedListed) this.rejected.push([i, errors]);
+    }
+  }
+
+  /** Apply one event; null, or its errors as JSON text. */
+  private event(index: number, ev: Obj, span: [number, number], labelIds: number[] | undefined): string | null {
+    const { agg, now, track, runner } = this;
+    const text = this.cmd.text;
+    const kind = ev.kind as string;
+    const body: Obj = { ...ev };
+    delete body.kind;
+    const pid = agg.playbook.id;
+    switch (KINDS.get(kind)) {
+      case 'playbook': {
+        delete body.uuid; // the stream's key does not change
+        const fix = labelIds ? (set: Obj) => { if (set.labels !== undefined) set.labels = labelIds; } : null;
+        return runner.apply('playbook', 'patch', pid, body, text, span, fix, now, track);
+      }
+      case 'play': {
+        const key = typeof ev.uuid === 'string' ? normalizeUuid(ev.uuid) : undefined;
+        if (key === undefined) return fieldError('uuid', ev.uuid === undefined ? Messages.required : Messages.invalidUuid);
+        const existing = agg.playByUuid.get(key);
+        body.playbook = pid;
+        return runner.apply('play', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
+      }
+      case 'task': {
+        const key = streamKey(ev.uuid);
+        if (typeof key !== 'string') return fieldError('uuid', key.error);
+        const existing = agg.taskByUuid.get(key);
+        if ('play' in ev) {
+          const play = typeof ev.play === 'string' ? agg.playByUuid.get(normalizeUuid(ev.play) ?? ev.play) : undefined;
+          if (!play) return fieldError('play', Errors.unknownParent('play', String(ev.play)));
+          body.play = play.id;
+        }
+        if ('file' in ev) {
+          const file = typeof ev.file === 'string' ? agg.fileByPath.get(ev.file) : undefined;
+          if (!file) return fieldError('file', Errors.unknownParent('file', String(ev.file)));
+          body.file = file.id;
+        }
+        body.playbook = pid;
+        return runner.apply('task', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
+      }
+      case 'host': {
+        if (typeof ev.name !== 'string') return fieldError('name', ev.name === undefined ? Messages.required : Messages.invalidString);
+        const existing = agg.hostByName.get(ev.name);
+        if (existing && Object.keys(body).length === 1) return null; // named only: nothing to change
+        body.playbook = pid;
+        return runner.apply('host', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
+      }
+      case 'result': return this.result(ev, body, span);
+      case 'file': {
+        if (typeof ev.path !== 'string') return fieldError('path', ev.path === undefined ? Messages.required : Messages.invalidString);
+        const existing = agg.fileByPath.get(ev.path);
+        body.playbook = pid;
+        return runner.apply('file', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
+      }
+      case 'record': {
+        if (typeof ev.key !== 'string') return fieldError('key', ev.key === undefined ? Messages.required : Messages.invalidString);
+        const existing = agg.recordByKey.get(ev.key);
+        body.playbook = pid;
+        return runner.apply('record', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
+      }
+      default: return fieldError('kind', Errors.unknownKind(kind));
+    }
+  }
+
+  /** A result always creates; its task by uuid, its host and delegates by name (get-or-create). */
+  private result(ev: Obj, body: Obj, span: [number, number]): string | null {
+    const { agg, now, track, runner } = this;
+    const key = streamKey(ev.task);
+    const task = typeof key === 'string' ? agg.taskByUuid.get(key) : undefined;
+    if (!task) return fieldError('task', ev.task === undefined ? Messages.required : Errors.unknownParent('task', String(ev.task)));
+    if (typeof ev.host !== 'string' || ev.host === '') {
+      return fieldError('host', ev.host === undefined ? Messages.required : Messages.invalidString);
+    }
+    let delegates: string[] | null = null;
+    if (ev.delegated_to !== undefined && ev.delegated_to !== null) {
+      if (!Array.isArray(ev.delegated_to) || !ev.delegated_to.every((h) => typeof h === 'string' && h !== '')) {
+        return fieldError('delegated_to', 'Expected a list of host names.');
+      }
+      delegates = ev.delegated_to as string[];
+    }
+    // Validate with placeholder ids first: hosts are created only for a result that is valid.
+    body.playbook = agg.playbook.id;
+    body.task = task.id;
+    body.play = task.play;
+    body.host = 1;
+    if (delegates) body.delegated_to = [];
+    const hostName = ev.host;
+    let hostError: string | null = null;
+    const fix = (set: Obj): void => {
+      const host = runner.host(agg, hostName, now, track);
+      if (host === null) { hostError = Errors.invalidPk(hostName); return; }
+      set.host = host;
+      if (delegates) {
+        const ids: number[] = [];
+        for (const name of delegates) {
+          const id = runner.host(agg, name, now, track);
+          if (id !== null && !ids.includes(id)) ids.push(id);
+        }
+        set.delegated_to = ids;
+      }
+    };
+    const errors = runner.apply('result', 'create', 0, body, this.cmd.text, span, fix, now, track);
+    return hostError !== null ? fieldError('host', hostError) : errors;
+  }
+}
+
+function command(op: 'create' | 'update', type: EventType, id: number, set: Obj): WriteCommand {
+  return { op, type, id, put: false, set, errors: null, elsewhere: null, minimal: true };
+}
+
+/** A task's or playbook's client key: a non-blank string of at most 64 characters. */
+function streamKey(v: unknown): string | { error: string } {
+  if (v === undefined || v === null) return { error: Messages.required };
+  if (typeof v !== 'string') return { error: Messages.invalidString };
+  if (v.length === 0) return { error: Messages.notBlank };
+  if (v.length > LIMITS.uuidLength) return { error: Messages.maxLength(LIMITS.uuidLength) };
+  return v;
+}
+
+function fieldError(field: string, message: string): string {
+  return JSON.stringify({ [field]: [message] });
+}
+
+function refusal(status: number, body: string, exists: boolean): BatchOutcome {
+  return { status, body, created: null, exists, staged: false };
+}
+
+function answer(playbook: number, seq: number, applied: number, rejected: Array<[number, string]>, duplicate: boolean,
+  created: number[][] | null, exists: boolean, staged: boolean): BatchOutcome {
+  let list = '';
+  for (const [index, errors] of rejected) list += (list ? ',' : '') + '{"index":' + index + ',"errors":' + errors + '}';
+  const body = '{"playbook":' + playbook + ',"seq":' + seq + ',"applied":' + applied + ',"rejected":[' + list
+    + '],"duplicate":' + duplicate + '}';
+  return { status: 200, body, created, exists, staged };
+}

@@ -1,0 +1,289 @@
+// SPEC.md §13 (batch ingest): identity by client uuid, natural keys and upserts,
+// per-event outcomes with their cascade, exactly-once by seq, gzip (and a gzip
+// bomb), limits, bad input, auth; playbook/task uuid on POST and as filters.
+import test from 'ava';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { api, startLogbook } from './helpers/server.js';
+import { createPlaybook, get, list, post, randomUuid, serveForFile, uniq, type Json } from './helpers/fixtures.js';
+import { hashSecret } from '../src/http/password.js';
+
+let url: string;
+serveForFile((server) => { url = server.url; }, { LOGBOOK_SHARDS: '3', LOGBOOK_MAX_BODY_BYTES: String(4 * 1024 * 1024) });
+
+const PATH = '/work/site.yml';
+const SOURCE = '- hosts: all\n  tasks:\n    - debug: msg=hi\n';
+
+function header(uuid: string, extra: Record<string, unknown> = {}): Json {
+  return { uuid, path: PATH, runner_version: '2.16.0', status: 'running', started: '2026-01-01T00:00:00Z', ...extra };
+}
+
+const ingest = (body: unknown, headers: Record<string, string> = {}) => api(url, 'POST', '/api/v1/ingest', body, headers);
+
+/** A playbook's first batch: a file, a play and a task, ready for results. */
+function opening(uuid: string, extra: Json[] = []): Json {
+  const play = randomUuid();
+  return {
+    play,
+    body: {
+      playbook: header(uuid), seq: 1, events: [
+        { kind: 'file', path: PATH, content: SOURCE },
+        { kind: 'play', uuid: play, name: 'first play', status: 'running', started: '2026-01-01T00:00:00Z' },
+        { kind: 'task', uuid: `${uuid}-t1`, play, file: PATH, name: 'say hi', action: 'debug', lineno: 3, handler: false,
+          tags: ['a'], status: 'running', started: '2026-01-01T00:00:01Z' },
+        ...extra,
+      ],
+    },
+  };
+}
+
+test('the first batch creates the playbook by uuid; events apply in order and name parents by natural key', async (t) => {
+  const uuid = uniq('run');
+  const { body } = opening(uuid, [
+    { kind: 'result', task: `${uuid}-t1`, host: 'web-01', delegated_to: ['db-01'], status: 'ok', changed: true,
+      content: 'CONTENT', started: '2026-01-01T00:00:01Z', ended: '2026-01-01T00:00:02Z' },
+    { kind: 'record', key: 'build', value: { n: 1 }, type: 'json' },
+  ]);
+  body.playbook.labels = ['ingest', 'fleet'];
+  // raw text: a JS object would reorder the integer-like key and round the big number
+  const r = await ingest(JSON.stringify(body).replace('"CONTENT"', '{"msg":"hi","2":1,"big":12345678901234567890}'));
+  t.is(r.status, 200, r.text);
+  t.like(r.body, { seq: 1, applied: 5, rejected: [], duplicate: false });
+  const pb = await get(url, `/api/v1/playbooks/${r.body.playbook}`);
+  t.like(pb, { path: PATH, runner_version: '2.16.0', status: 'running', items: { plays: 1, tasks: 1, results: 1, hosts: 2, files: 1, records: 1 } });
+  t.deepEqual(pb.labels.map((l: Json) => l.name).sort(), ['fleet', 'ingest']);
+  const results = await list(url, 'results', { playbook: pb.id });
+  t.is(results.count, 1);
+  const result = await get(url, `/api/v1/results/${results.results[0].id}`);
+  // content is stored as the client's text: key order and big integers survive
+  const raw = await api(url, 'GET', `/api/v1/results/${result.id}`);
+  t.true(raw.text.includes('"content":{"msg":"hi","2":1,"big":12345678901234567890}'), raw.text);
+  t.is(result.status, 'changed');
+  t.is(result.duration, '00:00:01.000000');
+  const hosts = await list(url, 'hosts', { playbook: pb.id });
+  const byName = Object.fromEntries(hosts.results.map((h: Json) => [h.name, h]));
+  t.like(byName['web-01'], { ok: 1, changed: 1 });
+  t.like(byName['db-01'], { ok: 0, changed: 0 }, 'a delegate is created by name and counts nothing');
+  const task = (await list(url, 'tasks', { uuid: `${uuid}-t1` })).results;
+  t.is(task.length, 1, 'a task can be found by its uuid');
+  t.like(task[0], { name: 'say hi', lineno: 3, tags: ['a'], path: PATH, items: { results: 1 } });
+  t.is((await list(url, 'playbooks', { uuid })).count, 1, 'a playbook can be found by its uuid');
+});
+
+test('later batches upsert by natural key: existing play, task, host, file, record are patched, not duplicated', async (t) => {
+  const uuid = uniq('run');
+  const { body, play } = opening(uuid, [
+    { kind: 'host', name: 'web-01', facts: { os: 'debian' } },
+    { kind: 'record', key: 'k', value: 'one', type: 'text' },
+  ]);
+  const first = await ingest(body);
+  t.is(first.status, 200, first.text);
+  const id = first.body.playbook;
+  const second = await ingest({
+    playbook: { uuid }, seq: 2, events: [
+      { kind: 'result', task: `${uuid}-t1`, host: 'web-01', status: 'failed', ended: '2026-01-01T00:00:03Z', started: '2026-01-01T00:00:02Z' },
+      { kind: 'task', uuid: `${uuid}-t1`, status: 'completed', ended: '2026-01-01T00:00:04Z' },
+      { kind: 'play', uuid: play, status: 'completed', ended: '2026-01-01T00:00:05Z' },
+      { kind: 'host', name: 'web-01', ok: 7, changed: 0, failed: 1, skipped: 0, unreachable: 0 },
+      { kind: 'record', key: 'k', value: 'two' },
+      { kind: 'playbook', status: 'failed', ended: '2026-01-01T00:00:06Z', labels: ['done'] },
+    ],
+  });
+  t.is(second.status, 200, second.text);
+  t.like(second.body, { playbook: id, seq: 2, applied: 6, rejected: [], duplicate: false });
+  const pb = await get(url, `/api/v1/playbooks/${id}`);
+  t.like(pb, { status: 'failed', ended: '2026-01-01T00:00:06.000000Z', duration: '00:00:06.000000', items: { plays: 1, tasks: 1, hosts: 1, records: 1, results: 1 } });
+  t.deepEqual(pb.labels.map((l: Json) => l.name), ['done']);
+  const tasks = await list(url, 'tasks', { playbook: id });
+  t.like(tasks.results[0], { status: 'completed', duration: '00:00:03.000000' });
+  const hosts = await list(url, 'hosts', { playbook: id });
+  t.like(hosts.results[0], { name: 'web-01', ok: 7, failed: 1 }, 'an explicit host stats event overrides the live counters');
+  const facts = await get(url, `/api/v1/hosts/${hosts.results[0].id}`);
+  t.deepEqual(facts.facts, { os: 'debian' });
+  const records = await list(url, 'records', { playbook: id });
+  t.is(records.count, 1);
+  t.is((await get(url, `/api/v1/records/${records.results[0].id}`)).value, 'two');
+  // the playbook can also be named by id
+  const third = await ingest({ playbook: { id }, seq: 3, events: [{ kind: 'playbook', name: 'renamed' }] });
+  t.like(third.body, { playbook: id, seq: 3, applied: 1 });
+  t.is((await get(url, `/api/v1/playbooks/${id}`)).name, 'renamed');
+});
+
+test('a bad event is skipped and reported; events naming it (or any unknown parent) are skipped too; the rest apply', async (t) => {
+  const uuid = uniq('run');
+  const badPlay = randomUuid();
+  const r = await ingest({
+    playbook: header(uuid), seq: 1, events: [
+      { kind: 'file', path: PATH, content: SOURCE },
+      { kind: 'play', uuid: badPlay, status: 'nonsense' },
+      { kind: 'task', uuid: 'child', play: badPlay, file: PATH, action: 'debug', lineno: 1, handler: false },
+      { kind: 'result', task: 'child', host: 'h1', status: 'ok' },
+      { kind: 'task', uuid: 'orphan', play: randomUuid(), file: PATH, action: 'debug', lineno: 1, handler: false },
+      { kind: 'task', uuid: 'nofile', play: badPlay, file: '/never/sent.yml', action: 'debug', lineno: 1, handler: false },
+      { kind: 'host', name: 'h2', ok: 'many' },
+      { kind: 'host', name: 'h3' },
+      { kind: 'record', key: 'r', type: 'text', value: 'kept' },
+    ],
+  });
+  t.is(r.status, 200, r.text);
+  t.is(r.body.applied, 3);
+  t.deepEqual(r.body.rejected.map((x: Json) => x.index), [1, 2, 3, 4, 5, 6]);
+  t.deepEqual(Object.keys(r.body.rejected[0].errors), ['status']);
+  t.deepEqual(Object.keys(r.body.rejected[1].errors), ['play']);
+  t.deepEqual(Object.keys(r.body.rejected[2].errors), ['task']);
+  t.deepEqual(Object.keys(r.body.rejected[5].errors), ['ok']);
+  const pb = await get(url, `/api/v1/playbooks/${r.body.playbook}`);
+  t.like(pb.items, { plays: 0, tasks: 0, results: 0, hosts: 1, files: 1, records: 1 });
+  t.is((await list(url, 'hosts', { playbook: pb.id, name: 'h1' })).count, 0, 'a rejected result creates no host');
+});
+
+test('rejected lists the first 100 events; applied counts all that applied', async (t) => {
+  const { body } = opening(uniq('run'));
+  for (let i = 0; i < 150; i++) body.events.push({ kind: 'result', task: 'no-such-task', host: 'h', status: 'ok' });
+  body.events.push({ kind: 'host', name: 'last' });
+  const r = await ingest(body);
+  t.is(r.status, 200, r.text);
+  t.is(r.body.applied, 4);
+  t.is(r.body.rejected.length, 100);
+  t.is(r.body.rejected[0].index, 3);
+  t.is(r.body.rejected[99].index, 102);
+});
+
+test('seq: a repeated batch is a duplicate that changes nothing; a gap is 409; an unknown uuid wants seq 1', async (t) => {
+  const uuid = uniq('run');
+  const { body } = opening(uuid, [{ kind: 'result', task: `${uuid}-t1`, host: 'web', status: 'ok' }]);
+  const first = await ingest(body);
+  t.is(first.status, 200);
+  const again = await ingest(body);
+  t.is(again.status, 200);
+  t.deepEqual(again.body, { playbook: first.body.playbook, seq: 1, applied: 0, rejected: [], duplicate: true });
+  t.is((await list(url, 'results', { playbook: first.body.playbook })).count, 1, 'the duplicate added nothing');
+  const gap = await ingest({ playbook: { uuid }, seq: 3, events: [] });
+  t.is(gap.status, 409);
+  t.deepEqual(gap.body, { detail: 'Expected seq 2.' });
+  const unknown = await ingest({ playbook: header(uniq('run')), seq: 2, events: [] });
+  t.is(unknown.status, 409);
+  t.deepEqual(unknown.body, { detail: 'Expected seq 1.' });
+  // a batch refused as a whole does not use up its seq
+  const refused = await ingest({ playbook: { uuid }, seq: 2, events: [{ kind: 'bogus' }] });
+  t.is(refused.status, 400);
+  const second = await ingest({ playbook: { uuid }, seq: 2, events: [{ kind: 'result', task: `${uuid}-t1`, host: 'web', status: 'ok' }] });
+  t.like(second.body, { seq: 2, applied: 1, duplicate: false });
+  t.is((await list(url, 'results', { playbook: first.body.playbook })).count, 2);
+});
+
+test('concurrent retries of a first batch create one playbook', async (t) => {
+  const uuid = uniq('run');
+  const { body } = opening(uuid, [{ kind: 'result', task: `${uuid}-t1`, host: 'web', status: 'ok' }]);
+  const replies = await Promise.all(Array.from({ length: 6 }, () => ingest(body)));
+  t.true(replies.every((r) => r.status === 200), replies.map((r) => r.text).join('\n'));
+  t.is(replies.filter((r) => !r.body.duplicate).length, 1);
+  t.is(new Set(replies.map((r) => r.body.playbook)).size, 1);
+  t.is((await list(url, 'playbooks', { uuid })).count, 1);
+  t.is((await list(url, 'results', { playbook: replies[0]!.body.playbook })).count, 1);
+});
+
+test('gzip bodies are accepted; bad gzip is 400; a gzip bomb stops at the body limit with 413; other encodings 415', async (t) => {
+  const uuid = uniq('run');
+  const { body } = opening(uuid);
+  const zipped = await fetch(`${url}/api/v1/ingest`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync(JSON.stringify(body)),
+  });
+  t.is(zipped.status, 200, await zipped.clone().text());
+  t.like(await zipped.json(), { applied: 3 });
+  const bad = await fetch(`${url}/api/v1/ingest`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: 'not gzip at all',
+  });
+  t.is(bad.status, 400);
+  t.deepEqual(await bad.json(), { detail: 'The body is not valid gzip.' });
+  // 64 MiB of spaces inside a JSON string compress to ~64 KiB; the limit here is 4 MiB
+  const bomb = gzipSync(Buffer.concat([Buffer.from('{"seq":1,"playbook":{"uuid":"bomb"},"events":[],"pad":"'), Buffer.alloc(64 * 1024 * 1024, 32), Buffer.from('"}')]));
+  t.true(bomb.length < 1024 * 1024);
+  const boom = await fetch(`${url}/api/v1/ingest`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: bomb,
+  });
+  t.is(boom.status, 413);
+  t.deepEqual(await boom.json(), { detail: `Request body exceeds ${4 * 1024 * 1024} bytes.` });
+  const br = await fetch(`${url}/api/v1/ingest`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'br' }, body: '{}',
+  });
+  t.is(br.status, 415);
+  t.is((await list(url, 'playbooks', { uuid: 'bomb' })).count, 0);
+});
+
+test('limits: more than 10,000 events is 413 naming the limit; nothing applied', async (t) => {
+  const uuid = uniq('run');
+  const events = Array.from({ length: 10_001 }, (_, i) => ({ kind: 'host', name: `h${i}` }));
+  const r = await ingest({ playbook: header(uuid), seq: 1, events });
+  t.is(r.status, 413);
+  t.deepEqual(r.body, { detail: 'A batch carries at most 10000 events.' });
+  t.is((await list(url, 'playbooks', { uuid })).count, 0);
+});
+
+test('bad input is 400 for the whole batch and changes nothing', async (t) => {
+  const uuid = uniq('run');
+  const cases: Array<[unknown, Json]> = [
+    ['{"seq":', undefined],
+    ['[1,2]', { non_field_errors: ['Invalid data. Expected a dictionary, but got list.'] }],
+    [{ playbook: header(uuid), events: [] }, { seq: ['This field is required.'] }],
+    [{ playbook: header(uuid), seq: 0, events: [] }, { seq: ['Ensure this value is greater than or equal to 1.'] }],
+    [{ playbook: header(uuid), seq: 'one', events: [] }, { seq: ['A valid integer is required.'] }],
+    [{ seq: 1, events: [] }, { playbook: ['This field is required.'] }],
+    [{ playbook: 'x', seq: 1, events: [] }, { playbook: ['Invalid data. Expected a dictionary, but got str.'] }],
+    [{ playbook: { path: PATH, runner_version: '1' }, seq: 1, events: [] }, { playbook: { uuid: ['This field is required.'] } }],
+    [{ playbook: { uuid: 'u'.repeat(65), path: PATH, runner_version: '1' }, seq: 1, events: [] }, { playbook: { uuid: ['Ensure this field has no more than 64 characters.'] } }],
+    [{ playbook: { uuid }, seq: 1, events: [] }, { playbook: { runner_version: ['This field is required.'], path: ['This field is required.'] } }],
+    [{ playbook: header(uuid), seq: 1 }, { events: ['This field is required.'] }],
+    [{ playbook: header(uuid), seq: 1, events: {} }, { events: ['Expected a list of items but got type "dict".'] }],
+    [{ playbook: header(uuid), seq: 1, events: [{ kind: 'host', name: 'a' }, 3] }, { events: ['Event 1 is not an object.'] }],
+    [{ playbook: header(uuid), seq: 1, events: [{ kind: 'host', name: 'a' }, { kind: 'teleport' }] }, { events: ['Event 1: Unknown event kind "teleport".'] }],
+    [{ playbook: { id: 999999999 }, seq: 2, events: [] }, { playbook: { id: ['Invalid pk "999999999" - object does not exist.'] } }],
+  ];
+  for (const [body, expected] of cases) {
+    const r = await ingest(body);
+    t.is(r.status, 400, `${JSON.stringify(body).slice(0, 120)} → ${r.text}`);
+    if (expected !== undefined) t.deepEqual(r.body, expected);
+    else t.regex(r.body.detail, /^JSON parse error/);
+  }
+  t.is((await list(url, 'playbooks', { uuid })).count, 0);
+  const get405 = await api(url, 'GET', '/api/v1/ingest');
+  t.is(get405.status, 405);
+  t.is(get405.headers.get('allow'), 'POST, OPTIONS');
+});
+
+test('uuid on playbooks and tasks: accepted on POST, filterable, hidden from §2 shapes without compat mode', async (t) => {
+  const uuid = uniq('pb');
+  const pb = await createPlaybook(url, { uuid });
+  t.false('uuid' in pb, 'SPEC §2 shapes are unchanged with compat mode off');
+  const found = await list(url, 'playbooks', { uuid });
+  t.deepEqual(found.results.map((r: Json) => r.id), [pb.id]);
+  // a stream can continue a playbook created with that uuid
+  const r = await ingest({ playbook: { uuid }, seq: 1, events: [{ kind: 'playbook', status: 'completed' }] });
+  t.like(r.body, { playbook: pb.id, applied: 1 });
+  const file = await post(url, '/api/v1/files', { playbook: pb.id, path: PATH, content: SOURCE });
+  const play = await post(url, '/api/v1/plays', { playbook: pb.id, uuid: randomUuid() });
+  await post(url, '/api/v1/tasks', { playbook: pb.id, play: play.id, file: file.id, action: 'debug', lineno: 1, handler: false, uuid: `${uuid}-task` });
+  t.is((await list(url, 'tasks', { uuid: `${uuid}-task` })).count, 1);
+});
+
+test('auth: ingest is a write', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'logbook-ingest-auth-'));
+  const tokens = join(dir, 'tokens');
+  writeFileSync(tokens, `ci:${await hashSecret(Buffer.from('ci-secret'), 14)}:write\nro:${await hashSecret(Buffer.from('ro-secret'), 14)}:read\n`);
+  const lb = await startLogbook({ env: { LOGBOOK_WRITE_LOGIN_REQUIRED: 'true', LOGBOOK_TOKENS_FILE: tokens } });
+  try {
+    const { body } = opening(uniq('run'));
+    const anonymous = await api(lb.url, 'POST', '/api/v1/ingest', body);
+    t.is(anonymous.status, 401);
+    const reader = await api(lb.url, 'POST', '/api/v1/ingest', body, { authorization: 'Bearer ro.ro-secret' });
+    t.is(reader.status, 403);
+    const writer = await api(lb.url, 'POST', '/api/v1/ingest', body, { authorization: 'Bearer ci.ci-secret' });
+    t.is(writer.status, 200, writer.text);
+    t.like(writer.body, { seq: 1, applied: 3 }, 'the refused attempts did not use up seq 1');
+  } finally {
+    await lb.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
