@@ -1,5 +1,5 @@
 // How long the web UI takes to show a big run: a playbook with 10,000 results
-// (100 tasks × 100 hosts, some failed) is stored through the API, then its page
+// (100 tasks × 100 hosts, some failed) is stored through the batch ingest API, then its page
 // is opened in headless Chromium, cold (a fresh browser context each time: no
 // HTTP cache), and the time from navigation start to the first result rows in
 // the document is read from the page's own performance mark
@@ -16,19 +16,6 @@ function arg(name: string, fallback: number): number {
 const RUNS = arg('runs', 5);
 const TASKS = arg('tasks', 100);
 const HOSTS = arg('hosts', 100);
-const WIDTH = 32; // concurrent writes while storing
-
-async function post(base: string, path: string, body: unknown): Promise<{ id: number }> {
-  const r = await fetch(`${base}/api/v1/${path}`, { method: 'POST', headers: { 'content-type': 'application/json', prefer: 'return=minimal' }, body: JSON.stringify(body) });
-  if (r.status !== 201) throw new Error(`POST ${path}: ${r.status} ${await r.text()}`);
-  return r.json() as Promise<{ id: number }>;
-}
-
-async function pool<T>(items: T[], width: number, fn: (item: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => { while (next < items.length) await fn(items[next++]!); }));
-}
-
 if (!hasChromium()) {
   console.error('ui_render: /usr/bin/chromium not found (apt-get install chromium)');
   process.exit(2);
@@ -38,18 +25,38 @@ const lb = await startLogbook({ env: { LOGBOOK_SHARDS: '2' } });
 const browser = await launchBrowser();
 try {
   const t0 = performance.now();
-  const playbook = (await post(lb.url, 'playbooks', { path: '/srv/big.yml', runner_version: '2.16.0', name: 'big run', status: 'completed' })).id;
-  const file = (await post(lb.url, 'files', { playbook, path: '/srv/big.yml', content: Array.from({ length: TASKS * 3 }, (_, i) => `# line ${i + 1}`).join('\n') })).id;
-  const play = (await post(lb.url, 'plays', { playbook, uuid: crypto.randomUUID(), name: 'everything', status: 'completed' })).id;
-  const tasks: number[] = [];
-  for (let i = 0; i < TASKS; i++) tasks.push((await post(lb.url, 'tasks', { playbook, play, file, name: `task ${i}`, action: 'command', lineno: i * 3 + 1, handler: false, status: 'completed' })).id);
-  const hosts: number[] = [];
-  await pool(Array.from({ length: HOSTS }, (_, i) => i), WIDTH, async (i) => { hosts.push((await post(lb.url, 'hosts', { playbook, name: `host-${String(i).padStart(3, '0')}` })).id); });
-  const pairs = tasks.flatMap((task, ti) => hosts.map((host, hi) => ({ task, host, failed: (ti * HOSTS + hi) % 997 === 0 })));
-  await pool(pairs, WIDTH, (p) => post(lb.url, 'results', {
-    playbook, play, task: p.task, host: p.host, status: p.failed ? 'failed' : 'ok', changed: false,
-    content: { cmd: ['echo', 'hi'], rc: p.failed ? 1 : 0, stdout: 'hi', stderr: '' },
-  }));
+  // One stream of batches (POST /api/v1/ingest, SPEC §13): the run's skeleton, then the results.
+  const uuid = crypto.randomUUID();
+  let seq = 0;
+  let playbook = 0;
+  const ingest = async (events: unknown[]) => {
+    const r = await fetch(`${lb.url}/api/v1/ingest`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ playbook: { uuid, path: '/srv/big.yml', runner_version: '2.16.0', name: 'big run', status: 'completed' }, seq: ++seq, events }),
+    });
+    const body = await r.json() as { playbook: number; rejected?: unknown[] };
+    if (r.status !== 200 || body.rejected?.length) throw new Error(`ingest ${seq}: ${r.status} ${JSON.stringify(body).slice(0, 500)}`);
+    playbook = body.playbook;
+  };
+  const now = new Date().toISOString();
+  const playUuid = crypto.randomUUID();
+  const taskIds = Array.from({ length: TASKS }, (_, i) => `task-${i}`);
+  const hostNames = Array.from({ length: HOSTS }, (_, i) => `host-${String(i).padStart(3, '0')}`);
+  await ingest([
+    { kind: 'file', path: '/srv/big.yml', content: Array.from({ length: TASKS * 3 }, (_, i) => `# line ${i + 1}`).join('\n') },
+    { kind: 'play', uuid: playUuid, name: 'everything', status: 'completed', started: now },
+    ...taskIds.map((t, i) => ({ kind: 'task', uuid: t, play: playUuid, file: '/srv/big.yml', name: `task ${i}`, action: 'command', lineno: i * 3 + 1, handler: false, tags: [], status: 'completed', started: now })),
+    ...hostNames.map((name) => ({ kind: 'host', name })),
+  ]);
+  const pairs = taskIds.flatMap((task, ti) => hostNames.map((host, hi) => ({ task, host, failed: (ti * HOSTS + hi) % 997 === 0 })));
+  for (let i = 0; i < pairs.length; i += 5000) {
+    await ingest(pairs.slice(i, i + 5000).map((p) => ({
+      kind: 'result', task: p.task, host: p.host, status: p.failed ? 'failed' : 'ok', changed: false, started: now, ended: now,
+      content: { cmd: ['echo', 'hi'], rc: p.failed ? 1 : 0, stdout: 'hi', stderr: '' },
+    })));
+  }
+  const stored = await (await fetch(`${lb.url}/api/v1/playbooks/${playbook}`)).json() as { items: { results: number } };
+  if (stored.items.results !== pairs.length) throw new Error(`stored ${stored.items.results} results, expected ${pairs.length}`);
   console.log(`stored ${pairs.length} results (${TASKS} tasks × ${HOSTS} hosts) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
   const times: number[] = [];
