@@ -79,6 +79,14 @@ async function open(path: string, options: Parameters<typeof openPage>[1] = {}, 
 /** Console errors that count: all of them, but for the stream's 404 on a server without the stream. */
 const real = (errors: string[]) => (streamMissing ? errors.filter((e) => !(/\/api\/v1\/stream\b/.test(e) && /404/.test(e))) : errors);
 
+async function eventually(check: () => boolean, what: string, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 const text = (page: Page, selector: string) => page.locator(selector).first().innerText();
 
 // ---- a recorded run ------------------------------------------------------------------
@@ -287,6 +295,8 @@ browserTest('with read login required: 401 + Basic prompt for pages, browser cre
     // Cancel, which is what playwright does on a second challenge), the page shows the 401's body,
     // the app with its sign-in form; a token signs in
     const withToken = await open(`/ui/playbooks/${pb.id}`, { httpCredentials: { username: 'nobody', password: 'wrong' } }, locked.url);
+    const streamStatus: number[] = [];
+    withToken.page.on('response', (r) => { if (r.url().includes('/api/v1/stream') && r.url().includes('token=')) streamStatus.push(r.status()); });
     await withToken.page.locator('form.signin').waitFor();
     await screenshot(withToken.page, 'signin');
     await withToken.page.fill('input[name=token]', 'dash.wrong');
@@ -296,6 +306,8 @@ browserTest('with read login required: 401 + Basic prompt for pages, browser cre
     await withToken.page.click('form.signin button[type=submit]');
     await withToken.page.locator('h1', { hasText: 'guarded run' }).waitFor();
     t.is(await withToken.page.evaluate(() => sessionStorage.getItem('logbook.authorization')), 'Bearer dash.dash-secret');
+    // the stream (EventSource cannot send headers) is opened with ?token=
+    if (!streamMissing) await eventually(() => streamStatus.includes(200), 'the stream accepted ?token=');
     // only the expected refusals before signing in
     t.true(real(withToken.errors).every((e) => /401/.test(e)), withToken.errors.join('\n'));
   } finally {
