@@ -1,5 +1,5 @@
 // The benchmark suite: `npm run bench [-- [--quick] [--no-ara] [scenario…]]`.
-// Scenarios: ingest, read, footprint, overhead (default: all, in that order).
+// Scenarios: ingest, batch, read, footprint, overhead (default: all, in that order).
 // Prints a progress line per step; writes bench/results/<UTC timestamp>.json,
 // bench/results/latest.md and the SVG charts it links.
 //   --quick        short runs and a 100 k-result store (for development)
@@ -14,15 +14,16 @@ import { defaultShards, elapsed, type Context } from './lib/context.js';
 import { writeReport, type BenchRun } from './lib/report.js';
 import { araUnavailable, SOURCE_ROOT } from './lib/servers.js';
 import { wrkAvailable } from './lib/wrk.js';
+import { batch } from './scenarios/batch.js';
 import { footprint } from './scenarios/footprint.js';
 import { ingest } from './scenarios/ingest.js';
 import { overhead } from './scenarios/overhead.js';
 import { read } from './scenarios/read.js';
 import { buildAraStore, buildStore, type AraStore, type BuiltStore } from './scenarios/store.js';
 
-const SCENARIOS = ['ingest', 'read', 'footprint', 'overhead'] as const;
+const SCENARIOS = ['ingest', 'batch', 'read', 'footprint', 'overhead'] as const;
 type Scenario = (typeof SCENARIOS)[number];
-const ALIASES: Record<string, Scenario> = { recovery: 'footprint', memory: 'footprint', reads: 'read', write: 'ingest', writes: 'ingest', ansible: 'overhead' };
+const ALIASES: Record<string, Scenario> = { ingest_batch: 'batch', batches: 'batch', recovery: 'footprint', memory: 'footprint', reads: 'read', write: 'ingest', writes: 'ingest', ansible: 'overhead' };
 const RESULTS_DIR = join(SOURCE_ROOT, 'bench', 'results');
 
 function usage(code: number): never {
@@ -93,6 +94,7 @@ try {
     try {
       switch (s) {
         case 'ingest': run.ingest = await ingest(ctx); break;
+        case 'batch': run.batch = await batch(ctx); break;
         case 'read': run.read = await read(ctx); break;
         case 'footprint': run.footprint = await footprint(ctx); break;
         case 'overhead': run.overhead = await overhead(ctx); break;

@@ -21,10 +21,19 @@ export const LIMITS = {
    * cannot exhaust memory. Bodies that arrive whole (the usual few KB) are
    * released in the same callback and hardly count. */
   bodiesInFlight: 8,
-  /** Request line + headers. Enforced by uWebSockets.js itself
-   * (UWS_HTTP_MAX_HEADERS_SIZE, default 4 KiB): it answers 431 and closes.
-   * Listed here so the number is known; a query string shares this budget. */
-  headerBytes: 4 * KiB,
+  /** Request line + headers, CRLFs included: a query string shares this budget.
+   * Enforced by uWebSockets.js itself (431 with a small HTML body, connection
+   * closed), which reads it from UWS_HTTP_MAX_HEADERS_SIZE when it loads; its own
+   * default is 4 KiB. src/http/uws_env.ts sets this value unless the operator set
+   * one: 16 KiB holds list filters with a few hundred repeated values
+   * (`status=…&status=…`) or long name/path substrings; browsers and proxies cap
+   * URLs near 8–16 KiB too (nginx's large_client_header_buffers, HAProxy's bufsize). */
+  headerBytes: 16 * KiB,
+  /** Accepted range for an operator's UWS_HTTP_MAX_HEADERS_SIZE: below 1 KiB
+   * ordinary clients' heads (User-Agent, Authorization, cookies) no longer fit;
+   * uWS buffers a head that arrives in pieces up to this size per connection. */
+  headerBytesMin: 1 * KiB,
+  headerBytesMax: 1 * MiB,
   /** Header fields per request: enforced by uWebSockets.js (431 and close at 99). */
   headerCount: 98,
   /** uWS closes an HTTP connection idle (or whose request or body has not
@@ -121,5 +130,6 @@ assert(LIMITS.maxBodyBytes <= LIMITS.maxBodyBytesCeiling, 'maxBodyBytes ≤ maxB
 assert(LIMITS.bodiesInFlight >= 1, 'at least one body can be received');
 assert(LIMITS.shardQueue >= 1 && LIMITS.shardQueue <= LIMITS.shardQueueCeiling, '1 ≤ shardQueue ≤ shardQueueCeiling');
 assert(LIMITS.nameLength <= LIMITS.pathLength, 'nameLength ≤ pathLength');
+assert(LIMITS.headerBytesMin <= LIMITS.headerBytes && LIMITS.headerBytes <= LIMITS.headerBytesMax, 'headerBytesMin ≤ headerBytes ≤ headerBytesMax');
 assert(128 * 2 ** LIMITS.scryptLogN * LIMITS.scryptR <= LIMITS.scryptMaxMemoryBytes, 'default scrypt cost within the accepted maximum');
 assert(LIMITS.authKdfConcurrency >= 1 && LIMITS.authKdfQueue >= LIMITS.authKdfConcurrency, 'KDF queue holds at least one round');

@@ -1,5 +1,8 @@
 // Entry point: configuration → shards → front. Exits 2 on a bad configuration,
 // with a message naming the variable; exits 0 on SIGTERM/SIGINT after closing.
+// uws_env first: it sets uWebSockets.js's environment before anything loads uWS.
+import { HEADER_BYTES_VARIABLE, requestHeadLimit } from './http/uws_env.js';
+import { LIMITS } from './limits.js';
 import { ConfigError, configSummary, helpText, loadConfig } from './config.js';
 import { errText, log, setLogLevel } from './log.js';
 import { startServer } from './server.js';
@@ -16,6 +19,11 @@ try {
 } catch (err) {
   if (err instanceof ConfigError) { process.stderr.write(`logbook: ${err.message}\n`); process.exit(2); }
   throw err;
+}
+const maxHeaderBytes = requestHeadLimit();
+if (maxHeaderBytes === null) {
+  process.stderr.write(`logbook: ${HEADER_BYTES_VARIABLE} must be a byte count from ${LIMITS.headerBytesMin} to ${LIMITS.headerBytesMax}, got "${process.env[HEADER_BYTES_VARIABLE]}"\n`);
+  process.exit(2);
 }
 setLogLevel(config.logLevel);
 // a bug outside any request handler: log it as one JSON line (pino writes errors synchronously), then exit
@@ -36,7 +44,7 @@ try {
 }
 log.info('listening', {
   host: config.host, port: server.port, shards: config.shards, dataDir: config.dataDir,
-  araCompat: config.araCompat, startupMs: Math.round(performance.now() - started),
+  araCompat: config.araCompat, maxHeaderBytes, startupMs: Math.round(performance.now() - started),
 });
 
 let stopping = false;

@@ -1,6 +1,8 @@
 // Wires the parts together: lock the data directory, check its format, start
 // the shards (each recovers its data in parallel), rebuild the front's tables,
 // then serve. Used by main.ts and by benchmarks that want a server in-process.
+// Before uWebSockets.js loads: it reads its settings from the environment once (see uws_env.ts).
+import './http/uws_env.js';
 import { App, us_listen_socket_close, us_socket_local_port, type us_listen_socket } from 'uWebSockets.js';
 import type { Config } from './config.js';
 import { Front } from './http/front.js';

@@ -63,8 +63,9 @@ function generate(rng: Rng): Run {
     }
     ops.push({ k: 'play', uuid: play, create: false, d: { status: 'completed', ended: stamp(t++) } });
   }
-  for (let r = 0, n = rng.int(0, 2); r < n; r++) ops.push({ k: 'record', key: `key-${r}`, d: { value: { r, v: rng.int(0, 9) }, type: 'json' } });
-  if (rng.bool(0.5)) ops.push({ k: 'record', key: 'key-0', d: { value: 'patched' } });
+  const records = rng.int(0, 2);
+  for (let r = 0; r < records; r++) ops.push({ k: 'record', key: `key-${r}`, d: { value: { r, v: rng.int(0, 9) }, type: 'json' } });
+  if (records > 0 && rng.bool(0.5)) ops.push({ k: 'record', key: 'key-0', d: { value: 'patched' } });
   for (const name of hosts) {
     if (rng.bool(0.5)) ops.push({ k: 'host', name, d: { ok: rng.int(0, 20), changed: rng.int(0, 5), failed: 0, skipped: rng.int(0, 3), unreachable: 0 } });
   }

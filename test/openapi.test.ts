@@ -161,6 +161,18 @@ async function exercise(t: ExecutionContext, c: Checker): Promise<void> {
   await call('DELETE', `${list('result')}/${result.id}`, detail('result'), 404);
   t.is((await request(`${c.base}/api/v1/playbooks/${playbook}`, { method: 'DELETE' })).status, 204);
   await call('GET', `${list('task')}?playbook=${playbook}`, list('task'), 200);
+
+  // batch ingest (SPEC §13): applied with a rejected event, duplicate, gap, bad envelope
+  const stream = `stream-${crypto.randomUUID()}`;
+  const batch = {
+    playbook: { uuid: stream, path: '/site.yml', runner_version: '2.16.1', labels: ['ingested'] }, seq: 1,
+    events: [{ kind: 'host', name: 'h1' }, { kind: 'result', task: 'no-such-task', host: 'h1' }],
+  };
+  await call('POST', '/api/v1/ingest', '/api/v1/ingest', 200, batch);
+  await call('POST', '/api/v1/ingest', '/api/v1/ingest', 200, batch);
+  await call('POST', '/api/v1/ingest', '/api/v1/ingest', 409, { playbook: { uuid: stream }, seq: 5, events: [] });
+  await call('POST', '/api/v1/ingest', '/api/v1/ingest', 400, { playbook: { uuid: stream }, seq: 2, events: [{ kind: 'nope' }] });
+  await call('OPTIONS', '/api/v1/ingest', '/api/v1/ingest', 200);
 }
 
 function checkStructure(t: ExecutionContext, doc: Json): void {

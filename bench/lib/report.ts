@@ -4,6 +4,7 @@
 // limit's.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { BatchResult } from '../scenarios/batch.js';
 import type { FootprintResult } from '../scenarios/footprint.js';
 import type { IngestResult, IngestRow, LoadRow, PayloadName, ServerName } from '../scenarios/ingest.js';
 import type { OverheadResult } from '../scenarios/overhead.js';
@@ -34,6 +35,7 @@ export interface BenchRun {
   machine: Machine;
   notes: string[];
   ingest?: IngestResult | null;
+  batch?: BatchResult | null;
   read?: ReadResult | null;
   footprint?: FootprintResult | null;
   overhead?: OverheadResult | null;
@@ -122,6 +124,10 @@ function capacity(run: BenchRun): string {
     rows.push(['Disk per host with gathered facts (22 KB of JSON)', `**${fmt.int(f.factsBytesPerHost)} B**`, f.ara ? `${fmt.int(f.ara.factsBytesPerHost)} B` : '–', f.ara ? lessOrMore(f.factsBytesPerHost, f.ara.factsBytesPerHost) : '']);
     rows.push([`Restart with ${fmt.int(f.results)} results (spawn → ready)`, `**${(f.restartMs / 1000).toFixed(1)} s**` + (f.recovery ? ` (${fmt.int(f.results / (f.recovery.ms / 1000))} results/s recovered)` : ''), '', '']);
   }
+  if (run.batch?.rows.length) {
+    const top = run.batch.rows.reduce((a, b) => (b.resultsPerSecond > a.resultsPerSecond ? b : a));
+    rows.push([`Batch ingest (${top.batchSize} results per batch, ${top.streams} streams), durable`, `**${fmt.int(top.resultsPerSecond)} results/s** (p99 ${fmt.ms(top.latencyMs.p99)} ms per batch)`, 'n/a (one request per result)', '']);
+  }
   if (overhead) {
     const lb = overhead.overheadPct.logbook, ara = overhead.overheadPct.ara;
     rows.push([`ansible-playbook wall time with the ARA callback (${overhead.hosts} hosts × ${overhead.tasks} tasks)`, lb !== undefined ? `**${lb >= 0 ? '+' : ''}${lb.toFixed(0)} %**` : '–', ara !== undefined ? `${ara >= 0 ? '+' : ''}${ara.toFixed(0)} %` : '–', '']);
@@ -158,6 +164,19 @@ function ingestSection(r: IngestResult, cpus: number): string {
     out.push(`What durability costs: with \`LOGBOOK_DURABILITY=none\` (no fsync) logbook takes ${fmt.int(nosync.rps)} req/s at 32 connections (p99 ${fmt.ms(nosync.latencyMs.p99)} ms)` +
       (durable32 ? `; durable, ${fmt.int(durable32.rps)} req/s (p99 ${fmt.ms(durable32.latencyMs.p99)} ms) = ${fmt.pct(durable32.rps, nosync.rps)} of that${durable32.rps > nosync.rps ? ' — above 100 % only by noise between the two runs' : ''}` : '') + '.', '');
   }
+  return out.join('\n');
+}
+
+/** Batch ingest beside per-request ingest and the per-request raw limit of the same run. */
+function batchSection(r: BatchResult, ingest: IngestResult | null | undefined): string {
+  const out: string[] = ['## Batch ingest: `POST /api/v1/ingest`', ''];
+  const perRequest = ingest ? best(rowsOf(ingest, 'logbook', 'looped')) : null;
+  const raw = ingest ? best(rowsOf(ingest, 'raw', 'looped')) : null;
+  out.push(`Streams (one playbook each, one batch in flight per stream, as SPEC §13 requires) send batches of ${PAYLOAD.looped}s (${fmt.int(r.rows[0]?.resultBytes ?? 0)} B per event) to a fresh logbook, durable: 200 after the batch's journal entry is fsync'd. The load generator is a Node process (its cores are shown).`
+    + (perRequest ? ` Per-request ingest of the same result peaked at ${fmt.int(perRequest.rps)}/s in this run` : '') + (raw ? `, the per-request raw limit (bare uWS + JSON.parse + one durable LMDB put) at ${fmt.int(raw.rps)}/s.` : '.'), '');
+  out.push(table(['batch', 'streams', 'results/s', 'batches/s', 'p50 ms / batch', 'p99 ms / batch', 'server cores', 'client cores', 'errors', 'vs per-request logbook', 'vs per-request raw limit'],
+    r.rows.map((x) => [String(x.batchSize), String(x.streams), `**${fmt.int(x.resultsPerSecond)}**`, fmt.int(x.batchesPerSecond), fmt.ms(x.latencyMs.p50), fmt.ms(x.latencyMs.p99),
+      x.serverCpu.toFixed(2), x.generatorCpu.toFixed(2), String(x.errors), perRequest ? fmt.ratio(x.resultsPerSecond, perRequest.rps) : '–', raw ? fmt.ratio(x.resultsPerSecond, raw.rps) : '–'])), '');
   return out.join('\n');
 }
 
@@ -300,6 +319,7 @@ export function markdown(run: BenchRun): string {
   out.push('## Capacity planning (this machine, one node)', '', capacity(run), '');
   out.push(`"Sustained" is the highest throughput among the measured connection counts whose p99 stayed under ${P99_BOUND_MS} ms with no errors. Hosts × tasks per hour counts one \`POST /results\` per host and task; the ARA callback also sends about two requests per task (create, then finish) and a few per playbook, play and host, i.e. a few % more for fleets of 20+ hosts.`, '');
   if (run.ingest) out.push(ingestSection(run.ingest, run.machine.cpus), '');
+  if (run.batch) out.push(batchSection(run.batch, run.ingest), '');
   if (run.read) out.push(readSection(run.read), '');
   if (run.overhead) out.push(overheadSection(run.overhead), '');
   if (run.footprint) out.push(footprintSection(run.footprint), '');

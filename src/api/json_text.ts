@@ -151,11 +151,16 @@ export function memberSpans(
  * element (whitespace excluded), in order. Otherwise undefined.
  */
 export function elementSpans(text: string, start = 0, end = text.length): Array<[number, number]> | undefined {
-  let i = skipWs(text, start, end);
-  if (text.charCodeAt(i) !== LBRACKET) return undefined;
+  const i = skipWs(text, start, end);
+  return text.charCodeAt(i) === LBRACKET ? scanElements(text, i, end) : undefined;
+}
+
+/** `i` is at `[`: the spans of the elements; `scanEnd` is left just past the closing `]`. */
+let scanEnd = 0;
+function scanElements(text: string, i: number, end: number): Array<[number, number]> {
   const spans: Array<[number, number]> = [];
   i = skipWs(text, i + 1, end);
-  if (text.charCodeAt(i) === RBRACKET) return spans;
+  if (text.charCodeAt(i) === RBRACKET) { scanEnd = i + 1; return spans; }
   while (i < end) {
     const valueEnd = skipValue(text, i, end);
     spans.push([i, valueEnd]);
@@ -163,7 +168,74 @@ export function elementSpans(text: string, start = 0, end = text.length): Array<
     if (text.charCodeAt(i) !== COMMA) break;
     i = skipWs(text, i + 1, end);
   }
+  scanEnd = i + 1;
   return spans;
+}
+
+/** An element of an array: its span and, when it is an object, its members' spans (as memberSpans gives them). */
+export interface ElementSpans { span: [number, number]; members: Map<string, [number, number]> | undefined }
+
+/**
+ * The elements of the array-valued member `name` of the object in `text`, with
+ * the member spans of each object element, in one pass over the text (a batch's
+ * `events`: scanned once, not once to skip the array, once to split it and once
+ * per event to find its members). A duplicate key keeps its last value, as
+ * JSON.parse does. Undefined when there is no such array member.
+ */
+export function arrayMemberSpans(text: string, name: string): ElementSpans[] | undefined {
+  const end = text.length;
+  let i = skipWs(text, 0, end);
+  if (text.charCodeAt(i) !== LBRACE) return undefined;
+  let found: ElementSpans[] | undefined;
+  for (i = nextKey(text, i + 1, end); i >= 0; i = nextKey(text, i, end)) {
+    const isArray = text.charCodeAt(i) === LBRACKET;
+    if (isArray && memberKey(text) === name) { found = scanObjects(text, i, end); i = scanEnd; }
+    else i = skipValue(text, i, end);
+    i = skipWs(text, i, end);
+    if (text.charCodeAt(i) !== COMMA) break;
+    i++;
+  }
+  return found;
+}
+
+/** `i` is at `[`: each element with its members' spans; `scanEnd` is left just past the closing `]`. */
+function scanObjects(text: string, i: number, end: number): ElementSpans[] {
+  const out: ElementSpans[] = [];
+  i = skipWs(text, i + 1, end);
+  if (text.charCodeAt(i) === RBRACKET) { scanEnd = i + 1; return out; }
+  while (i < end) {
+    let elementEnd: number;
+    let members: Map<string, [number, number]> | undefined;
+    if (text.charCodeAt(i) === LBRACE) {
+      members = new Map();
+      let j = i;
+      while (j < end && text.charCodeAt(j) !== RBRACE) {
+        j = nextMember(text, j + 1, end);
+        if (j < 0) break;
+        members.set(memberKey(text), [valueStart, valueEnd]);
+      }
+      // j is at the closing brace (or -1 right after `{` of an empty object)
+      elementEnd = j < 0 ? skipWs(text, i + 1, end) + 1 : j + 1;
+    } else elementEnd = skipValue(text, i, end);
+    out.push({ span: [i, elementEnd], members });
+    i = skipWs(text, elementEnd, end);
+    if (text.charCodeAt(i) !== COMMA) break;
+    i = skipWs(text, i + 1, end);
+  }
+  scanEnd = i + 1;
+  return out;
+}
+
+/** `i` is just past `{` or `,`: reads a key into the scratch variables; returns the index of its value, or -1. */
+function nextKey(text: string, i: number, end: number): number {
+  i = skipWs(text, i, end);
+  if (text.charCodeAt(i) !== QUOTE) return -1;
+  keyStart = i;
+  keyEnd = skipString(text, i);
+  keyEscaped = text.slice(keyStart, keyEnd).includes('\\');
+  i = skipWs(text, keyEnd, end);
+  if (text.charCodeAt(i) === COLON) i++;
+  return skipWs(text, i, end);
 }
 
 /**

@@ -6,6 +6,7 @@
 // (resources.ts), limits from the configuration. OpenAPI 3.1 schemas are JSON
 // Schema 2020-12, which is what TypeBox emits; only our two custom string
 // formats are rewritten into portable patterns.
+import { LIMITS } from '../limits.js';
 import type { Config } from '../config.js';
 import {
   DISPLAY_NAME, FILTERS, ORDER_KEYS, RESOURCE_TYPES, TYPE_TO_PATH, WRITE_FIELDS,
@@ -185,6 +186,68 @@ function resourcePaths(type: ResourceType, config: Config): Record<string, Json>
   };
 }
 
+/** POST /api/v1/ingest (SPEC §13): the batch and its answer. */
+function ingestPaths(config: Config): Record<string, Json> {
+  const key = { type: 'string', minLength: 1, maxLength: LIMITS.uuidLength };
+  const event = (kind: string, required: string[], description: string): Json => ({
+    type: 'object', description, required: ['kind', ...required],
+    properties: { kind: { const: kind } }, additionalProperties: true,
+  });
+  const batch: Json = {
+    type: 'object', required: ['playbook', 'seq', 'events'],
+    properties: {
+      playbook: {
+        description: 'the stream: `uuid` (with the create fields of POST /playbooks on seq 1), or the `id` of its playbook',
+        anyOf: [{ type: 'object', required: ['uuid'], properties: { uuid: key } }, { type: 'object', required: ['id'], properties: { id: { type: 'integer', minimum: 1 } } }],
+      },
+      seq: { type: 'integer', minimum: 1, description: '1 for the first batch of a stream, then +1 per batch; a repeated seq is a duplicate' },
+      events: {
+        type: 'array', maxItems: LIMITS.ingestEvents,
+        items: {
+          oneOf: [
+            event('playbook', [], 'PATCH of the stream\'s playbook (labels by name)'),
+            event('play', ['uuid'], 'upsert by uuid; fields of POST /plays'),
+            event('task', ['uuid'], 'upsert by uuid (one task start); `play` is a play uuid, `file` a file path already sent'),
+            event('host', ['name'], 'upsert by name; facts and counters'),
+            event('result', ['task', 'host'], 'always creates; `task` is a task uuid, `host` and `delegated_to` host names (get-or-create)'),
+            event('file', ['path'], 'upsert by path; created only with its content'),
+            event('record', ['key'], 'upsert by key'),
+          ],
+        },
+      },
+    },
+  };
+  const answer: Json = {
+    type: 'object', required: ['playbook', 'seq', 'applied', 'rejected', 'duplicate'], additionalProperties: false,
+    properties: {
+      playbook: { type: 'integer' }, seq: { type: 'integer' }, applied: { type: 'integer', minimum: 0 },
+      rejected: {
+        type: 'array', maxItems: LIMITS.ingestRejectedListed, description: 'the first rejected events, with their field errors',
+        items: { type: 'object', required: ['index', 'errors'], properties: { index: { type: 'integer' }, errors: schemaRef('FieldErrors') } },
+      },
+      duplicate: { type: 'boolean' },
+    },
+  };
+  return {
+    '/api/v1/ingest': {
+      post: operation('ingest', 'Record a batch of one playbook\'s events (SPEC §13)', {
+        tags: ['ingest'],
+        parameters: [{ name: 'Content-Encoding', in: 'header', required: false, schema: { enum: ['identity', 'gzip'] } }],
+        requestBody: { required: true, content: json(batch) },
+        responses: {
+          200: { description: 'applied (or a duplicate): per-event outcomes; durable', content: json(answer) },
+          409: detailResponse('seq is not the next one of the stream: "Expected seq N."'),
+          ...writeErrors(config),
+          413: detailResponse(`body over ${config.maxBodyBytes} bytes after gunzip, or more than ${LIMITS.ingestEvents} events`),
+          415: detailResponse('body not application/json, or an encoding other than gzip'),
+          ...commonErrors(),
+        },
+      }),
+      options: optionsOp('describeIngest', 'Ingest'),
+    },
+  };
+}
+
 /** The whole document (a plain JSON object). */
 export function buildOpenApi(config: Config, version: string): Json {
   const schemas: Record<string, unknown> = {};
@@ -205,6 +268,7 @@ export function buildOpenApi(config: Config, version: string): Json {
     },
   };
   for (const type of RESOURCE_TYPES) Object.assign(paths, resourcePaths(type, config));
+  Object.assign(paths, ingestPaths(config));
   Object.assign(paths, {
     '/api/v1/openapi.json': {
       get: operation('openapi', 'This document', { tags: ['operations'], responses: { 200: { description: 'OpenAPI 3.1', content: { 'application/json': {} } } } }),
@@ -234,7 +298,7 @@ export function buildOpenApi(config: Config, version: string): Json {
         + (config.araCompat ? ' ARA compatibility mode is on: representations carry the extra fields ARA 1.5 clients read.' : ''),
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
-    tags: [...RESOURCE_TYPES.map((t) => ({ name: TYPE_TO_PATH[t] })), { name: 'operations' }],
+    tags: [...RESOURCE_TYPES.map((t) => ({ name: TYPE_TO_PATH[t] })), { name: 'ingest' }, { name: 'operations' }],
     paths,
     components: {
       schemas,

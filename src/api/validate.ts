@@ -179,12 +179,13 @@ export class BodyNormalizer {
    * `body` that are not JSON-valued fields may have been replaced by the caller
    * (batch ingest puts ids where the client named parents by natural key).
    */
-  normalize(type: ResourceType, mode: WriteMode, body: Record<string, unknown>, text: string, start = 0, end = text.length): Normalized {
+  normalize(type: ResourceType, mode: WriteMode, body: Record<string, unknown>, text: string, start = 0, end = text.length,
+    members?: Map<string, [number, number]>): Normalized {
     const canonical = this.validators[type][mode].Check(body);
     const set: Record<string, unknown> = {};
     const errors: FieldErrors = {};
     let hasErrors = false;
-    let spans: Map<string, [number, number]> | undefined;
+    let spans = members;
     for (const spec of WRITE_FIELDS[type]) {
       let key = spec.name;
       if (!hasOwn(body, key) && spec.alias && hasOwn(body, spec.alias)) key = spec.alias;
@@ -228,7 +229,8 @@ export class BodyNormalizer {
     if (type === 'playbook' && field === 'arguments' && ignoredArguments.length) {
       return redact(text, start, end, ignoredArguments, 'ignored_arguments');
     }
-    if (type === 'result' && field === 'content' && ignoredFacts.length) {
+    // indexOf first (native): most results carry no facts, and scanning the members of every content costs a pass
+    if (type === 'result' && field === 'content' && ignoredFacts.length && hasKey(text, start, end, 'ansible_facts')) {
       const inner = memberSpans(text, start, end)?.get('ansible_facts');
       if (inner) {
         const facts = redact(text, inner[0], inner[1], ignoredFacts, 'ignored_facts');
@@ -237,6 +239,11 @@ export class BodyNormalizer {
     }
     return minify(text, start, end);
   }
+}
+
+/** Whether `"key"` appears in text[start, end) at all (a cheap test before a scan; a slice is a view, not a copy). */
+function hasKey(text: string, start: number, end: number, key: string): boolean {
+  return text.slice(start, end).includes(`"${key}"`);
 }
 
 /** Replace the values of the named members of an object, if present (SPEC §3). */

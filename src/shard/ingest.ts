@@ -6,7 +6,7 @@
 // give. An event that breaks a rule is reported and skipped; the rest apply, and
 // the whole batch (with the stream's new `seq`) is one journal entry.
 import { Errors, Messages } from '../api/errors.js';
-import { elementSpans, memberSpans } from '../api/json_text.js';
+import { arrayMemberSpans, type ElementSpans } from '../api/json_text.js';
 import { TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
 import { normalizeUuid } from '../api/uuid.js';
 import type { BodyNormalizer } from '../api/validate.js';
@@ -82,9 +82,9 @@ export class BatchRunner {
   }
 
   /** Normalize, decide and apply one command; its field errors (JSON text) on refusal. */
-  apply(type: EventType, mode: 'create' | 'patch', id: number, body: Obj, text: string, span: [number, number],
+  apply(type: EventType, mode: 'create' | 'patch', id: number, body: Obj, text: string, at: ElementSpans,
     fix: ((set: Obj) => void) | null, now: number, track: (type: EventType, id: number) => void): string | null {
-    const n = this.normalizer.normalize(type, mode, body, text, span[0], span[1]);
+    const n = this.normalizer.normalize(type, mode, body, text, at.span[0], at.span[1], at.members);
     if (n.errors) return Errors.fields(n.errors, WRITE_FIELDS[type]);
     if (fix) fix(n.set);
     const decision = decide(this.state, command(mode === 'create' ? 'create' : 'update', type, id, n.set), now, this.ids);
@@ -125,19 +125,17 @@ class Batch {
   run(): void {
     const { text } = this.cmd;
     // The front checked the envelope (an object with an `events` array of objects with known kinds).
-    const body = JSON.parse(text) as { events: Obj[] };
-    const eventsSpan = memberSpans(text)!.get('events')!;
-    const spans = elementSpans(text, eventsSpan[0], eventsSpan[1])!;
+    const spans = arrayMemberSpans(text, 'events')!;
     const labels = new Map(this.cmd.labels);
-    for (let i = 0; i < body.events.length; i++) {
-      const errors = this.event(i, body.events[i]!, spans[i]!, labels.get(i));
+    for (let i = 0; i < spans.length; i++) {
+      const errors = this.event(i, eventObject(text, spans[i]!), spans[i]!, labels.get(i));
       if (errors === null) this.applied++;
       else if (this.rejected.length < LIMITS.ingestRejectedListed) this.rejected.push([i, errors]);
     }
   }
 
   /** Apply one event; null, or its errors as JSON text. */
-  private event(index: number, ev: Obj, span: [number, number], labelIds: number[] | undefined): string | null {
+  private event(index: number, ev: Obj, span: ElementSpans, labelIds: number[] | undefined): string | null {
     const { agg, now, track, runner } = this;
     const text = this.cmd.text;
     const kind = ev.kind as string;
@@ -199,7 +197,7 @@ class Batch {
   }
 
   /** A result always creates; its task by uuid, its host and delegates by name (get-or-create). */
-  private result(ev: Obj, body: Obj, span: [number, number]): string | null {
+  private result(ev: Obj, body: Obj, span: ElementSpans): string | null {
     const { agg, now, track, runner } = this;
     const key = streamKey(ev.task);
     const task = typeof key === 'string' ? agg.taskByUuid.get(key) : undefined;
@@ -237,6 +235,44 @@ class Batch {
     };
     const errors = runner.apply('result', 'create', 0, body, this.cmd.text, span, fix, now, track);
     return hostError !== null ? fieldError('host', hostError) : errors;
+  }
+}
+
+/** JSON-valued fields per event kind: stored as the client's text, so never parsed here. */
+const JSON_FIELDS = new Map<string, ReadonlySet<string>>([...KINDS].map(([kind, type]) => [
+  kind, new Set(WRITE_FIELDS[type].filter((f) => f.kind === 'json').map((f) => f.name)),
+]));
+
+/**
+ * One event as an object, parsed member by member from its spans: JSON-valued
+ * fields (result content, host facts…) get a stand-in of the same JSON type,
+ * because only their text is stored (the normalizer takes it from the spans).
+ * Parsing a batch this way skips building and collecting every content object.
+ */
+function eventObject(text: string, at: ElementSpans): Obj {
+  if (at.members === undefined) return JSON.parse(text.slice(at.span[0], at.span[1])) as Obj;
+  const kindSpan = at.members.get('kind');
+  const kind = kindSpan ? JSON.parse(text.slice(kindSpan[0], kindSpan[1])) as unknown : undefined;
+  const raw = typeof kind === 'string' ? JSON_FIELDS.get(kind) : undefined;
+  const ev: Obj = {};
+  for (const [key, [start, end]] of at.members) {
+    const value = raw?.has(key) ? standIn(text.charCodeAt(start)) : JSON.parse(text.slice(start, end));
+    if (key === '__proto__') Object.defineProperty(ev, key, { value, enumerable: true, writable: true, configurable: true });
+    else ev[key] = value;
+  }
+  return ev;
+}
+
+/** A value of the JSON type that starts with this character. */
+function standIn(first: number): unknown {
+  switch (first) {
+    case 0x7b: return {}; // {
+    case 0x5b: return []; // [
+    case 0x22: return ''; // "
+    case 0x6e: return null; // n
+    case 0x74: return true; // t
+    case 0x66: return false; // f
+    default: return 0;
   }
 }
 

@@ -1,4 +1,4 @@
-// `npm run --silent hash-password`: read a password (or a token secret) on stdin
+// `logbook hash-password` / `npm run --silent hash-password`: read a password (or a token secret) on stdin
 // and print its hash for a LOGBOOK_USERS_FILE / LOGBOOK_TOKENS_FILE line:
 //
 //   printf '%s' "$PASSWORD" | npm run --silent hash-password   →  $scrypt$ln=15,r=8,p=1$…$…
@@ -8,6 +8,7 @@
 // prompts without echo. `--ln N` sets the scrypt cost (N = 2^ln, default 15).
 import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
+import { pathToFileURL } from 'node:url';
 import { LIMITS } from '../limits.js';
 import { hashSecret } from '../http/password.js';
 
@@ -48,12 +49,36 @@ function parseArgs(argv: string[]): number {
   return logN;
 }
 
-try {
-  const logN = parseArgs(process.argv.slice(2));
-  const secret = await readSecret();
-  if (secret.length === 0) throw new Error('empty password: nothing to hash');
-  process.stdout.write(`${await hashSecret(secret, logN)}\n`);
-} catch (err) {
-  process.stderr.write(`hash-password: ${(err as Error).message}\n`);
-  process.exit(2);
+/** `logbook hash-password [--ln N]`: prints the hash; 2 on bad arguments or an empty/oversized secret. */
+export async function main(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  try {
+    const logN = parseArgs(argv);
+    const secret = await readSecret();
+    if (secret.length === 0) throw new Error('empty password: nothing to hash');
+    process.stdout.write(`${await hashSecret(secret, logN)}\n`);
+    return 0;
+  } catch (err) {
+    process.stderr.write(`hash-password: ${(err as Error).message}\n`);
+    return 2;
+  }
+}
+
+const HELP = `Usage: logbook hash-password [--ln N]   (also: npm run --silent hash-password)
+
+Reads a password (or a token secret) on stdin and prints its scrypt hash for a
+LOGBOOK_USERS_FILE / LOGBOOK_TOKENS_FILE line (name:hash:scope). One trailing
+newline is dropped; on a terminal it prompts without echo.
+
+  --ln N    scrypt cost N = 2^ln (10..${LIMITS.scryptMaxLogN}, default ${LIMITS.scryptLogN})
+
+Exit codes: 0 ok, 1 failure, 2 usage (bad arguments, empty or oversized secret).
+`;
+
+// Run directly (`node dist/src/tools/hash_password.js`, the npm script) as well as through the CLI.
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.exitCode = await main(process.argv.slice(2));
 }

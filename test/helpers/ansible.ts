@@ -256,7 +256,14 @@ function runSync(cmd: string, args: string[], env: Record<string, string>, what:
  * ARA's own API server (Django `runserver`, sqlite) on a free loopback port
  * with a throw-away ARA_BASE_DIR. Resolves once GET /api/v1/ answers 200.
  */
-export async function startAraServer(): Promise<AraServer> {
+export interface AraServerOptions {
+  /** extra ARA_* settings, e.g. ARA_READ_LOGIN_REQUIRED */
+  env?: Record<string, string>;
+  /** a Django superuser to create (for ARA's login) */
+  user?: { name: string; password: string };
+}
+
+export async function startAraServer(options: AraServerOptions = {}): Promise<AraServer> {
   const baseDir = mkdtempSync(join(tmpdir(), 'logbook-ara-'));
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
@@ -268,8 +275,13 @@ export async function startAraServer(): Promise<AraServer> {
     ARA_LOG_LEVEL: 'WARNING',
     ARA_DEBUG: 'false',
     PYTHONUNBUFFERED: '1',
+    ...options.env,
   });
   runSync('ara-manage', ['migrate'], env, 'ara-manage migrate');
+  if (options.user) {
+    runSync('ara-manage', ['createsuperuser', '--noinput', '--username', options.user.name, '--email', 'ara@example.invalid'],
+      { ...env, DJANGO_SUPERUSER_PASSWORD: options.user.password }, 'ara-manage createsuperuser');
+  }
   const port = await freePort();
   const child = spawn('ara-manage', ['runserver', `127.0.0.1:${port}`, '--noreload'], {
     env, stdio: ['ignore', 'pipe', 'pipe'],
@@ -287,7 +299,7 @@ export async function startAraServer(): Promise<AraServer> {
     try {
       const res = await fetch(`${url}/api/v1/`);
       await res.arrayBuffer();
-      if (res.status === 200) break;
+      if (res.status === 200 || res.status === 401) break; // 401: up, with a login required
     } catch { /* not listening yet */ }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
@@ -316,6 +328,9 @@ export async function startAraServer(): Promise<AraServer> {
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
+/** GETs base + path and parses the JSON body (throws unless 200). */
+export type JsonGetter = (base: string, path: string) => Promise<Json>;
+
 async function getJson(base: string, path: string): Promise<Json> {
   const res = await fetch(base.replace(/\/$/, '') + path, { headers: { accept: 'application/json' } });
   const text = await res.text();
@@ -324,11 +339,11 @@ async function getJson(base: string, path: string): Promise<Json> {
 }
 
 /** Every row of a list endpoint (follows `next` in case a server caps `limit`). */
-async function listAll(base: string, resource: string, playbookId: number): Promise<Json[]> {
+async function listAll(base: string, resource: string, playbookId: number, get: JsonGetter): Promise<Json[]> {
   const rows: Json[] = [];
   let offset = 0;
   for (;;) {
-    const page = await getJson(base, `/api/v1/${resource}?playbook=${playbookId}&limit=1000&offset=${offset}`);
+    const page = await get(base, `/api/v1/${resource}?playbook=${playbookId}&limit=1000&offset=${offset}`);
     rows.push(...page.results);
     if (!page.next || page.results.length === 0) break;
     offset += page.results.length;
@@ -380,8 +395,8 @@ export interface RunSnapshot {
 }
 
 /** The newest playbook id (highest id) on a server, or undefined when empty. */
-export async function newestPlaybookId(serverUrl: string): Promise<number | undefined> {
-  const page = await getJson(serverUrl, '/api/v1/playbooks?order=-id&limit=1');
+export async function newestPlaybookId(serverUrl: string, get: JsonGetter = getJson): Promise<number | undefined> {
+  const page = await get(serverUrl, '/api/v1/playbooks?order=-id&limit=1');
   return page.results[0]?.id;
 }
 
@@ -389,14 +404,15 @@ export async function newestPlaybookId(serverUrl: string): Promise<number | unde
  * Everything a server recorded for one playbook (the newest by default),
  * reduced to fields that ARA 1.5.8 and logbook both serve and that do not
  * depend on ids, timestamps or the order of list rows. Two runs of the same
- * deterministic playbook into two servers give equal snapshots.
+ * deterministic playbook into two servers give equal snapshots. `get` replaces
+ * the global fetch (e.g. to read over TLS with a private CA).
  */
-export async function snapshotRun(serverUrl: string, playbookId?: number): Promise<RunSnapshot> {
-  const id = playbookId ?? await newestPlaybookId(serverUrl);
+export async function snapshotRun(serverUrl: string, playbookId?: number, get: JsonGetter = getJson): Promise<RunSnapshot> {
+  const id = playbookId ?? await newestPlaybookId(serverUrl, get);
   if (id === undefined) throw new Error(`no playbook recorded on ${serverUrl}`);
-  const pb = await getJson(serverUrl, `/api/v1/playbooks/${id}`);
+  const pb = await get(serverUrl, `/api/v1/playbooks/${id}`);
   const [plays, tasks, hosts, results, files, records] = await Promise.all(
-    ['plays', 'tasks', 'hosts', 'results', 'files', 'records'].map((r) => listAll(serverUrl, r, id)),
+    ['plays', 'tasks', 'hosts', 'results', 'files', 'records'].map((r) => listAll(serverUrl, r, id, get)),
   ) as [Json[], Json[], Json[], Json[], Json[], Json[]];
 
   const playName = new Map<number, string>(plays.map((p) => [p.id, p.name ?? '']));
@@ -411,9 +427,9 @@ export async function snapshotRun(serverUrl: string, playbookId?: number): Promi
   for (const r of results) resultsPerTask.set(r.task, (resultsPerTask.get(r.task) ?? 0) + 1);
 
   const [resultDetails, hostDetails, recordDetails] = await Promise.all([
-    mapLimit(results, 8, (r) => getJson(serverUrl, `/api/v1/results/${r.id}`)),
-    mapLimit(hosts, 8, (h) => getJson(serverUrl, `/api/v1/hosts/${h.id}`)),
-    mapLimit(records, 8, (r) => getJson(serverUrl, `/api/v1/records/${r.id}`)),
+    mapLimit(results, 8, (r) => get(serverUrl, `/api/v1/results/${r.id}`)),
+    mapLimit(hosts, 8, (h) => get(serverUrl, `/api/v1/hosts/${h.id}`)),
+    mapLimit(records, 8, (r) => get(serverUrl, `/api/v1/records/${r.id}`)),
   ]);
   const contentOf = new Map<number, Json>(resultDetails.map((d) => [d.id, d.content]));
   const factsOf = new Map<number, Json>(hostDetails.map((d) => [d.id, d.facts]));
