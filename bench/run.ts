@@ -1,5 +1,5 @@
 // The benchmark suite: `npm run bench [-- [--quick] [--no-ara] [scenario…]]`.
-// Scenarios: ingest, batch, read, footprint, overhead (default: all, in that order).
+// Scenarios: ingest, batch, read, footprint, overhead, overload (default: all, in that order).
 // Prints a progress line per step; writes bench/results/<UTC timestamp>.json,
 // bench/results/latest.md and the SVG charts it links.
 //   --quick        short runs and a 100 k-result store (for development)
@@ -18,12 +18,13 @@ import { batch } from './scenarios/batch.js';
 import { footprint } from './scenarios/footprint.js';
 import { ingest } from './scenarios/ingest.js';
 import { overhead } from './scenarios/overhead.js';
+import { overloadScenario } from './scenarios/overload.js';
 import { read } from './scenarios/read.js';
 import { buildAraStore, buildStore, type AraStore, type BuiltStore } from './scenarios/store.js';
 
-const SCENARIOS = ['ingest', 'batch', 'read', 'footprint', 'overhead'] as const;
+const SCENARIOS = ['ingest', 'batch', 'read', 'footprint', 'overhead', 'overload'] as const;
 type Scenario = (typeof SCENARIOS)[number];
-const ALIASES: Record<string, Scenario> = { ingest_batch: 'batch', batches: 'batch', recovery: 'footprint', memory: 'footprint', reads: 'read', write: 'ingest', writes: 'ingest', ansible: 'overhead' };
+const ALIASES: Record<string, Scenario> = { ingest_batch: 'batch', batches: 'batch', recovery: 'footprint', memory: 'footprint', reads: 'read', write: 'ingest', writes: 'ingest', ansible: 'overhead', shedding: 'overload', overloaded: 'overload' };
 const RESULTS_DIR = join(SOURCE_ROOT, 'bench', 'results');
 
 function usage(code: number): never {
@@ -98,6 +99,7 @@ try {
         case 'read': run.read = await read(ctx); break;
         case 'footprint': run.footprint = await footprint(ctx); break;
         case 'overhead': run.overhead = await overhead(ctx); break;
+        case 'overload': run.overload = await overloadScenario(ctx); break;
       }
     } catch (err) {
       failed = true;

@@ -40,6 +40,8 @@ export interface Config {
   readonly shutdownTimeout: number;
   /** requests in flight per shard before the front answers 503 (src/limits.ts) */
   readonly shardQueue: number;
+  /** ms of queueing delay at a shard before the front answers 503 (0: length only; src/limits.ts) */
+  readonly shardQueueDelay: number;
 }
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -145,6 +147,7 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   option('shutdownTimeout', 'SHUTDOWN_TIMEOUT', 10, int(1, 3600), 'seconds SIGTERM/SIGINT wait for in-flight requests'),
   // ---- security (src/limits.ts, src/http/auth.ts) ----
   option('shardQueue', 'SHARD_QUEUE', LIMITS.shardQueue, int(1, LIMITS.shardQueueCeiling), 'requests in flight per shard before answering 503 + Retry-After'),
+  option('shardQueueDelay', 'SHARD_QUEUE_DELAY', LIMITS.shardQueueDelayMs, int(0, LIMITS.shardQueueDelayCeiling), 'ms a shard\'s requests may wait before new ones get 503 + Retry-After (0: only the queue length)'),
 ];
 
 /**

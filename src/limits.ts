@@ -69,6 +69,11 @@ export const LIMITS = {
   maxPageSize: 1000,
   /** Ceiling for both page options: a page is built in memory on the front. */
   pageSizeCeiling: 100_000,
+  /** Largest list `offset` (larger → 400). Every shard keeps its best
+   * offset + limit rows (a bounded heap) and the front merges them, so a page's
+   * cost grows with its offset on every shard: 100 000 rows is a few ms and a few
+   * MB; deeper pages are better reached with filters or an order. */
+  maxListOffset: 100_000,
 
   // ---- shards --------------------------------------------------------------------
 
@@ -78,6 +83,22 @@ export const LIMITS = {
    * measured ~5–10 k writes/s per shard, 1024 is 0.1–0.2 s of work queued. */
   shardQueue: 1024,
   shardQueueCeiling: 1_000_000,
+  /** Default LOGBOOK_SHARD_QUEUE_DELAY (ms; 0 = off): when set, also answer 503 +
+   * Retry-After while a shard's oldest unanswered request, or its last answered
+   * one, has waited longer than this (with at least shardQueueDelayMinimum in
+   * flight). Off by default, from measurements (bench overload, open loop at 2×
+   * the sustainable write rate, three runs on a saturated 2-core machine): 50 ms
+   * cut the admitted median from ~2.8 s to 30–60 ms and p99 from ~5 s to
+   * 0.7–2.4 s, but admitted half as many writes (41–54 % of the sustainable rate
+   * against 73–86 %), and 200 ms admitted as few without a reliable p99 gain.
+   * The ARA callback does not retry a 503 (the record is lost) and waits
+   * patiently, so for it the length bound loses least. Clients that retry and
+   * need latency: 50. */
+  shardQueueDelayMs: 0,
+  shardQueueDelayCeiling: 60_000,
+  /** Requests in flight to a shard that are always admitted, whatever the delay:
+   * a few slow fsyncs under light load must not shed anything. */
+  shardQueueDelayMinimum: 32,
   /** Young generation of a shard worker (MiB). Recovery and ingest allocate
    * millions of short-lived objects; with V8's default (~16 MiB semi-spaces) a
    * third of recovery time was scavenging. 192 MiB (64 MiB semi-spaces) took 1 M
@@ -129,6 +150,8 @@ assert(LIMITS.pageSize <= LIMITS.maxPageSize && LIMITS.maxPageSize <= LIMITS.pag
 assert(LIMITS.maxBodyBytes <= LIMITS.maxBodyBytesCeiling, 'maxBodyBytes ≤ maxBodyBytesCeiling');
 assert(LIMITS.bodiesInFlight >= 1, 'at least one body can be received');
 assert(LIMITS.shardQueue >= 1 && LIMITS.shardQueue <= LIMITS.shardQueueCeiling, '1 ≤ shardQueue ≤ shardQueueCeiling');
+assert(LIMITS.shardQueueDelayMinimum <= LIMITS.shardQueue, 'shardQueueDelayMinimum ≤ shardQueue');
+assert(LIMITS.shardQueueDelayMs >= 0 && LIMITS.shardQueueDelayMs <= LIMITS.shardQueueDelayCeiling, '0 ≤ shardQueueDelayMs ≤ shardQueueDelayCeiling');
 assert(LIMITS.nameLength <= LIMITS.pathLength, 'nameLength ≤ pathLength');
 assert(LIMITS.headerBytesMin <= LIMITS.headerBytes && LIMITS.headerBytes <= LIMITS.headerBytesMax, 'headerBytesMin ≤ headerBytes ≤ headerBytesMax');
 assert(128 * 2 ** LIMITS.scryptLogN * LIMITS.scryptR <= LIMITS.scryptMaxMemoryBytes, 'default scrypt cost within the accepted maximum');

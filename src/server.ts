@@ -39,7 +39,7 @@ export async function startServer(config: Config): Promise<Server> {
     const { pool, ready } = await ShardPool.start({
       shards: config.shards, compat: config.araCompat, dataDir: config.dataDir, durability: config.durability,
       snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000, logLevel: config.logLevel,
-      queueLimit: config.shardQueue, ids: front.ids.buffer,
+      queueLimit: config.shardQueue, queueDelayMs: config.shardQueueDelay, ids: front.ids.buffer,
       ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,
     });
     front.recover(pool, ready);

@@ -49,10 +49,10 @@ test('no subcommand: usage on stderr, exit 2', async (t) => {
 });
 
 test('an unknown subcommand: usage on stderr naming it, exit 2', async (t) => {
-  const r = await cli(['backup']);
+  const r = await cli(['restore-everything']);
   t.is(r.code, 2);
   t.is(r.stdout, '');
-  t.regex(r.stderr, /unknown command "backup"/);
+  t.regex(r.stderr, /unknown command "restore-everything"/);
   t.regex(r.stderr, /Usage: logbook <command>/);
 });
 
@@ -60,6 +60,8 @@ for (const [name, usage] of [
   ['serve', /^Usage: logbook serve/m],
   ['hash-password', /^Usage: logbook hash-password/m],
   ['import-ara', /^Usage: logbook import-ara <ARA URL>/m],
+  ['backup', /^Usage: logbook backup <data dir> <target dir>/m],
+  ['check', /^Usage: logbook check <data dir>/m],
 ] as const) {
   test(`logbook ${name} --help: its usage and exit codes on stdout, exit 0`, async (t) => {
     const r = await cli([name, '--help']);

@@ -199,9 +199,14 @@ test('limit and offset that are not non-negative integers (limit ≥ 1) → 400 
   for (const v of ['-1', 'abc', '1.5']) await expect400Keys(t, `/api/v1/hosts?offset=${v}`, ['offset'], `offset=${v}`);
   await expect400Keys(t, '/api/v1/results?limit=0&offset=-2', ['limit', 'offset'], 'both');
   t.is((await api(url, 'GET', '/api/v1/labels?limit=1&offset=0')).status, 200);
-  const far = await api(url, 'GET', '/api/v1/playbooks?offset=99999999999999999999&limit=99999999999');
-  t.is(far.status, 200, `huge offset and limit are valid integers: ${far.text.slice(0, 200)}`);
+  const far = await api(url, 'GET', '/api/v1/playbooks?offset=100000&limit=99999999999');
+  t.is(far.status, 200, `offset at the cap and a huge limit are valid: ${far.text.slice(0, 200)}`);
   t.deepEqual(far.body.results, []);
+  // past LIMITS.maxListOffset: 400 on offset, naming the limit and the way out
+  const deep = await api(url, 'GET', '/api/v1/playbooks?offset=99999999999999999999&limit=10');
+  t.is(deep.status, 400);
+  t.deepEqual(Object.keys(deep.body), ['offset']);
+  t.regex(deep.body.offset[0], /less than or equal to 100000\..*filters/);
   const none = await api(url, 'GET', '/api/v1/plays?playbook=987654321');
   t.is(none.status, 200);
   t.deepEqual([none.body.count, none.body.results], [0, []]);

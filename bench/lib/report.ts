@@ -8,6 +8,7 @@ import type { BatchResult } from '../scenarios/batch.js';
 import type { FootprintResult } from '../scenarios/footprint.js';
 import type { IngestResult, IngestRow, LoadRow, PayloadName, ServerName } from '../scenarios/ingest.js';
 import type { OverheadResult } from '../scenarios/overhead.js';
+import { RECOVERED_P99_MS, type OverloadResult } from '../scenarios/overload.js';
 import { ENDPOINTS, type Endpoint, type ReadResult, type ReadRow } from '../scenarios/read.js';
 import { fmt } from './context.js';
 import { barChart, COLORS, lineChart, type Series } from './svg.js';
@@ -39,6 +40,7 @@ export interface BenchRun {
   read?: ReadResult | null;
   footprint?: FootprintResult | null;
   overhead?: OverheadResult | null;
+  overload?: OverloadResult | null;
 }
 
 /** The p99 bound the capacity figures are given at. */
@@ -132,7 +134,25 @@ function capacity(run: BenchRun): string {
     const lb = overhead.overheadPct.logbook, ara = overhead.overheadPct.ara;
     rows.push([`ansible-playbook wall time with the ARA callback (${overhead.hosts} hosts × ${overhead.tasks} tasks)`, lb !== undefined ? `**${lb >= 0 ? '+' : ''}${lb.toFixed(0)} %**` : '–', ara !== undefined ? `${ara >= 0 ? '+' : ''}${ara.toFixed(0)} %` : '–', '']);
   }
+  if (run.overload) {
+    const d = run.overload.runs.find((r) => r.policy.includes('default')) ?? run.overload.runs[0];
+    if (d) rows.push([`Overload: 2× the sustainable write rate, open loop (${d.policy})`, `admitted **${fmt.int(d.overload.admittedRps)}/s at p99 ${fmt.ms(d.overload.admittedMs.p99)} ms**, ${fmt.int(d.overload.shedRps)}/s shed (503), ${d.lost} acknowledged writes lost`, '–', '']);
+  }
   return table(['', 'logbook', 'ARA', 'logbook vs ARA'], rows);
+}
+
+function overloadSection(r: OverloadResult): string {
+  const out: string[] = ['## Overload: twice the sustainable write rate', ''];
+  const first = r.runs[0];
+  if (first) {
+    out.push(`POST /api/v1/results (1.6 KB looped result), ${r.shards} shard(s). The sustainable rate is the best closed-loop throughput at 32 or 128 connections (${first.sustainable.seconds} s each); then an open-loop generator (bench/lib/open_loop.ts: arrivals at a fixed rate whatever the server does, latency counted from when each request was due) offers twice that for ${first.overload.seconds} s, then half of it for ${first.after.seconds} s. "Recovered": time after the drop until every later ${250} ms window has no 503 and an admitted p99 under ${RECOVERED_P99_MS} ms. "Lost": acknowledged (201) writes missing when every result is read back afterwards. One run per admission policy (LOGBOOK_SHARD_QUEUE_DELAY).`, '');
+  }
+  out.push(table(['policy', 'sustainable/s', 'offered/s', 'admitted/s', 'shed (503)/s', 'admitted p50 / p99 / max ms', '503 p99 ms', 'generator lag p99 ms', 'RSS → peak', 'last 503 after the drop', 'recovered after', 'acknowledged', 'lost'],
+    r.runs.map((x) => [x.policy, fmt.int(x.sustainable.rps), fmt.int(x.overload.offeredRps), fmt.int(x.overload.admittedRps), fmt.int(x.overload.shedRps),
+      `${fmt.ms(x.overload.admittedMs.p50)} / ${fmt.ms(x.overload.admittedMs.p99)} / ${fmt.ms(x.overload.admittedMs.max)}`, fmt.ms(x.overload.shedP99Ms), fmt.ms(x.overload.generatorLagP99Ms),
+      `${fmt.mib(x.baseRssBytes)} → ${fmt.mib(x.peakRssBytes)}`, x.sheddingEndedMs === undefined ? '–' : `${(x.sheddingEndedMs / 1000).toFixed(2)} s`, x.recoveryMs === null ? 'not within the phase' : `${(x.recoveryMs / 1000).toFixed(2)} s`, fmt.int(x.acknowledged), String(x.lost)])), '');
+  out.push('The generator lag column is the load generator\'s own delay (no free connection, CPU shared with the server): when it is large the machine, not only logbook, was saturated.', '');
+  return out.join('\n');
 }
 
 function ingestSection(r: IngestResult, cpus: number): string {
@@ -323,8 +343,9 @@ export function markdown(run: BenchRun): string {
   if (run.read) out.push(readSection(run.read), '');
   if (run.overhead) out.push(overheadSection(run.overhead), '');
   if (run.footprint) out.push(footprintSection(run.footprint), '');
+  if (run.overload) out.push(overloadSection(run.overload), '');
   if (run.notes.length) out.push('## Notes from this run', '', ...run.notes.map((n) => `- ${n}`), '');
-  out.push('## Reproduce', '', '```sh', 'npm run bench                  # the whole suite (≤ 15 min on 2 cores)', 'npm run bench -- --quick       # short runs, 100 k-result store (development)', 'npm run bench -- ingest read   # some scenarios: ingest, read, overhead, footprint', '```', '',
+  out.push('## Reproduce', '', '```sh', 'npm run bench                  # the whole suite (≤ 15 min on 2 cores)', 'npm run bench -- --quick       # short runs, 100 k-result store (development)', 'npm run bench -- ingest read   # some scenarios: ingest, read, overhead, footprint, overload', '```', '',
     'Needs Debian `wrk`; for the ARA baseline and the overhead scenario `ansible-core python3-ara ara-server gunicorn` (a missing gunicorn is installed with apt-get when run as root, otherwise ARA is skipped with a message). Raw data: the JSON file of the same run beside this report.', '');
   return out.join('\n');
 }

@@ -25,6 +25,9 @@ export const Messages = {
   enterUuid: 'Enter a valid UUID.',
   selectChoice: (v: string) => `Select a valid choice. ${v} is not one of the available choices.`,
   minValue: (n: number) => `Ensure this value is greater than or equal to ${n}.`,
+  /** offset past LIMITS.maxListOffset (Django's MaxValueValidator wording, then the way out) */
+  offsetTooLarge: (n: number) =>
+    `Ensure this value is less than or equal to ${n}. Deeper pages are not served: narrow the list with filters (e.g. playbook=, status=, started_after=) or reverse the order (e.g. order=-id) instead.`,
   // text that could not be stored as sent (a lone UTF-16 surrogate from a \uD800 escape)
   unpairedSurrogate: 'Not a valid string: it contains an unpaired UTF-16 surrogate.',
 } as const;

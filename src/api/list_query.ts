@@ -1,6 +1,7 @@
 // Query string of a list request → a normalized ListQuery, or a 400 body naming
 // every bad parameter (SPEC §5). Unknown parameters are ignored.
 import { Messages } from './errors.js';
+import { LIMITS } from '../limits.js';
 import { FILTERS, ORDER_KEYS, type ResourceType } from './resources.js';
 import { parseTimestamp } from './time.js';
 import { normalizeUuid } from './uuid.js';
@@ -94,6 +95,8 @@ export function parseListQuery(type: Exclude<ResourceType, 'label'> | 'label', p
 
   const limit = parseWindow(params.get('limit'), 1, pages.pageSize, errors, 'limit');
   const offset = parseWindow(params.get('offset'), 0, 0, errors, 'offset');
+  // a deep offset costs offset + limit rows kept and merged per shard: bounded
+  if (offset > LIMITS.maxListOffset && !errors.offset) errors.offset = [Messages.offsetTooLarge(LIMITS.maxListOffset)];
   if (Object.keys(errors).length) return { ok: false, body: JSON.stringify(errors) };
   // `order=id` is the natural order; drop it so shards can skip sorting
   if (order.length === 1 && order[0]![0] === 'id' && !order[0]![1]) order.length = 0;

@@ -6,8 +6,8 @@
 // (resources.ts), limits from the configuration. OpenAPI 3.1 schemas are JSON
 // Schema 2020-12, which is what TypeBox emits; only our two custom string
 // formats are rewritten into portable patterns.
-import { LIMITS } from '../limits.js';
 import type { Config } from '../config.js';
+import { LIMITS } from '../limits.js';
 import {
   DISPLAY_NAME, FILTERS, ORDER_KEYS, RESOURCE_TYPES, TYPE_TO_PATH, WRITE_FIELDS,
   type FilterSpec, type ResourceType,
@@ -95,7 +95,7 @@ function listParams(type: ResourceType, config: Config): Json[] {
       description: `page size; values above ${config.maxPageSize} are clamped`,
       schema: { type: 'integer', minimum: 1, default: config.pageSize },
     },
-    { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 } },
+    { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, maximum: LIMITS.maxListOffset, default: 0 }, description: 'larger offsets are refused (400): narrow the list with filters or reverse the order instead' },
   ];
 }
 

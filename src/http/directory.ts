@@ -4,6 +4,7 @@
 // the shards (src/shard/ids.ts).
 import { RESOURCE_TYPES, TYPE_CODE, type ResourceType } from '../api/resources.js';
 import { IdAllocator } from '../shard/ids.js';
+import type { ReadyMessage } from '../shard/protocol.js';
 
 const ABSENT = 0;
 
@@ -27,7 +28,7 @@ export class Directory {
     return id < map.length ? map[id]! - 1 : -1;
   }
 
-  set(code: number, id: number, shard: number): void {
+  private set(code: number, id: number, shard: number): void {
     let map = this.maps[code]!;
     if (id >= map.length) {
       let size = map.length;
@@ -39,7 +40,22 @@ export class Directory {
     map[id] = shard + 1;
   }
 
-  clear(code: number, id: number): void {
+  /**
+   * The one place records enter and leave the directory: ids a shard reports it
+   * created and deleted (per type code), after a write, a batch, or retention.
+   */
+  record(shard: number, created: number[][] | null, deleted: number[][] | null): void {
+    if (created) for (let code = 0; code < created.length; code++) for (const id of created[code]!) this.set(code, id, shard);
+    if (deleted) for (let code = 0; code < deleted.length; code++) for (const id of deleted[code]!) this.clear(code, id);
+  }
+
+  /** A shard recovered (at start-up or after a restart): its live ids, and the highest ids it ever created. */
+  load(ready: ReadyMessage): void {
+    ready.maxIds.forEach((id, code) => this.observe(code, id));
+    this.record(ready.shard, ready.ids, null);
+  }
+
+  private clear(code: number, id: number): void {
     const map = this.maps[code]!;
     if (id < map.length) map[id] = ABSENT;
   }

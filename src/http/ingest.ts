@@ -170,10 +170,9 @@ export class Ingest {
     }
     this.creating.delete(ctx.playbook);
     if (r.k === 'ingest') {
-      if (r.exists) this.deps.dir.set(TYPE_CODE.playbook, ctx.playbook, ctx.shard);
-      if (r.created) {
-        for (let code = 0; code < r.created.length; code++) for (const id of r.created[code]!) this.deps.dir.set(code, id, ctx.shard);
-      }
+      const created = r.created ?? (r.exists ? [[], [], [], [], [], [], [], []] : null);
+      if (r.exists) created![TYPE_CODE.playbook]!.push(ctx.playbook);
+      this.deps.dir.record(ctx.shard, created, null);
     }
     if (ctx.uuid !== null && !(r.k === 'ingest' && r.exists) && this.streams.get(ctx.uuid) === ctx.playbook
       && this.deps.dir.shardOf('playbook', ctx.playbook) < 0) {

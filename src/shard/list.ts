@@ -1,8 +1,9 @@
-// A shard's part of a list query: filter its rows, count them, sort, and return
-// the requested window as [sortKey…, id, json] rows for the front to merge.
+// A shard's part of a list query: filter its rows, count them, keep the best
+// skip + take (top-k, not a full sort), and return the requested window as [sortKey…, id, json] rows for the front to merge.
 import { compareRows } from '../api/order.js';
 import type { ListQuery, ListRow, NormalizedFilter } from './protocol.js';
 import { shownStatus } from './rows.js';
+import { TopK } from './top_k.js';
 import type { Aggregate, ShardState, EventType } from './state.js';
 import type { Serializer } from './serialize.js';
 
@@ -56,7 +57,7 @@ export function runList(state: ShardState, serializer: Serializer, q: ListQuery)
   const type = q.type;
   // A playbook filter narrows the scan to one aggregate.
   let candidates: Map<number, any> = state.index(type);
-  const filters = [];
+  const filters: Array<(row: any) => boolean> = [];
   for (const f of q.filters) {
     if (f.kind === 'id' && f.column === 'playbook' && type !== 'playbook') {
       const agg = state.aggregates.get(f.value as number);
@@ -64,30 +65,34 @@ export function runList(state: ShardState, serializer: Serializer, q: ListQuery)
       candidates = (agg as any)[type + 's'];
     } else filters.push(matcher(type, f, state));
   }
-  const matches: any[] = [];
-  if (filters.length === 0) for (const row of candidates.values()) matches.push(row);
-  else {
-    outer: for (const row of candidates.values()) {
-      for (const m of filters) if (!m(row)) continue outer;
-      matches.push(row);
-    }
-  }
-  const count = matches.length;
-  const desc = q.order.map(([, d]) => d);
   const idOf = (row: any): number => (type === 'playbook' ? row.playbook.id : row.id);
-  let window: any[];
+  const matches = (row: any): boolean => {
+    for (const m of filters) if (!m(row)) return false;
+    return true;
+  };
+  const end = q.skip + q.take;
+  let count = 0;
   if (q.order.length === 0) {
-    // natural order is creation order, which is ascending id
-    window = matches.slice(q.skip, q.skip + q.take);
-    return { count, rows: window.map((row) => [idOf(row), render(type, row, state, serializer)]) };
+    // natural order is creation order (ascending id): keep only the window
+    const rows: ListRow[] = [];
+    for (const row of candidates.values()) {
+      if (filters.length && !matches(row)) continue;
+      if (count >= q.skip && count < end) rows.push([idOf(row), render(type, row, state, serializer)]);
+      count++;
+    }
+    return { count, rows };
   }
-  const keyed: ListRow[] = matches.map((row) => {
+  const desc = q.order.map(([, d]) => d);
+  // key every match, keep only the `end` best in a bounded heap instead of sorting all
+  const top = new TopK<ListRow>(end, (a, b) => compareRows(a, b, desc));
+  for (const row of candidates.values()) {
+    if (filters.length && !matches(row)) continue;
+    count++;
     const keys: ListRow = q.order.map(([col]) => (col === 'id' ? idOf(row) : column(type, row, col, state)));
     keys.push(idOf(row), row);
-    return keys;
-  });
-  keyed.sort((a, b) => compareRows(a, b, desc));
-  const page = keyed.slice(q.skip, q.skip + q.take);
+    top.offer(keys);
+  }
+  const page = top.sorted().slice(q.skip);
   for (const keys of page) keys[keys.length - 1] = render(type, keys[keys.length - 1], state, serializer);
   return { count, rows: page };
 }

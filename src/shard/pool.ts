@@ -16,9 +16,10 @@ import { decode, encode, type ErrorReply, type FrontToShard, type ReadyMessage, 
 /** Called with the shard's reply, or an ErrorReply (the shard is gone, overloaded, or failed the request). */
 export type ReplyHandler<C> = (reply: Reply, context: C) => void;
 
-interface Pending { handler: ReplyHandler<unknown>; context: unknown; shard: number }
+/** `at`: performance.now() when sent, for the queueing delay the admission check uses */
+interface Pending { handler: ReplyHandler<unknown>; context: unknown; shard: number; at: number }
 
-export type PoolOptions = Omit<ShardInit, 'shard'> & { queueLimit?: number };
+export type PoolOptions = Omit<ShardInit, 'shard'> & { queueLimit?: number; queueDelayMs?: number };
 
 /** A restart within this long of the previous one counts as a failed attempt (backoff grows). */
 const STABLE_MS = 10_000;
@@ -44,10 +45,19 @@ export class ShardPool {
 
   /** requests in flight per shard before send() answers 503 (src/limits.ts shardQueue) */
   private readonly queueLimit: number;
+  /** shed while a shard's replies show more queueing delay than this (ms; 0, the default: length only) */
+  private readonly queueDelayMs: number;
+  /** per shard: how long the last answered request waited for its reply (ms) */
+  private readonly lastDelay: Float64Array;
+  /** per shard: rids and send times in send order, to find the oldest unanswered one */
+  private readonly sent: Array<{ rids: number[]; at: number[]; head: number }>;
 
   private constructor(private readonly options: PoolOptions) {
     this.size = options.shards;
     this.queueLimit = options.queueLimit ?? LIMITS.shardQueue;
+    this.queueDelayMs = options.queueDelayMs ?? LIMITS.shardQueueDelayMs;
+    this.lastDelay = new Float64Array(options.shards);
+    this.sent = Array.from({ length: options.shards }, () => ({ rids: [], at: [], head: 0 }));
     this.up = new Array<boolean>(this.size).fill(false);
     this.queued = new Int32Array(this.size);
     this.restarts = new Array<number>(this.size).fill(0);
@@ -67,7 +77,7 @@ export class ShardPool {
   /** Start one worker; resolves with its ready message, rejects if it fails to start. */
   private spawn(shard: number): Promise<ReadyMessage> {
     return new Promise<ReadyMessage>((resolve, reject) => {
-      const { queueLimit: _, ...shared } = this.options;
+      const { queueLimit: _, queueDelayMs: _d, ...shared } = this.options;
       const init: ShardInit = { ...shared, shard };
       const worker = new Worker(new URL('./worker.js', import.meta.url), {
         workerData: init, resourceLimits: { maxYoungGenerationSizeMb: LIMITS.shardYoungGenerationMb },
@@ -148,18 +158,51 @@ export class ShardPool {
       if (handler) queueMicrotask(() => handler(unavailable(0, shard), context as C));
       return;
     }
-    if (handler && this.queued[shard]! >= this.queueLimit) {
+    if (handler && this.overloaded(shard)) {
       queueMicrotask(() => handler({ k: 'error', rid: 0, status: 503, body: Errors.overloaded() }, context as C));
       return;
     }
     if (handler) {
       const rid = this.nextRid++;
       (message as { rid: number }).rid = rid;
-      this.pending.set(rid, { handler: handler as ReplyHandler<unknown>, context, shard });
+      const at = performance.now();
+      this.pending.set(rid, { handler: handler as ReplyHandler<unknown>, context, shard, at });
+      if (this.queueDelayMs > 0) { const q = this.sent[shard]!; q.rids.push(rid); q.at.push(at); }
       this.queued[shard]!++;
     }
     const bytes = encode(message);
     this.workers[shard]!.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
+  }
+
+  /**
+   * Admission: refuse when the shard has queueLimit requests in flight, or (CoDel's
+   * idea) when it has a real queue (≥ LIMITS.shardQueueDelayMinimum) and the
+   * request answered last, or the oldest still unanswered, waited longer than
+   * queueDelayMs. A length alone is a poor bound: 1024 requests are 0.1 s of
+   * cheap reads but seconds of writes on a loaded machine; the delay bound keeps admitted latency near the target
+   * whatever each request costs. A short queue is always admitted, so a slow
+   * disk alone cannot shed a light load, and delays are re-measured as it drains.
+   */
+  private overloaded(shard: number): boolean {
+    const queued = this.queued[shard]!;
+    if (queued >= this.queueLimit) return true;
+    if (this.queueDelayMs === 0 || queued < LIMITS.shardQueueDelayMinimum) return false;
+    return Math.max(this.lastDelay[shard]!, this.oldestWait(shard)) > this.queueDelayMs;
+  }
+
+  /** ms the oldest unanswered request of a shard has waited (a burst has no answers yet to measure). */
+  private oldestWait(shard: number): number {
+    const q = this.advance(shard);
+    return q.head < q.rids.length ? performance.now() - q.at[q.head]! : 0;
+  }
+
+  /** Drop answered requests from the front of a shard's send order (called on every reply: stays small). */
+  private advance(shard: number): { rids: number[]; at: number[]; head: number } {
+    const q = this.sent[shard]!;
+    while (q.head < q.rids.length && !this.pending.has(q.rids[q.head]!)) q.head++;
+    if (q.head === q.rids.length) { q.rids.length = 0; q.at.length = 0; q.head = 0; }
+    else if (q.head > 1024 && q.head * 2 > q.rids.length) { q.rids.splice(0, q.head); q.at.splice(0, q.head); q.head = 0; }
+    return q;
   }
 
   broadcast(message: FrontToShard): void {
@@ -173,6 +216,8 @@ export class ShardPool {
     if (!entry) return;
     this.pending.delete(reply.rid);
     this.queued[entry.shard]!--;
+    this.lastDelay[entry.shard] = performance.now() - entry.at;
+    if (this.queueDelayMs > 0) this.advance(entry.shard);
     entry.handler(reply, entry.context);
   }
 
@@ -186,6 +231,8 @@ export class ShardPool {
       entry.handler(unavailable(rid, shard), entry.context);
     }
     this.queued[shard] = 0;
+    this.lastDelay[shard] = 0;
+    this.sent[shard] = { rids: [], at: [], head: 0 };
     return n;
   }
 

@@ -203,6 +203,19 @@ export class LmdbShardStore implements ShardStore {
     return { snapshots, journalEntries, eventsApplied, ms: performance.now() - t0 };
   }
 
+  // ---- read-only walks for tools (src/tools/check.ts); never used while serving ----
+
+  /** Every stored blob: its key and the bytes of its (decompressed) text. */
+  *blobEntries(): Iterable<{ key: BlobKey; bytes: number }> {
+    for (const { key, value } of this.blobs.getRange()) yield { key, bytes: Buffer.byteLength(value) };
+  }
+
+  /** Journal entry seqs in order, and the seq the last completed snapshot round covers (meta). */
+  journalLayout(): { seqs: number[]; snapshotSeq: number | null } {
+    const meta = this.snapshots.get(META_KEY) as ShardMeta | undefined;
+    return { seqs: [...this.journal.getKeys()], snapshotSeq: meta ? meta.seq : null };
+  }
+
   async close(): Promise<void> {
     await this.env.flushed;
     await this.env.close();

@@ -1,0 +1,168 @@
+// An HTTP/1.1 load generator on raw sockets for the overload scenario: closed
+// loop (N connections, each sends its next request when the last is answered)
+// to find the sustainable rate, and open loop (requests at a fixed arrival rate
+// whatever the server does, a new connection when none is idle) to overload it.
+// Latency is measured from when a request was due, not when it was sent, so a
+// generator that falls behind does not hide the server's delay (no coordinated
+// omission). One request in flight per connection: uWS closes a connection
+// whose next request is pipelined behind one being answered.
+import { connect, type Socket } from 'node:net';
+
+export interface Sample {
+  /** ms (performance.now()) when the request was due */
+  due: number;
+  /** ms from due to the complete response (Infinity: none) */
+  latency: number;
+  /** HTTP status, 0 for a connection error */
+  status: number;
+  /** ms from due until the request was written (the generator's own lag) */
+  lag: number;
+}
+
+export interface LoadSpec {
+  port: number;
+  path: string;
+  /** request bodies (JSON), sent in turn */
+  bodies: string[];
+  /** called with each 2xx body (to collect acknowledged ids) */
+  onAck?: (body: string) => void;
+}
+
+interface Conn { socket: Socket; busy: boolean; buf: Buffer; current: { due: number; sent: number; resolve: (s: Sample) => void } | null }
+
+export class LoadGenerator {
+  private readonly requests: Buffer[];
+  private turn = 0;
+  private readonly idle: Conn[] = [];
+  private readonly all = new Set<Conn>();
+  private waiting: Array<{ due: number; resolve: (s: Sample) => void }> = [];
+  private connecting = 0;
+  /** the most connections open at once */
+  peakConnections = 0;
+
+  constructor(private readonly spec: LoadSpec, private readonly maxConnections = 2000) {
+    this.requests = spec.bodies.map((text) => {
+      const body = Buffer.from(text);
+      return Buffer.concat([Buffer.from(`POST ${spec.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`), body]);
+    });
+  }
+
+  get openConnections(): number { return this.all.size; }
+  /** requests due but not yet sent (no connection free) */
+  get backlog(): number { return this.waiting.length; }
+
+  /** Send one request (due now or at `due`); resolves with its sample. */
+  send(due = performance.now()): Promise<Sample> {
+    return new Promise((resolve) => {
+      const conn = this.idle.pop();
+      if (conn) { this.start(conn, due, resolve); return; }
+      this.waiting.push({ due, resolve });
+      if (this.all.size + this.connecting < this.maxConnections) this.open();
+    });
+  }
+
+  private open(): void {
+    this.connecting++;
+    const socket = connect({ port: this.spec.port, host: '127.0.0.1' });
+    socket.setNoDelay(true);
+    const conn: Conn = { socket, busy: false, buf: Buffer.alloc(0), current: null };
+    socket.on('connect', () => {
+      this.connecting--;
+      this.all.add(conn);
+      this.peakConnections = Math.max(this.peakConnections, this.all.size);
+      this.release(conn);
+    });
+    socket.on('data', (chunk: Buffer) => this.onData(conn, chunk));
+    socket.on('error', () => { /* handled on close */ });
+    socket.on('close', () => {
+      if (!this.all.delete(conn)) this.connecting--;
+      const i = this.idle.indexOf(conn);
+      if (i >= 0) this.idle.splice(i, 1);
+      if (conn.current) { const c = conn.current; conn.current = null; c.resolve({ due: c.due, latency: Infinity, status: 0, lag: c.sent - c.due }); }
+      // whoever waits gets another connection
+      if (this.waiting.length && this.all.size + this.connecting < this.maxConnections) this.open();
+    });
+  }
+
+  private start(conn: Conn, due: number, resolve: (s: Sample) => void): void {
+    conn.busy = true;
+    conn.current = { due, sent: performance.now(), resolve };
+    conn.socket.write(this.requests[this.turn++ % this.requests.length]!);
+  }
+
+  private release(conn: Conn): void {
+    conn.busy = false;
+    const next = this.waiting.shift();
+    if (next) this.start(conn, next.due, next.resolve);
+    else this.idle.push(conn);
+  }
+
+  private onData(conn: Conn, chunk: Buffer): void {
+    conn.buf = conn.buf.length ? Buffer.concat([conn.buf, chunk]) : chunk;
+    for (;;) {
+      const headEnd = conn.buf.indexOf('\r\n\r\n');
+      if (headEnd < 0) return;
+      const head = conn.buf.subarray(0, headEnd).toString('latin1');
+      const status = Number(head.slice(9, 12));
+      const m = /\r\ncontent-length: *(\d+)/i.exec(head);
+      const length = m ? Number(m[1]) : 0;
+      if (conn.buf.length < headEnd + 4 + length) return;
+      const body = conn.buf.subarray(headEnd + 4, headEnd + 4 + length);
+      conn.buf = conn.buf.subarray(headEnd + 4 + length);
+      const c = conn.current;
+      conn.current = null;
+      if (status >= 200 && status < 300 && this.spec.onAck) this.spec.onAck(body.toString('utf8'));
+      if (/\r\nconnection: *close/i.test(head)) { conn.socket.destroy(); }
+      else this.release(conn);
+      if (c) c.resolve({ due: c.due, latency: performance.now() - c.due, status, lag: c.sent - c.due });
+    }
+  }
+
+  /** Closed loop: `connections` loops for `seconds`; returns the samples. */
+  async closedLoop(connections: number, seconds: number): Promise<Sample[]> {
+    const samples: Sample[] = [];
+    const end = performance.now() + seconds * 1000;
+    await Promise.all(Array.from({ length: connections }, async () => {
+      while (performance.now() < end) samples.push(await this.send());
+    }));
+    return samples;
+  }
+
+  /**
+   * Open loop: `rate(t)` requests/s (t = seconds since start) for `seconds`.
+   * Returns the promises of every request (they settle after the phase ends if
+   * the server is behind).
+   */
+  async openLoop(rate: (t: number) => number, seconds: number, onSample: (s: Sample) => void): Promise<Promise<void>[]> {
+    const pending: Promise<void>[] = [];
+    const t0 = performance.now();
+    let sent = 0;
+    let due = 0; // requests due so far (fractional)
+    let last = t0;
+    for (;;) {
+      const now = performance.now();
+      if (now - t0 >= seconds * 1000) break;
+      due += (rate((now - t0) / 1000) * (now - last)) / 1000;
+      last = now;
+      for (; sent < Math.floor(due); sent++) {
+        // spread the due times over the tick so latency counts from when each was due
+        pending.push(this.send(now).then(onSample));
+      }
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    return pending;
+  }
+
+  close(): void {
+    for (const c of this.all) c.socket.destroy();
+    this.all.clear();
+    this.idle.length = 0;
+  }
+}
+
+/** Percentile of a list of numbers (sorted copy; 0 ≤ q ≤ 1). */
+export function percentile(values: number[], q: number): number {
+  if (!values.length) return NaN;
+  const s = Float64Array.from(values).sort();
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+}

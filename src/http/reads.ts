@@ -1,0 +1,82 @@
+// Reads on the front: a detail goes to the one shard the directory names; a
+// list is scattered to every shard (or the one a `playbook` filter pins),
+// each answers its count and its first offset+limit rows in the requested
+// order, and the front merges the pages (DESIGN.md "Front").
+import { Errors } from '../api/errors.js';
+import { toShardQuery, type ParsedList } from '../api/list_query.js';
+import { mergePages } from '../api/order.js';
+import { isChildType, type ResourceType } from '../api/resources.js';
+import type { ReplyHandler, ShardPool } from '../shard/pool.js';
+import type { ListReply, ListRow, Reply } from '../shard/protocol.js';
+import type { Directory } from './directory.js';
+import { pageLinks } from './page_links.js';
+import { reply } from './respond.js';
+import type { Req } from './routes.js';
+
+export type ParsedPage = Extract<ParsedList, { ok: true }>;
+
+interface ListContext {
+  ex: Req; parsed: ParsedPage; remaining: number; single: boolean;
+  count: number; parts: ListRow[][]; failed: ListReply | Reply | null;
+}
+
+export interface ReadDeps {
+  pool: () => ShardPool;
+  dir: Directory;
+  /** scheme://host of the links a page carries (X-Forwarded-* when trusted) */
+  origin: (ex: Req) => string;
+}
+
+export class Reads {
+  // bound once: the pool's pending table keeps the handler and a context, no closure per request
+  private readonly onList: ReplyHandler<ListContext> = (r, ctx) => this.gather(r, ctx);
+
+  constructor(private readonly deps: ReadDeps) {}
+
+  get(ex: Req, type: Exclude<ResourceType, 'label'>, id: number): void {
+    const shard = this.deps.dir.shardOf(type, id);
+    if (shard < 0) return reply(ex, 404, Errors.notFound());
+    this.deps.pool().send(shard, { k: 'get', rid: 0, type, id }, onSimpleReply, ex);
+  }
+
+  list(ex: Req, type: Exclude<ResourceType, 'label'>, parsed: ParsedPage): void {
+    const pool = this.deps.pool();
+    const pinned = parsed.playbook !== null && isChildType(type);
+    if (pinned && parsed.playbook! < 1) return this.envelope(ex, parsed, 0, []);
+    const shards = pinned ? [pool.shardOf(parsed.playbook!)] : Array.from({ length: pool.size }, (_, i) => i);
+    const single = shards.length === 1;
+    const q = toShardQuery(type, parsed, single);
+    const ctx: ListContext = { ex, parsed, remaining: shards.length, single, count: 0, parts: [], failed: null };
+    for (const shard of shards) pool.send(shard, { k: 'list', rid: 0, q }, this.onList, ctx);
+  }
+
+  private gather(r: Reply, ctx: ListContext): void {
+    if (r.k !== 'list' || r.status !== 200) ctx.failed ??= r;
+    else { ctx.count += r.count; ctx.parts.push(r.rows); }
+    if (--ctx.remaining > 0) return;
+    if (ctx.failed) {
+      const body = 'body' in ctx.failed && typeof ctx.failed.body === 'string' ? ctx.failed.body : Errors.internal();
+      return reply(ctx.ex, ctx.failed.status, body);
+    }
+    const { parsed } = ctx;
+    const desc = parsed.order.map(([, d]) => d);
+    const rows = mergePages(ctx.parts, desc, ctx.single ? 0 : parsed.offset, parsed.limit);
+    this.envelope(ctx.ex, parsed, ctx.count, rows);
+  }
+
+  /** The page envelope around rows whose last element is their JSON text. */
+  envelope(ex: Req, parsed: ParsedPage, count: number, rows: ListRow[]): void {
+    const { next, previous } = pageLinks(this.deps.origin(ex) + ex.url, ex.query, count, parsed.limit, parsed.offset);
+    let results = '';
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i]!;
+      results += (i ? ',' : '') + (row[row.length - 1] as string);
+    }
+    reply(ex, 200, '{"count":' + count + ',"next":' + JSON.stringify(next) + ',"previous":' + JSON.stringify(previous)
+      + ',"results":[' + results + ']}');
+  }
+}
+
+function onSimpleReply(r: Reply, ex: Req): void {
+  reply(ex, r.status, 'body' in r && typeof r.body === 'string' ? r.body : null);
+}

@@ -1,0 +1,80 @@
+// The route table of the front: URL → route, the Allow header and the metrics
+// template of each route, and the request context every handler receives
+// (copied out of uWS's stack-allocated HttpRequest before any async step).
+import { PATH_TO_TYPE, TYPE_CODE, type ResourceType } from '../api/resources.js';
+import { ROUTE } from '../metrics.js';
+import { opsAllow, opsMetricRoute, parseOpsRoute, type OpsRoute } from './ops.js';
+import { ALLOW_DETAIL, ALLOW_INDEX, ALLOW_LIST, type Exchange } from './respond.js';
+
+export type Route =
+  | { kind: 'index' } | { kind: 'root' } | { kind: 'missing' } | OpsRoute
+  | { kind: 'ingest' }
+  | { kind: 'list'; type: ResourceType }
+  | { kind: 'detail'; type: ResourceType; id: number };
+
+/** Everything a request needs after its handler returns (uWS's HttpRequest dies then). */
+export interface Req extends Exchange {
+  url: string;
+  query: string;
+  host: string;
+  forwardedProto: string;
+  forwardedHost: string;
+  contentType: string;
+  contentEncoding: string;
+  minimal: boolean;
+  route: Route;
+}
+
+const ID = /^[1-9]\d{0,15}$/;
+const ALLOW_INGEST = 'POST, OPTIONS';
+
+/** URL segment → type as a Map: one lookup, and no prototype keys ('constructor') to guard against. */
+const TYPE_BY_PATH = new Map<string, ResourceType>(Object.entries(PATH_TO_TYPE));
+
+export function parseRoute(url: string): Route {
+  const path = url.length > 1 && url.endsWith('/') ? url.slice(0, -1) : url;
+  if (path === '/api') return { kind: 'index' };
+  if (path === '/api/v1') return { kind: 'root' };
+  const ops = parseOpsRoute(path);
+  if (ops) return ops;
+  if (!path.startsWith('/api/v1/')) return { kind: 'missing' };
+  if (path === '/api/v1/ingest') return { kind: 'ingest' };
+  const rest = path.slice(8);
+  const slash = rest.indexOf('/');
+  const type = TYPE_BY_PATH.get(slash < 0 ? rest : rest.slice(0, slash));
+  if (type === undefined) return { kind: 'missing' };
+  if (slash < 0) return { kind: 'list', type };
+  const idText = rest.slice(slash + 1);
+  if (!ID.test(idText)) return { kind: 'missing' };
+  const id = Number(idText);
+  return Number.isSafeInteger(id) ? { kind: 'detail', type, id } : { kind: 'missing' };
+}
+
+export function allowOf(route: Route): string {
+  switch (route.kind) {
+    case 'list': return ALLOW_LIST;
+    case 'detail': return ALLOW_DETAIL;
+    case 'missing': return '';
+    case 'ingest': return ALLOW_INGEST;
+    case 'ops': return opsAllow(route);
+    default: return ALLOW_INDEX;
+  }
+}
+
+/** The route template index of a route, for metrics (metrics.ts ROUTE). */
+export function metricRoute(route: Route): number {
+  switch (route.kind) {
+    case 'index': return ROUTE.index;
+    case 'root': return ROUTE.root;
+    case 'missing': return ROUTE.missing;
+    case 'ingest': return ROUTE.ingest;
+    case 'list': return ROUTE.list + TYPE_CODE[route.type];
+    case 'detail': return ROUTE.detail + TYPE_CODE[route.type];
+    case 'ops': return opsMetricRoute(route);
+  }
+}
+
+/** The body of an OPTIONS answer (DRF's metadata shape). */
+export function optionsBody(name: string): string {
+  return JSON.stringify({ name, renders: ['application/json'], parses: ['application/json'] });
+}

@@ -1,0 +1,253 @@
+// `npm run check -- <data dir>` (or `node dist/src/tools/check.js <data dir>`):
+// verify a STOPPED logbook data directory. Each shard's state is rebuilt with the
+// server's own recovery (LmdbShardStore.recover into a ShardState: snapshots plus
+// journal tail), then checked against itself, the blob table and front.mdb:
+//   - counters: play/task `items` and host counters equal a recount of the rows
+//   - references: play→playbook, task→play/file, result→task/play/host, delegated
+//     hosts, playbook labels → front.mdb's label catalogue
+//   - placement: each playbook in the shard that owns its id, no id in two shards
+//   - blobs: no blob whose row does not exist (orphan), no file without its text
+//   - journal: no gap between the last snapshot round and the journal tail
+// Prints a summary and exits 0, or lists what is wrong (at most MAX_LISTED) and
+// exits 1. It holds the data directory's lock while it runs, so a logbook cannot
+// start on it meanwhile, and refuses a directory a live logbook holds.
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { open } from 'lmdb';
+import { TYPE_CODE } from '../api/resources.js';
+import { HostRow, addToHost } from '../shard/rows.js';
+import { ShardState, type EventType } from '../shard/state.js';
+import { blobKind, type BlobKey } from '../store/blobs.js';
+import { FORMAT_VERSION, StoreError, lockDataDir } from '../store/front_store.js';
+import { LmdbShardStore } from '../store/shard_store.js';
+import { bytes } from './backup.js';
+
+const USAGE = 'Usage: logbook check <data dir>\n\n'
+  + 'Verifies a stopped logbook data directory: journal continuity, counters against a recount,\n'
+  + 'references, blobs (no orphans, no missing file text). Prints a summary.\n\n'
+  + 'Exit codes: 0 consistent, 1 problems found (listed), 2 usage (bad arguments, or a live server holds the directory).\n';
+const MAX_LISTED = 50;
+const TYPES = ['playbook', 'play', 'task', 'host', 'result', 'file', 'record'] as const;
+const ROW = 2 ** 40;
+const COUNTERS = ['changed', 'failed', 'ok', 'skipped', 'unreachable'] as const;
+
+export interface CheckReport {
+  problems: string[];
+  notes: string[];
+  records: Record<EventType | 'label', number>;
+  blobs: Record<string, { count: number; bytes: number }>;
+  journalEntries: number;
+  snapshots: number;
+  fileBytes: number;
+  shards: number;
+}
+
+/** Front.mdb, read-only: the format record and the label catalogue with its high-water mark. */
+async function readFront(dataDir: string): Promise<{ format: { format: number; shards: number } | undefined; labels: Map<number, string>; labelMaxId: number }> {
+  const env = open({ path: join(dataDir, 'front.mdb'), readOnly: true, maxDbs: 4 });
+  try {
+    const meta = env.openDB<any, string>({ name: 'meta', encoding: 'msgpack' });
+    const labelsDb = env.openDB<{ name: string }, number>({ name: 'labels', keyEncoding: 'uint32', encoding: 'msgpack' });
+    const labels = new Map<number, string>();
+    for (const { key, value } of labelsDb.getRange()) labels.set(key, value.name);
+    return { format: meta.get('format'), labels, labelMaxId: Number(meta.get('labelMaxId') ?? 0) };
+  } finally { await env.close(); }
+}
+
+/** Check a data directory (which the caller has locked). */
+export async function checkDataDir(dataDir: string): Promise<CheckReport> {
+  const report: CheckReport = {
+    problems: [], notes: [], records: { label: 0, playbook: 0, play: 0, task: 0, host: 0, result: 0, file: 0, record: 0 },
+    blobs: {}, journalEntries: 0, snapshots: 0, fileBytes: 0, shards: 0,
+  };
+  const problem = (msg: string) => { report.problems.push(msg); };
+  const front = await readFront(dataDir);
+  report.fileBytes += statSync(join(dataDir, 'front.mdb')).size;
+  report.records.label = front.labels.size;
+  for (const id of front.labels.keys()) if (id > front.labelMaxId) problem(`front.mdb: label ${id} is above the label id high-water mark ${front.labelMaxId} (a new label could reuse its id)`);
+  const shardFiles = readdirSync(dataDir).map((n) => /^shard-(\d+)\.mdb$/.exec(n)).filter((m) => m !== null).map((m) => Number(m![1])).sort((a, b) => a - b);
+  if (!front.format) problem('front.mdb: no format record (a logbook never started here, or front.mdb was replaced)');
+  else if (front.format.format !== FORMAT_VERSION) problem(`front.mdb: on-disk format ${front.format.format}, this check reads format ${FORMAT_VERSION}`);
+  const shards = front.format?.shards ?? shardFiles.length;
+  report.shards = shards;
+  for (let k = 0; k < shards; k++) if (!shardFiles.includes(k)) problem(`shard-${k}.mdb is missing (the data was written with ${shards} shards)`);
+  for (const k of shardFiles) if (k >= shards) problem(`shard-${k}.mdb: not one of the ${shards} shards the data was written with`);
+
+  const owner = TYPES.map(() => new Map<number, number>()); // per type code - 1: id → shard
+  let deletedLabelRefs = 0;
+  for (const k of shardFiles.filter((x) => x < shards)) {
+    const where = `shard-${k}.mdb`;
+    report.fileBytes += statSync(join(dataDir, where)).size;
+    const store = new LmdbShardStore(dataDir, k, 'none');
+    try {
+      // journal: entries after the last completed snapshot round must all be there
+      const { seqs, snapshotSeq } = store.journalLayout();
+      for (let i = 1; i < seqs.length; i++) {
+        if (seqs[i]! !== seqs[i - 1]! + 1) problem(`${where}: journal entries ${seqs[i - 1]! + 1}–${seqs[i]! - 1} are missing`);
+      }
+      if (seqs.length && seqs[0]! > (snapshotSeq ?? 0) + 1) {
+        problem(`${where}: the journal starts at entry ${seqs[0]} but the last snapshot round covers only up to ${snapshotSeq ?? 0}: entries in between are missing`);
+      }
+      const state = new ShardState();
+      try {
+        const stats = store.recover(state);
+        report.journalEntries += stats.journalEntries;
+        report.snapshots += stats.snapshots;
+      } catch (err) {
+        problem(`${where}: recovery failed: ${(err as Error).message}`);
+        continue;
+      }
+      for (const t of TYPES) {
+        const index = state.index(t);
+        report.records[t] += index.size;
+        const seen = owner[TYPE_CODE[t] - 1]!;
+        for (const id of index.keys()) {
+          const other = seen.get(id);
+          if (other !== undefined) problem(`${t} ${id} is in both shard-${other}.mdb and ${where}`);
+          else seen.set(id, k);
+        }
+      }
+      checkShard(state, k, shards, where, front, problem, () => { deletedLabelRefs++; });
+      checkBlobs(store, state, where, report, problem);
+    } finally {
+      await store.close();
+    }
+  }
+  if (deletedLabelRefs) report.notes.push(`${deletedLabelRefs} label reference(s) to deleted labels (shown without them; a label delete is not journaled per playbook)`);
+  return report;
+}
+
+/** References, counters and placement inside one shard's recovered state. */
+function checkShard(state: ShardState, k: number, shards: number, where: string, front: { labels: Map<number, string>; labelMaxId: number }, problem: (m: string) => void, deletedLabel: () => void): void {
+  for (const [pbId, agg] of state.aggregates) {
+    if (pbId % shards !== k) problem(`playbook ${pbId} is stored in ${where} but belongs to shard-${pbId % shards}.mdb`);
+    for (const label of agg.playbook.labels) {
+      if (front.labels.has(label)) continue;
+      if (label <= front.labelMaxId) deletedLabel();
+      else problem(`playbook ${pbId}: label ${label} does not exist in front.mdb (never created: above the high-water mark ${front.labelMaxId})`);
+    }
+    const tasksPerPlay = new Map<number, number>();
+    const resultsPerPlay = new Map<number, number>();
+    const resultsPerTask = new Map<number, number>();
+    const hostTotals = new Map<number, HostRow>();
+    const inc = (m: Map<number, number>, id: number) => m.set(id, (m.get(id) ?? 0) + 1);
+    for (const type of ['play', 'task', 'host', 'file', 'record'] as const) {
+      for (const row of (agg as any)[type + 's'].values() as Iterable<{ id: number; playbook: number }>) {
+        if (row.playbook !== pbId) problem(`${type} ${row.id}: says playbook ${row.playbook} but is stored under playbook ${pbId}`);
+      }
+    }
+    for (const task of agg.tasks.values()) {
+      if (!agg.plays.has(task.play)) problem(`task ${task.id}: play ${task.play} does not exist in playbook ${pbId}`);
+      if (!agg.files.has(task.file)) problem(`task ${task.id}: file ${task.file} does not exist in playbook ${pbId}`);
+      inc(tasksPerPlay, task.play);
+    }
+    for (const r of agg.results.values()) {
+      if (r.playbook !== pbId) problem(`result ${r.id}: says playbook ${r.playbook} but is stored under playbook ${pbId}`);
+      if (state.results.get(r.id) !== r) problem(`result ${r.id}: in playbook ${pbId} but not in the shard's result index`);
+      if (!agg.tasks.has(r.task)) problem(`result ${r.id}: task ${r.task} does not exist in playbook ${pbId}`);
+      if (!agg.plays.has(r.play)) problem(`result ${r.id}: play ${r.play} does not exist in playbook ${pbId}`);
+      if (!agg.hosts.has(r.host)) problem(`result ${r.id}: host ${r.host} does not exist in playbook ${pbId}`);
+      for (const h of r.delegatedTo) if (!agg.hosts.has(h)) problem(`result ${r.id}: delegated host ${h} does not exist in playbook ${pbId}`);
+      inc(resultsPerPlay, r.play);
+      inc(resultsPerTask, r.task);
+      let totals = hostTotals.get(r.host);
+      if (!totals) hostTotals.set(r.host, (totals = new HostRow({ id: r.host, playbook: pbId, name: '' })));
+      addToHost(totals, r, 1);
+    }
+    for (const play of agg.plays.values()) {
+      const want = { tasks: tasksPerPlay.get(play.id) ?? 0, results: resultsPerPlay.get(play.id) ?? 0 };
+      if (play.tasks !== want.tasks || play.results !== want.results) {
+        problem(`play ${play.id}: items {tasks: ${play.tasks}, results: ${play.results}}, recount {tasks: ${want.tasks}, results: ${want.results}}`);
+      }
+    }
+    for (const task of agg.tasks.values()) {
+      const want = resultsPerTask.get(task.id) ?? 0;
+      if (task.results !== want) problem(`task ${task.id}: items {results: ${task.results}}, recount {results: ${want}}`);
+    }
+    for (const host of agg.hosts.values()) {
+      const totals = hostTotals.get(host.id);
+      const differs = COUNTERS.filter((c) => host[c] !== (totals ? totals[c] : 0));
+      if (differs.length) {
+        problem(`host ${host.id}: counters ${differs.map((c) => `${c} ${host[c]}`).join(', ')}; recount from its results ${differs.map((c) => `${c} ${totals ? totals[c] : 0}`).join(', ')} (or set by PUT/PATCH to other totals)`);
+      }
+    }
+  }
+}
+
+/** Every blob belongs to a row that exists; every file's text is there. */
+function checkBlobs(store: LmdbShardStore, state: ShardState, where: string, report: CheckReport, problem: (m: string) => void): void {
+  const fileBlobs = new Set<string>();
+  for (const { key, bytes: size } of store.blobEntries()) {
+    const kind = blobKind(key);
+    const tally = (report.blobs[kind ?? 'unknown'] ??= { count: 0, bytes: 0 });
+    tally.count++; tally.bytes += size;
+    const id = typeof key === 'number' ? key % ROW : 0;
+    const orphan = (type: string) => problem(`${where}: orphan blob ${describeKey(key)}: ${type} ${id} does not exist`);
+    switch (kind) {
+      case 'content': if (!state.results.has(id)) orphan('result'); break;
+      case 'facts': if (!state.hosts.has(id)) orphan('host'); break;
+      case 'arguments': if (!state.aggregates.has(id)) orphan('playbook'); break;
+      case 'value': if (!state.records.has(id)) orphan('record'); break;
+      case 'file': {
+        const sha1 = (key as string).slice(1);
+        fileBlobs.add(sha1);
+        if (!state.fileRefs.has(sha1)) problem(`${where}: orphan blob ${describeKey(key)}: no file has this content`);
+        break;
+      }
+      default: problem(`${where}: blob with an unknown key ${JSON.stringify(key)}`);
+    }
+  }
+  for (const file of state.files.values()) {
+    if (!fileBlobs.has(file.sha1)) problem(`file ${file.id}: its content (blob f${file.sha1}) is missing from ${where}`);
+  }
+}
+
+function describeKey(key: BlobKey): string {
+  const kind = blobKind(key);
+  return typeof key === 'number' ? `${kind ?? '?'}:${key % ROW}` : `${kind ?? '?'}:${key.slice(1)}`;
+}
+
+function summary(dataDir: string, r: CheckReport): string {
+  const recs = (['playbook', 'play', 'task', 'host', 'result', 'file', 'record', 'label'] as const).map((t) => `${r.records[t].toLocaleString('en-US')} ${t}s`).join(', ');
+  const blobCount = Object.values(r.blobs).reduce((a, b) => a + b.count, 0);
+  const blobBytes = Object.values(r.blobs).reduce((a, b) => a + b.bytes, 0);
+  const kinds = Object.entries(r.blobs).map(([k, v]) => `${k} ${v.count.toLocaleString('en-US')} (${bytes(v.bytes)})`).join(', ');
+  return `${dataDir}: ${r.shards} shard(s), ${bytes(r.fileBytes)} on disk\n` +
+    `  records: ${recs}\n` +
+    `  blobs: ${blobCount.toLocaleString('en-US')}, ${bytes(blobBytes)} of text${kinds ? ': ' + kinds : ''}\n` +
+    `  journal entries replayed: ${r.journalEntries.toLocaleString('en-US')}, playbook snapshots: ${r.snapshots.toLocaleString('en-US')}\n` +
+    r.notes.map((n) => `  note: ${n}\n`).join('');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) { process.stdout.write(USAGE); return 0; }
+  if (argv.length !== 1 || argv[0]!.startsWith('--')) { process.stderr.write(USAGE); return 2; }
+  const dataDir = resolve(argv[0]!);
+  if (!existsSync(join(dataDir, 'front.mdb'))) {
+    process.stderr.write(`check: ${dataDir} is not a logbook data directory (no front.mdb)\n`);
+    return 2;
+  }
+  let unlock: () => void;
+  try {
+    unlock = lockDataDir(dataDir);
+  } catch (err) {
+    if (err instanceof StoreError) { process.stderr.write(`check: ${err.message}; check a stopped server's directory, or a backup (npm run backup)\n`); return 2; }
+    throw err;
+  }
+  try {
+    const report = await checkDataDir(dataDir);
+    process.stdout.write(summary(dataDir, report));
+    if (report.problems.length === 0) { process.stdout.write('OK: counters, references, blobs and journal agree\n'); return 0; }
+    process.stdout.write(`${report.problems.length} problem(s):\n`);
+    for (const p of report.problems.slice(0, MAX_LISTED)) process.stdout.write(`  - ${p}\n`);
+    if (report.problems.length > MAX_LISTED) process.stdout.write(`  … and ${report.problems.length - MAX_LISTED} more\n`);
+    return 1;
+  } finally {
+    unlock();
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  process.exitCode = await main(process.argv.slice(2));
+}
