@@ -33,6 +33,8 @@ export interface Config {
   readonly snapshotEvery: number;
   /** and at least this often (seconds) while anything changed */
   readonly snapshotInterval: number;
+  /** bytes each shard's file may grow to before writes are refused; null = no limit */
+  readonly mapSize: number | null;
   // ---- operations (retention, shutdown) ----
   /** seconds between retention/expiry checks */
   readonly maintenanceInterval: number;
@@ -42,6 +44,13 @@ export interface Config {
   readonly shardQueue: number;
   /** ms of queueing delay at a shard before the front answers 503 (0: length only; src/limits.ts) */
   readonly shardQueueDelay: number;
+  // ---- live stream (src/http/stream.ts) ----
+  /** changes each shard keeps for `since` */
+  readonly streamRetention: number;
+  /** bytes a stream client may have queued before it is cut off */
+  readonly streamMaxBuffer: number;
+  /** seconds between heartbeats (SSE comment lines; WebSocket pings) */
+  readonly streamHeartbeat: number;
 }
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -97,6 +106,19 @@ const interval: Parse<number | null> = (raw, name) => {
   return Number(m[1]) * ({ '': 1, s: 1, m: 60, h: 3600, d: 86400 } as Record<string, number>)[m[2]!]!;
 };
 
+/** "1073741824", "512k", "64M", "2G" (powers of 1024) → bytes; off/empty → no limit */
+const MIN_MAP_SIZE = 1024 * 1024;
+const byteSize: Parse<number | null> = (raw, name) => {
+  const t = raw.trim();
+  if (t === '' || t.toLowerCase() === 'off') return null;
+  const m = /^(\d+)\s*([kKmMgGtT]?)i?[bB]?$/.exec(t);
+  const expected = 'a size in bytes of at least 1M, with an optional k, M, G or T suffix (powers of 1024), or off';
+  if (!m) return fail(name, raw, expected);
+  const n = Number(m[1]) * 1024 ** ' kmgt'.indexOf(m[2]!.toLowerCase() || ' ');
+  if (!Number.isSafeInteger(n) || n < MIN_MAP_SIZE) return fail(name, raw, expected);
+  return n;
+};
+
 const durability: Parse<'flush' | 'commit' | 'none'> = (raw, name) => {
   const t = raw.trim().toLowerCase();
   return t === 'flush' || t === 'commit' || t === 'none' ? t : fail(name, raw, 'flush, commit or none');
@@ -142,12 +164,17 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   option('durability', 'DURABILITY', 'flush', durability, 'acknowledge writes once flushed to disk (flush), committed to the OS (commit), or unsynced (none)'),
   option('snapshotEvery', 'SNAPSHOT_EVERY', 100_000, int(1, 100_000_000), 'snapshot a shard after this many journaled commands'),
   option('snapshotInterval', 'SNAPSHOT_INTERVAL', 300, int(1, 86_400), 'seconds between snapshots while data changes'),
+  option('mapSize', 'MAP_SIZE', null, byteSize, 'bytes each shard file may grow to (k/M/G suffixes); at the limit writes get 503, reads and deletes work (off)'),
   // ---- operations (retention, shutdown) ----
   option('maintenanceInterval', 'MAINTENANCE_INTERVAL', 60, int(1, 86_400), 'seconds between retention and expiry checks'),
   option('shutdownTimeout', 'SHUTDOWN_TIMEOUT', 10, int(1, 3600), 'seconds SIGTERM/SIGINT wait for in-flight requests'),
   // ---- security (src/limits.ts, src/http/auth.ts) ----
   option('shardQueue', 'SHARD_QUEUE', LIMITS.shardQueue, int(1, LIMITS.shardQueueCeiling), 'requests in flight per shard before answering 503 + Retry-After'),
   option('shardQueueDelay', 'SHARD_QUEUE_DELAY', LIMITS.shardQueueDelayMs, int(0, LIMITS.shardQueueDelayCeiling), 'ms a shard\'s requests may wait before new ones get 503 + Retry-After (0: only the queue length)'),
+  // ---- live stream ----
+  option('streamRetention', 'STREAM_RETENTION', 50_000, int(1, 100_000_000), 'changes each shard keeps for resuming a live stream (since=); SPEC §14 wants at least 10000'),
+  option('streamMaxBuffer', 'STREAM_MAX_BUFFER', 1_048_576, int(1024, 1_073_741_824), 'bytes queued for one live-stream client before it is cut off'),
+  option('streamHeartbeat', 'STREAM_HEARTBEAT', 15, int(1, 3600), 'seconds between live-stream heartbeats'),
 ];
 
 /**

@@ -211,12 +211,16 @@ export class Metrics {
   readonly maintenanceRuns = this.c('logbook_maintenance_runs_total', 'Retention/expiry passes run.');
   readonly maintenanceErrors = this.c('logbook_maintenance_errors_total', 'Retention/expiry batches that failed (retried on the next pass).');
   readonly maintenanceLastRun = this.g('logbook_maintenance_last_run_timestamp_seconds', 'When the last retention/expiry pass finished (Unix time).');
+  // ---- live stream (src/http/stream.ts) ----
+  readonly streamSubscribers = this.g('logbook_stream_subscribers', 'Live-stream clients connected (SSE and WebSocket).');
+  readonly streamCutOff = this.c('logbook_stream_clients_cut_off_total', 'Live-stream clients closed because they did not keep up (LOGBOOK_STREAM_MAX_BUFFER).');
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
     // series that exist from the start read 0, not "absent"
     for (const type of RESOURCE_TYPES) this.retentionDeleted.inc({ type }, 0);
     for (const type of ['playbook', 'play', 'task']) this.expired.inc({ type }, 0);
+    this.streamCutOff.inc(0);
   }
 
   /** Sample what the shards reported (null: the shard did not answer) and the pool's own counters. */

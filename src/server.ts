@@ -10,6 +10,7 @@ import { log } from './log.js';
 import { HTTP } from './metrics.js';
 import { Retention, poolTarget } from './retention.js';
 import { ShardPool } from './shard/pool.js';
+import { checkDataDir } from './store/data_dir.js';
 import { FrontStore, lockDataDir } from './store/front_store.js';
 import { VERSION } from './version.js';
 
@@ -24,12 +25,14 @@ export async function startServer(config: Config): Promise<Server> {
   const unlock = lockDataDir(config.dataDir);
   let store: FrontStore | null = null;
   try {
+    checkDataDir(config.dataDir, config.shards);
     store = new FrontStore(config.dataDir);
     await store.checkFormat(config.shards, config.dataDir);
     // Accept connections at once: until recovery is done every request gets 503
     // (and /healthz says "recovering"), so orchestrators can tell slow from dead.
     const front = new Front(config, VERSION, store);
     const app = App();
+    front.stream.register(app); // WebSocket upgrades of /api/v1/stream, before the catch-all
     app.any('/*', (res, req) => front.onRequest(res, req));
     const socket = await new Promise<us_listen_socket>((resolve, reject) => {
       app.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
@@ -39,8 +42,10 @@ export async function startServer(config: Config): Promise<Server> {
     const { pool, ready } = await ShardPool.start({
       shards: config.shards, compat: config.araCompat, dataDir: config.dataDir, durability: config.durability,
       snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000, logLevel: config.logLevel,
+      mapSize: config.mapSize,
       queueLimit: config.shardQueue, queueDelayMs: config.shardQueueDelay, ids: front.ids.buffer,
       ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,
+      streamRetention: config.streamRetention,
     });
     front.recover(pool, ready);
     const totals = ready.reduce((a, r) => ({

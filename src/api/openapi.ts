@@ -270,6 +270,25 @@ export function buildOpenApi(config: Config, version: string): Json {
   for (const type of RESOURCE_TYPES) Object.assign(paths, resourcePaths(type, config));
   Object.assign(paths, ingestPaths(config));
   Object.assign(paths, {
+    '/api/v1/stream': {
+      get: operation('stream', 'Live stream of changes (SPEC §14): Server-Sent Events, or a WebSocket upgrade on the same path', {
+        parameters: [
+          { name: 'playbook', in: 'query', schema: { type: 'integer', minimum: 1 }, description: 'only this playbook' },
+          { name: 'type', in: 'query', schema: { type: 'array', items: { type: 'string' } }, style: 'form', explode: true, description: 'only these resource types (repeatable)' },
+          { name: 'since', in: 'query', schema: { type: 'string' }, description: 'resume after this cursor (SSE: or Last-Event-ID)' },
+          { name: 'token', in: 'query', schema: { type: 'string' }, description: 'a bearer token <name>.<secret>, for clients that cannot send headers' },
+        ],
+        responses: {
+          200: {
+            description: 'text/event-stream: a hello event, then one event per change ({cursor, op, type, id, playbook, row}); the cursor is the event id',
+            content: { 'text/event-stream': { schema: { type: 'string' } } },
+          },
+          400: { description: 'malformed cursor or filter', content: { 'application/json': { schema: { type: 'object' } } } },
+          406: { description: 'neither a WebSocket upgrade nor Accept: text/event-stream', content: { 'application/json': { schema: { type: 'object' } } } },
+        },
+      }),
+      options: optionsOp('describeStream', 'Stream'),
+    },
     '/api/v1/openapi.json': {
       get: operation('openapi', 'This document', { tags: ['operations'], responses: { 200: { description: 'OpenAPI 3.1', content: { 'application/json': {} } } } }),
     },

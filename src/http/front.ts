@@ -29,6 +29,8 @@ import { isUiPath, UiFiles } from './static.js';
 // ---- operations (health, metrics, OpenAPI, shard restarts, retention) ----
 import { HTTP, Metrics } from '../metrics.js';
 import { Ops } from './ops.js';
+// ---- live stream (SPEC §14) ----
+import { Stream, streamAuthorization } from './stream.js';
 
 export { parseRoute } from './routes.js';
 
@@ -57,6 +59,8 @@ export class Front {
   private readonly ops: Ops;
   /** set by a shutdown: new requests get 503 and their connection closed */
   draining = false;
+  /** the live stream's fan-out (src/http/stream.ts); server.ts registers its WebSocket route */
+  readonly stream: Stream;
   /** the web UI's files (src/http/static.ts) */
   private readonly ui = new UiFiles();
 
@@ -71,12 +75,17 @@ export class Front {
     });
     this.pages = { pageSize: config.pageSize, maxPageSize: config.maxPageSize };
     this.guard = new Guard(config);
+    this.stream = new Stream({
+      config, auth: this.guard.auth, ready: () => this.ready, draining: () => this.draining,
+      gauge: this.metrics.streamSubscribers, cutOff: this.metrics.streamCutOff,
+    });
     const pool = () => this.pool;
     const broadcastLabels = (upsert: Array<[number, string]>, remove: number[]) => this.pool.broadcast({ k: 'labels', upsert, remove });
     this.reads = new Reads({ pool, dir: this.dir, origin: (ex) => this.origin(ex) });
     this.labelResource = new LabelResource({
       labels: this.labels, dir: this.dir, broadcast: broadcastLabels,
       envelope: (ex, parsed, count, rows) => this.reads.envelope(ex, parsed, count, rows),
+      changed: (op, id, row) => this.stream.label(op, id, row),
     });
     this.ingest = new Ingest({
       pool, dir: this.dir, labels: this.labels, normalizer: this.normalizer, maxBodyBytes: config.maxBodyBytes, broadcastLabels,
@@ -91,6 +100,7 @@ export class Front {
   get ids(): IdAllocator { return this.dir.ids; }
 
   close(): void {
+    this.stream.closeAll();
     this.guard.close();
   }
 
@@ -106,6 +116,7 @@ export class Front {
     const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
     if (upsert.length) this.pool.broadcast({ k: 'labels', upsert, remove: [] });
     pool.onRestart = (msg) => this.shardRestarted(msg);
+    this.stream.start(pool, ready);
     this.ready = true;
   }
 
@@ -115,6 +126,7 @@ export class Front {
   private shardRestarted(msg: ReadyMessage): void {
     this.dir.load(msg);
     this.ingest.learn(msg.streams);
+    this.stream.shardRestarted(msg);
     const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
     if (upsert.length) this.pool.send(msg.shard, { k: 'labels', upsert, remove: [] }, null);
     this.metrics.shardRecovery.set({ shard: String(msg.shard) }, msg.recovery.ms / 1000);
@@ -137,7 +149,8 @@ export class Front {
       forwardedProto: req.getHeader('x-forwarded-proto'), forwardedHost: req.getHeader('x-forwarded-host'),
       contentType: req.getHeader('content-type'), contentEncoding: req.getHeader('content-encoding'),
       minimal: /\breturn=minimal\b/i.test(req.getHeader('prefer')),
-      route, cors: null,
+      route, cors: null, onAbort: null,
+      stream: route.kind === 'stream' ? { accept: req.getHeader('accept'), lastEventId: req.getHeader('last-event-id') } : null,
       slot: HTTP.slotOf(metricRoute(route), method), t0: HTTP.start(),
     };
     let reader: BodyReader | null = null;
@@ -145,11 +158,14 @@ export class Front {
       if (!ex.done && !ex.aborted) HTTP.abort(ex);
       ex.aborted = true;
       reader?.release();
+      ex.onAbort?.();
     });
     const length = req.getHeader('content-length');
     const hasBody = BODY_METHODS.has(method) || (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
     // ---- security gate: may answer (400/401/403/503, CORS preflight) or verify credentials first
-    const gate = this.guard.admit(ex, req, route.kind === 'ops' && route.op === 'healthz', hasBody);
+    // browsers' EventSource cannot set headers: the stream also takes a `token` query parameter
+    const authorization = route.kind === 'stream' ? streamAuthorization(req.getHeader('authorization'), ex.query) : undefined;
+    const gate = this.guard.admit(ex, req, route.kind === 'ops' && route.op === 'healthz', hasBody, authorization);
     if (gate === false) return;
     // ----
     if (!hasBody) { this.afterGate(gate, ex, null); return; }
@@ -203,6 +219,14 @@ export class Front {
     const read = method === 'GET' || method === 'HEAD';
     switch (route.kind) {
       case 'missing': return reply(ex, 404, Errors.notFound());
+      case 'stream':
+        if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Stream'));
+        if (method !== 'GET') return this.notAllowed(ex);
+        // WebSocket upgrades never get here (Stream.register); anything else must ask for SSE
+        if (!/\btext\/event-stream\b/i.test(ex.stream!.accept)) {
+          return reply(ex, 406, JSON.stringify({ detail: 'Use a WebSocket upgrade or Accept: text/event-stream.' }));
+        }
+        return this.stream.serveSse(ex, ex.query, ex.stream!.lastEventId);
       case 'ingest':
         if (method === 'POST') return this.ingest.handle(ex, ex.contentType, ex.contentEncoding, body);
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Ingest'));

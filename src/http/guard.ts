@@ -44,8 +44,10 @@ export class Guard {
    * Screen one request. true: go on; false: it has been answered; a Promise
    * when credentials must be verified first (it settles to true or false).
    * `open`: a route everyone may read (health checks), exempt from login.
+   * `authorization`: the credentials to check instead of the header (the live
+   * stream's `token` query parameter).
    */
-  admit(ex: Exchange, req: HttpRequest, open: boolean, hasBody: boolean): boolean | Promise<boolean> {
+  admit(ex: Exchange, req: HttpRequest, open: boolean, hasBody: boolean, authorization?: string): boolean | Promise<boolean> {
     if (this.cors.enabled) ex.cors = this.cors.match(req.getHeader('origin'));
     seenHeaders = 0;
     repeatedHeader = '';
@@ -62,7 +64,7 @@ export class Guard {
       return false;
     }
     if (open) return true;
-    const verdict = this.auth.check(req.getHeader('authorization'), !SAFE_METHODS.has(ex.method));
+    const verdict = this.auth.check(authorization ?? req.getHeader('authorization'), !SAFE_METHODS.has(ex.method));
     if (verdict === null) return true;
     if (!(verdict instanceof Promise)) return deny(ex, verdict, hasBody);
     return verdict.then((v) => (v === null ? true : deny(ex, v, hasBody)));

@@ -14,6 +14,7 @@ import type { Label, LabelCatalogue } from './labels.js';
 import type { ParsedPage } from './reads.js';
 import { reply } from './respond.js';
 import type { Req } from './routes.js';
+import { OP_CREATE, OP_DELETE, OP_UPDATE } from '../shard/changes.js';
 
 export interface LabelDeps {
   labels: LabelCatalogue;
@@ -21,6 +22,8 @@ export interface LabelDeps {
   /** labels were created, renamed or deleted: the shards' replicas must learn it */
   broadcast: (upsert: Array<[number, string]>, remove: number[]) => void;
   envelope: (ex: Req, parsed: ParsedPage, count: number, rows: ListRow[]) => void;
+  /** live stream (src/http/stream.ts): a label changed durably (row null on delete) */
+  changed?: (op: number, id: number, row: string | null) => void;
 }
 
 export class LabelResource {
@@ -46,7 +49,10 @@ export class LabelResource {
     else persisted = labels.touch(label, name ?? label.name, now);
     this.deps.broadcast([[label.id, label.name]], []);
     const body = ex.minimal ? `{"id":${label.id}}` : label.toJSON();
-    afterDurable(persisted, () => reply(ex, ex.method === 'POST' ? 201 : 200, body), ex);
+    const row = label.toJSON();
+    const op = ex.method === 'POST' ? OP_CREATE : OP_UPDATE;
+    const labelId = label.id;
+    afterDurable(persisted, () => { this.deps.changed?.(op, labelId, row); reply(ex, ex.method === 'POST' ? 201 : 200, body); }, ex);
   }
 
   remove(ex: Req, id: number): void {
@@ -54,7 +60,7 @@ export class LabelResource {
     if (!label) return reply(ex, 404, Errors.notFound());
     const persisted = this.deps.labels.remove(label);
     this.deps.broadcast([], [id]);
-    afterDurable(persisted, () => reply(ex, 204, null), ex);
+    afterDurable(persisted, () => { this.deps.changed?.(OP_DELETE, id, null); reply(ex, 204, null); }, ex);
   }
 
   list(ex: Req, parsed: ParsedPage): void {

@@ -5,10 +5,11 @@ import { PATH_TO_TYPE, TYPE_CODE, type ResourceType } from '../api/resources.js'
 import { ROUTE } from '../metrics.js';
 import { opsAllow, opsMetricRoute, parseOpsRoute, type OpsRoute } from './ops.js';
 import { ALLOW_DETAIL, ALLOW_INDEX, ALLOW_LIST, type Exchange } from './respond.js';
+import { ALLOW_STREAM } from './stream.js';
 
 export type Route =
   | { kind: 'index' } | { kind: 'root' } | { kind: 'missing' } | OpsRoute
-  | { kind: 'ingest' }
+  | { kind: 'ingest' } | { kind: 'stream' }
   | { kind: 'list'; type: ResourceType }
   | { kind: 'detail'; type: ResourceType; id: number };
 
@@ -23,6 +24,10 @@ export interface Req extends Exchange {
   contentEncoding: string;
   minimal: boolean;
   route: Route;
+  /** live stream (SSE): Accept and Last-Event-ID; null on other routes */
+  stream: { accept: string; lastEventId: string } | null;
+  /** called when the client goes away (a live stream unsubscribes) */
+  onAbort: (() => void) | null;
 }
 
 const ID = /^[1-9]\d{0,15}$/;
@@ -39,6 +44,7 @@ export function parseRoute(url: string): Route {
   if (ops) return ops;
   if (!path.startsWith('/api/v1/')) return { kind: 'missing' };
   if (path === '/api/v1/ingest') return { kind: 'ingest' };
+  if (path === '/api/v1/stream') return { kind: 'stream' };
   const rest = path.slice(8);
   const slash = rest.indexOf('/');
   const type = TYPE_BY_PATH.get(slash < 0 ? rest : rest.slice(0, slash));
@@ -56,6 +62,7 @@ export function allowOf(route: Route): string {
     case 'detail': return ALLOW_DETAIL;
     case 'missing': return '';
     case 'ingest': return ALLOW_INGEST;
+    case 'stream': return ALLOW_STREAM;
     case 'ops': return opsAllow(route);
     default: return ALLOW_INDEX;
   }
@@ -68,6 +75,7 @@ export function metricRoute(route: Route): number {
     case 'root': return ROUTE.root;
     case 'missing': return ROUTE.missing;
     case 'ingest': return ROUTE.ingest;
+    case 'stream': return ROUTE.stream;
     case 'list': return ROUTE.list + TYPE_CODE[route.type];
     case 'detail': return ROUTE.detail + TYPE_CODE[route.type];
     case 'ops': return opsMetricRoute(route);

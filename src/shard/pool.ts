@@ -12,6 +12,7 @@ import { Errors } from '../api/errors.js';
 import { LIMITS } from '../limits.js';
 import { errText, log } from '../log.js';
 import { decode, encode, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
+import type { StreamChange } from './changes.js';
 
 /** Called with the shard's reply, or an ErrorReply (the shard is gone, overloaded, or failed the request). */
 export type ReplyHandler<C> = (reply: Reply, context: C) => void;
@@ -42,6 +43,8 @@ export class ShardPool {
   private readonly timers: Array<NodeJS.Timeout | null>;
   /** set by the front: a restarted shard is ready (its ids, recovery stats) */
   onRestart: ((ready: ReadyMessage) => void) | null = null;
+  /** set by the front: a shard's committed changes (live stream), in commit order per shard */
+  onChanges: ((shard: number, changes: StreamChange[]) => void) | null = null;
 
   /** requests in flight per shard before send() answers 503 (src/limits.ts shardQueue) */
   private readonly queueLimit: number;
@@ -88,6 +91,7 @@ export class ShardPool {
         const msg = decode<ShardToFront>(bytes);
         if (msg.k === 'ready') { started = true; resolve(msg); return; }
         if (msg.k === 'failed') { reject(new Error(`shard ${shard}: ${msg.error}`)); return; }
+        if (msg.k === 'changes') { this.onChanges?.(shard, msg.changes); return; }
         this.onReply(msg);
       });
       worker.on('error', (err) => {
@@ -211,7 +215,7 @@ export class ShardPool {
   }
 
   private onReply(reply: ShardToFront): void {
-    if (reply.k === 'ready' || reply.k === 'failed') return;
+    if (reply.k === 'ready' || reply.k === 'failed' || reply.k === 'changes') return;
     const entry = this.pending.get(reply.rid);
     if (!entry) return;
     this.pending.delete(reply.rid);

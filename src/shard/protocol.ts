@@ -3,6 +3,7 @@
 // as status + JSON body, never as thrown objects.
 import { Packr } from 'msgpackr';
 import type { ResourceType, FilterKind } from '../api/resources.js';
+import type { StreamChange } from './changes.js';
 
 export type FieldErrors = Record<string, string[]>;
 
@@ -66,6 +67,9 @@ export type FrontToShard =
   // ---- operations (metrics, retention/expiry, test hooks) ----
   | { k: 'stats'; rid: number }
   | { k: 'maintain'; rid: number; task: MaintenanceTask }
+  // ---- live stream (SPEC §14, src/http/stream.ts) ----
+  /** the shard's changes after seq `from` (of one playbook, if given), at most `limit` */
+  | { k: 'replay'; rid: number; from: number; playbook: number | null; limit: number }
   /** test hook (LOGBOOK_TEST_HOOKS=1 only): the worker dies of an uncaught exception */
   | { k: 'crash' };
 
@@ -159,15 +163,34 @@ export interface ReadyMessage {
   recovery: { snapshots: number; journalEntries: number; eventsApplied: number; ms: number; results: number };
   /** batch-ingest streams: [uuid, playbook id] of every playbook with a uuid */
   streams: Array<[string, number]>;
+  /** live stream: [last change seq, lowest seq kept] */
+  stream: [number, number];
+}
+
+/**
+ * Shard-initiated (no rid): the changes of one commit, sent once the commit is
+ * durable, in commit order (src/shard/changes.ts).
+ */
+export interface ChangesMessage { k: 'changes'; changes: StreamChange[] }
+
+/** A page of a shard's change log (answer to `replay`); it leaves behind every commit staged before it. */
+export interface ReplayReply {
+  k: 'replay'; rid: number; status: number;
+  changes: StreamChange[];
+  /** the position this page reaches */
+  last: number;
+  more: boolean;
+  /** `from` is older than what the shard keeps (or ahead of its log) */
+  reset: boolean;
 }
 
 /** A shard could not start (e.g. its store would not open or recover). */
 export interface FailedMessage { k: 'failed'; shard: number; error: string }
 
 export type ShardToFront = WriteReply | GetReply | ListReply | IngestReply | ErrorReply | ReadyMessage | FailedMessage
-  | StatsReply | MaintainReply;
+  | StatsReply | MaintainReply | ChangesMessage | ReplayReply;
 /** What a request's reply handler receives: its own reply kind, or an ErrorReply. */
-export type Reply = Exclude<ShardToFront, ReadyMessage | FailedMessage>;
+export type Reply = Exclude<ShardToFront, ReadyMessage | FailedMessage | ChangesMessage>;
 
 /** Worker start-up data (workerData). */
 export interface ShardInit {
@@ -184,6 +207,10 @@ export interface ShardInit {
   /** LOGBOOK_IGNORED_FACTS / LOGBOOK_IGNORED_ARGUMENTS: batch ingest validates and redacts in the shard */
   ignoredFacts: readonly string[];
   ignoredArguments: readonly string[];
+  /** LOGBOOK_MAP_SIZE: bytes a shard's file may grow to (null: no limit) */
+  mapSize?: number | null;
+  /** live stream: changes kept per shard for `since` (LOGBOOK_STREAM_RETENTION) */
+  streamRetention?: number;
   /** LOGBOOK_LOG_LEVEL, for the worker's own log lines */
   logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 }

@@ -7,7 +7,8 @@ import { TYPE_CODE } from '../api/resources.js';
 import { Errors } from '../api/errors.js';
 import { nowMicros } from '../api/time.js';
 import { BLOB_DEFAULT, BLOB_FIELDS, blobKey, type BlobKey } from '../store/blobs.js';
-import { MemoryStore, type ShardStore } from '../store/shard_store.js';
+import { MemoryStore } from '../store/memory_store.js';
+import type { ShardStore } from '../store/types.js';
 import { decide } from './decide.js';
 import { runList } from './list.js';
 import { Serializer } from './serialize.js';
@@ -19,6 +20,7 @@ import { BatchRunner } from './ingest.js';
 import { IdAllocator } from './ids.js';
 import type { BodyNormalizer } from '../api/validate.js';
 import { Maintenance } from './maintenance.js';
+import { ChangeCollector, ChangeLog, type ChangeStore } from './changes.js';
 import { errText, log } from '../log.js';
 import { getHeapStatistics } from 'node:v8';
 
@@ -36,6 +38,8 @@ export interface ShardOptions {
   ids?: IdAllocator;
   /** validates batch-ingest events (absent: no redaction configured) */
   normalizer?: BodyNormalizer;
+  /** live stream: changes kept for `since` (default 50,000) */
+  streamRetention?: number;
 }
 
 /** Changes of one command (or one ingest batch) on their way to one journal entry. */
@@ -45,9 +49,16 @@ class Staged {
   readonly removes: BlobKey[] = [];
   readonly files: Array<[string, string]> = [];
   removed: Removed | null = null;
+  /** what the live stream will say about this commit */
+  readonly changes = new ChangeCollector();
 }
 
-interface Waiting { durable: boolean; replies: ShardToFront[] }
+/**
+ * Replies held behind one commit. `generation`: how many storage failures the
+ * shard had rebuilt from when the commit was issued (a failure of a commit
+ * issued before the last rebuild needs no new one).
+ */
+interface Waiting { outcome: 'pending' | 'durable' | 'failed'; replies: ShardToFront[]; generation: number; why: string }
 
 export class Shard {
   state = new ShardState();
@@ -62,9 +73,13 @@ export class Shard {
    * (a queue with a head index: Array#shift is O(n) on long queues) */
   private waiting: Waiting[] = [];
   private waitingHead = 0;
+  /** storage failures the state was rebuilt from */
+  private generation = 0;
   private readonly maintenance = new Maintenance();
   readonly ids: IdAllocator;
   private readonly normalizer: BodyNormalizer | null;
+  /** the live stream's numbered changes (SPEC §14) */
+  readonly changes: ChangeLog;
 
   constructor(options: ShardOptions) {
     this.compat = options.compat;
@@ -76,6 +91,8 @@ export class Shard {
     this.onStorageFailure = options.onStorageFailure ?? (() => {});
     this.ids = options.ids ?? new IdAllocator();
     this.normalizer = options.normalizer ?? null;
+    const changeStore = 'appendChanges' in this.store ? this.store as unknown as ChangeStore : null;
+    this.changes = new ChangeLog(changeStore, options.streamRetention ?? 50_000);
   }
 
   /** Replace the state (recovery); the label replica is kept. */
@@ -107,6 +124,11 @@ export class Shard {
       case 'close': return null;
       case 'maintain': return this.maintain(msg.rid, msg.task);
       case 'stats': return this.deliver(this.stats(msg.rid, -1), null);
+      case 'replay': {
+        // behind every pending commit: the page holds nothing that is not durable when it leaves
+        const page = this.changes.replay(msg.from, msg.playbook, msg.limit);
+        return this.deliver({ k: 'replay', rid: msg.rid, status: 200, ...page }, null);
+      }
       case 'crash': return null;
     }
   }
@@ -162,7 +184,9 @@ export class Shard {
   private stage(staged: Staged, events: Event[]): void {
     for (const ev of events) takeBlobs(ev, staged.puts, staged.removes, staged.files);
     for (const ev of events) {
+      staged.changes.before(this.state, ev);
       const r = this.state.apply(ev);
+      staged.changes.after(ev);
       if (r) staged.removed = staged.removed ? mergeRemoved(staged.removed, r) : r;
       staged.events.push(ev);
     }
@@ -185,8 +209,27 @@ export class Shard {
       for (const id of removed[TYPE_CODE.playbook]!) { removes.push(blobKey.arguments(id)); dropped.push(id); }
     }
     const durable = this.store.write(events, puts, removes, dropped);
+    this.emitChanges(staged, durable);
     if (this.store.journalLength >= this.snapshotEvery) this.snapshotSoon();
     return { removed, durable };
+  }
+
+  /**
+   * The live stream's message for this commit: numbered and logged in the same
+   * turn as the journal entry (one transaction), serialized after store.write
+   * (blob reads see the commit's own values), sent once the commit is durable
+   * and before the commit's replies.
+   */
+  private emitChanges(staged: Staged, durable: Promise<void> | null): void {
+    if (staged.changes.empty) return;
+    const changes = staged.changes.finish(this.state, this.serializer, this.changes.seq);
+    if (!changes.length) return;
+    this.changes.append(changes);
+    const last = changes[changes.length - 1]![0];
+    if (durable === null) this.changes.durableUpTo(last);
+    else durable.then(() => this.changes.durableUpTo(last), () => {});
+    const now = this.deliver({ k: 'changes', changes }, durable);
+    if (now) this.onReply(now);
   }
 
   // ---- operations: retention/expiry batches and stats (src/retention.ts, src/metrics.ts) ----
@@ -227,38 +270,59 @@ export class Shard {
   private deliver(reply: ShardToFront, durable: Promise<void> | null): ShardToFront | null {
     if (durable === null) {
       if (this.waitingHead === this.waiting.length) return reply;
+      // computed from a state that includes the commits before it: it shares the last one's fate
       this.waiting[this.waiting.length - 1]!.replies.push(reply);
       return null;
     }
-    const entry: Waiting = { durable: false, replies: [reply] };
+    const entry: Waiting = { outcome: 'pending', replies: [reply], generation: this.generation, why: '' };
     this.waiting.push(entry);
-    durable.then(() => { entry.durable = true; this.drain(); }, (err) => this.failed(err));
+    durable.then(() => { entry.outcome = 'durable'; this.drain(); }, (err) => this.failed(entry, err));
     return null;
   }
 
+  /**
+   * Replies leave in commit order: a durable commit's replies as they are, a
+   * failed commit's replies as 503. The store refuses every commit issued after
+   * a failed one (each is conditional on the one before), so a 503 here always
+   * means "not on disk": retrying is safe for every write. Commits before the
+   * failed one are still waited for, never failed with it.
+   */
   private drain(): void {
     const q = this.waiting;
-    while (this.waitingHead < q.length && q[this.waitingHead]!.durable) {
+    while (this.waitingHead < q.length && q[this.waitingHead]!.outcome !== 'pending') {
       const entry = q[this.waitingHead]!;
       q[this.waitingHead++] = undefined as unknown as Waiting;
-      for (const reply of entry.replies) this.onReply(reply);
+      if (entry.outcome === 'durable') for (const reply of entry.replies) this.onReply(reply);
+      // a failed commit's changes were never durable: never streamed (the rebuild renumbers from disk)
+      else for (const reply of entry.replies) if (reply.k !== 'changes') this.onReply(notStored(reply, entry.why));
     }
     if (this.waitingHead === q.length) { this.waiting = []; this.waitingHead = 0; }
     else if (this.waitingHead > 1024 && this.waitingHead * 2 > q.length) { this.waiting = q.slice(this.waitingHead); this.waitingHead = 0; }
   }
 
-  /** A commit failed: nothing waiting may be acknowledged; the state must be rebuilt from disk. */
-  private failed(err: unknown): void {
-    const body = Errors.unavailable('The write could not be stored; nothing was changed. Retry later.');
-    const entries = this.waiting.slice(this.waitingHead);
-    this.waiting = []; this.waitingHead = 0;
-    for (const entry of entries) {
-      for (const r of entry.replies) {
-        this.onReply({ ...r, status: 503, body, created: null, deleted: null } as ShardToFront);
-      }
+  /**
+   * A commit did not reach the disk (nor did any issued after it). The state in
+   * memory holds its effects, so the first failure since the last rebuild has
+   * the state rebuilt from disk (onStorageFailure); later failures of commits
+   * issued before that rebuild are the same failure.
+   */
+  private failed(entry: Waiting, err: unknown): void {
+    entry.outcome = 'failed';
+    entry.why = err instanceof Error ? err.message : String(err);
+    if (entry.generation === this.generation) {
+      this.generation++;
+      this.onStorageFailure(err);
     }
-    this.onStorageFailure(err);
+    this.drain();
   }
+}
+
+/** The 503 a reply becomes when the commit it waited for failed. */
+function notStored(reply: ShardToFront, why: string): ShardToFront {
+  const text = reply.k === 'write' || reply.k === 'maintain'
+    ? `The write could not be stored (${why}); nothing was changed. Retry later.`
+    : `A write this answer depended on could not be stored (${why}). Retry later.`;
+  return { ...reply, status: 503, body: Errors.unavailable(text), created: null, deleted: null } as ShardToFront;
 }
 
 /** Merge the ids removed by one event into those of earlier events (no spread: cascades can be large). */

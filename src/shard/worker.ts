@@ -5,7 +5,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
 import { TYPE_CODE } from '../api/resources.js';
-import { LmdbShardStore, MemoryStore, type ShardStore } from '../store/shard_store.js';
+import { MemoryStore } from '../store/memory_store.js';
+import { isStorageNoise, openShardStore } from '../store/open.js';
+import type { DurableShardStore, ShardStore } from '../store/types.js';
 import { Shard } from './shard.js';
 import { IdAllocator } from './ids.js';
 import { BodyNormalizer } from '../api/validate.js';
@@ -30,29 +32,66 @@ function logError(msg: string, err: unknown): void {
 
 const testHooks = process.env.LOGBOOK_TEST_HOOKS === '1';
 
+// The storage engine may reject promises of its own that nobody holds when a
+// commit fails (lmdb-js does); the failure reaches the shard through the promises
+// it does hold (and the state is rebuilt from disk), so these must not take the
+// worker down.
+process.on('unhandledRejection', (err) => {
+  if (isStorageNoise(err)) return;
+  throw err;
+});
+
 let store: ShardStore;
+let durable: DurableShardStore | null = null;
 let shard: Shard;
 try {
   // test hook: a slow recovery, so tests can watch the 503s that come before it
   const delay = testHooks ? Number(process.env.LOGBOOK_TEST_RECOVERY_DELAY_MS ?? 0) : 0;
   if (delay > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
-  const lmdb = init.dataDir === null ? null : new LmdbShardStore(init.dataDir, init.shard, init.durability);
-  store = lmdb ?? new MemoryStore();
+  // test hook: slow snapshot slices, so a crash test can kill the process inside a round
+  const sliceDelay = testHooks ? Number(process.env.LOGBOOK_TEST_SNAPSHOT_SLICE_DELAY_MS ?? 0) : 0;
+  durable = openShardStore({
+    dataDir: init.dataDir, shard: init.shard, durability: init.durability, mapSize: init.mapSize ?? null,
+    snapshotSliceDelayMs: sliceDelay, step: testHooks ? killAt(process.env.LOGBOOK_TEST_KILL_AT) : null,
+    // commits stopped settling: the storage engine lost a failed transaction and
+    // every later one waits behind it. Exit: the pool restarts the worker, which
+    // recovers from disk on a fresh environment; requests it held get 503.
+    onStall: (pendingCommits, ms) => {
+      log.fatal('storage stalled: commits have not settled; restarting the shard', { pendingCommits, ms });
+      setTimeout(() => process.exit(1), 1000).unref();
+      void log.flush().finally(() => process.exit(1));
+    },
+    // test hook: a shorter stall bound
+    ...(testHooks && process.env.LOGBOOK_TEST_STALL_MS ? { stallMs: Number(process.env.LOGBOOK_TEST_STALL_MS) } : {}),
+  });
+  store = durable ?? new MemoryStore();
   shard = new Shard({
     compat: init.compat, store, snapshotEvery: init.snapshotEvery, onReply: post,
     ids: new IdAllocator(init.ids),
+    streamRetention: init.streamRetention,
     normalizer: new BodyNormalizer(compileWriteValidators(), { ignoredFacts: init.ignoredFacts, ignoredArguments: init.ignoredArguments }),
     onStorageFailure: (err) => {
       logError('commit failed; rebuilding the shard from disk', err);
-      if (lmdb) { const state = new ShardState(); lmdb.recover(state); shard.replaceState(state); }
+      if (!durable) return;
+      try {
+        const state = new ShardState();
+        durable.recover(state);
+        shard.replaceState(state);
+        shard.changes.recover(); // the live stream's numbering continues from what is on disk
+      } catch (recoverErr) {
+        // memory may hold what the disk does not: stop; the pool restarts the worker from disk
+        logError('rebuilding the shard from disk failed; exiting', recoverErr);
+        process.exit(1);
+      }
     },
   });
   let recovery = { snapshots: 0, journalEntries: 0, eventsApplied: 0, ms: 0 };
-  if (lmdb) {
+  if (durable) {
     const state = new ShardState();
-    recovery = lmdb.recover(state);
+    recovery = durable.recover(state);
     shard.replaceState(state);
   }
+  shard.changes.recover();
   const state = shard.state;
   const ids: number[][] = [];
   for (const type of ['label', 'playbook', 'play', 'task', 'host', 'result', 'file', 'record'] as const) {
@@ -63,6 +102,7 @@ try {
   const ready: ReadyMessage = {
     k: 'ready', shard: init.shard, maxIds: state.maxIds.slice(), ids,
     recovery: { ...recovery, results: state.results.size }, streams,
+    stream: [shard.changes.seq, shard.changes.oldest],
   };
   post(ready);
 } catch (err) {
@@ -85,6 +125,11 @@ port.on('message', (bytes: Uint8Array) => {
       if (testHooks) setImmediate(() => { throw new Error(`shard ${init.shard}: crash requested by a test hook`); });
       return;
     }
+    if (durable && (msg.k === 'ingest' || (msg.k === 'write' && msg.cmd.op !== 'delete')) && durable.full()) {
+      // refused before it changes anything (a batch keeps its seq); deletes still go through (they make room)
+      post({ k: 'error', rid: msg.rid, status: 503, body: storageFull(durable.sizeLimit!) });
+      return;
+    }
     const reply = shard.handle(msg);
     if (reply) post(reply);
   } catch (err) {
@@ -94,6 +139,27 @@ port.on('message', (bytes: Uint8Array) => {
     }
   }
 });
+
+/**
+ * Test hook LOGBOOK_TEST_KILL_AT=<phase>:<count>:<delay ms> (phase snapshot or trim):
+ * SIGKILL the whole process `delay` ms after the store issued its <count>th
+ * snapshot put, or its <count>th journal trim, counted over the worker's life.
+ */
+function killAt(spec: string | undefined): ((phase: 'snapshot' | 'trim', count: number) => void) | null {
+  const m = /^(snapshot|trim):(\d+):(\d+)$/.exec(spec ?? '');
+  if (!m) return null;
+  const [, phase, count, delay] = m;
+  return (p, n) => {
+    if (p !== phase || n !== Number(count)) return;
+    log.warn('test hook: killing the process', { phase: p, count: n, delayMs: Number(delay) });
+    setTimeout(() => process.kill(process.pid, 'SIGKILL'), Number(delay));
+  };
+}
+
+function storageFull(limit: number): string {
+  return Errors.unavailable(`Shard ${init.shard}'s storage is full: its file reached the LOGBOOK_MAP_SIZE limit `
+    + `(${limit} bytes). Writes are refused until logbook is restarted with a larger LOGBOOK_MAP_SIZE; reads and deletes work. Nothing was changed.`);
+}
 
 async function closeStore(): Promise<void> {
   clearInterval(snapshotTimer);

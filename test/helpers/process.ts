@@ -6,7 +6,7 @@ import { MAIN_JS } from './server.js';
 
 export interface Exit { code: number | null; signal: NodeJS.Signals | null; output: string; timedOut: boolean }
 
-export function runUntilExit(options: { env?: Record<string, string>; dataDir: string; timeoutMs?: number }): Promise<Exit> {
+export function runUntilExit(options: { env?: Record<string, string>; dataDir: string; timeoutMs?: number; wrap?: string[] }): Promise<Exit> {
   const env: Record<string, string> = {
     ...process.env as Record<string, string>,
     LOGBOOK_HOST: '127.0.0.1',
@@ -15,7 +15,8 @@ export function runUntilExit(options: { env?: Record<string, string>; dataDir: s
     LOGBOOK_LOG_LEVEL: 'info',
     ...options.env,
   };
-  const child = spawn(process.execPath, [MAIN_JS], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, ...args] = [...(options.wrap ?? []), process.execPath, MAIN_JS];
+  const child = spawn(command!, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => { output += d; });
   child.stderr.setEncoding('utf8').on('data', (d: string) => { output += d; });

@@ -24,6 +24,8 @@ export interface StartOptions {
   dataDir?: string;
   /** keep the data dir after stop (for restart tests) */
   keepData?: boolean;
+  /** run node under this command, e.g. ['prlimit', '--fsize=1000000'] (fault tests) */
+  wrap?: string[];
 }
 
 export async function startLogbook(options: StartOptions = {}): Promise<Logbook> {
@@ -36,7 +38,8 @@ export async function startLogbook(options: StartOptions = {}): Promise<Logbook>
     LOGBOOK_LOG_LEVEL: 'info',
     ...options.env,
   };
-  const child = spawn(process.execPath, [MAIN_JS], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, ...args] = [...(options.wrap ?? []), process.execPath, MAIN_JS];
+  const child = spawn(command!, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.setEncoding('utf8');
   child.stderr!.setEncoding('utf8');

@@ -1,0 +1,401 @@
+// A shard's persistence: one LMDB environment per shard (its own write lock, so
+// shards commit in parallel) holding
+//   journal    seq → events of one command        (append-only, trimmed after snapshots)
+//   snapshots  playbook id → aggregate snapshot    (key 0: shard meta)
+//   blobs      key → large JSON text               (LZ4-compressed when it pays)
+//   head       one record whose version is the seq of the last stored command
+// Every command's journal entry and blob changes are issued in one event turn, so
+// lmdb-js puts them in one transaction; the shard replies only once that
+// transaction is durable (group commit: commands arriving meanwhile join the next).
+//
+// Failures. A command is decided on the state every earlier command left, so it
+// may only land if all of them did. lmdb-js runs later transactions after a
+// failed one (a disk or file-size limit hit by one batch need not stop the
+// next), so every command's writes are conditional on the head record holding
+// the seq of the command before it (`ifVersion`): after a failed command, every
+// command issued behind it is refused by LMDB too, and a refused command left
+// nothing on disk. Snapshots are conditional on the head the same way, so a
+// snapshot never captures the effect of a command that failed.
+import { open, type Database, type RootDatabase } from 'lmdb';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Event, ShardState } from '../shard/state.js';
+import type { StreamChange } from '../shard/changes.js';
+import type { BlobKey } from './blobs.js';
+import { log } from '../log.js';
+import { recoverShard } from './recovery.js';
+import { encodeAggregate, type AggregateSnapshot, type ShardMeta } from './snapshot_format.js';
+import { StorageError, type DurableShardStore, type Durability, type RecoveryStats, type StoreStats } from './types.js';
+
+/** Test hook: refuse a write the way a failed LMDB transaction does (none of its writes land). */
+export interface StoreFaults {
+  fail(what: 'journal' | 'snapshot' | 'trim'): boolean;
+}
+
+export interface LmdbStoreOptions {
+  /**
+   * Bytes the shard's file may grow to (LOGBOOK_MAP_SIZE); null: no limit.
+   * lmdb-js grows an LMDB map on demand, so this is enforced by logbook: see full().
+   */
+  mapSize?: number | null;
+  faults?: StoreFaults | null;
+  /** test hook: pause this long between snapshot slices (widens the window a crash test aims at) */
+  snapshotSliceDelayMs?: number;
+  /** test hook: told after each snapshot put and each trim is issued (a crash test kills the process there) */
+  step?: ((phase: 'snapshot' | 'trim', count: number) => void) | null;
+  /**
+   * Called once if commits stop settling for `stallMs` (default 30 s) while some
+   * are pending. lmdb-js can lose a failed transaction (e.g. a page spill that
+   * cannot be written, EIO): its promises then never settle, nor do those of every
+   * later transaction, so the shard would hang. The worker exits and is restarted
+   * on a fresh environment.
+   */
+  onStall?: ((pendingCommits: number, ms: number) => void) | null;
+  stallMs?: number;
+}
+
+const META_KEY = 0;
+const HEAD_KEY = 'head';
+
+export class LmdbShardStore implements DurableShardStore {
+  private readonly env: RootDatabase;
+  private readonly journal: Database<Event[], number>;
+  private readonly snapshots: Database<AggregateSnapshot | ShardMeta, number>;
+  private readonly blobs: Database<string, BlobKey>;
+  /** the live stream's numbered changes, the last N (src/shard/changes.ts) */
+  private readonly changes: Database<StreamChange, number>;
+  private readonly heads: Database<null, string>;
+  /** seq of the last command issued (never reused, also after a failure) */
+  private seq = 0;
+  /** the head version the next command requires: the seq of the last command issued, or, after a
+   * failure, of the last one stored; null: no head record yet (new or older data directory) */
+  private head: number | null = null;
+  /** bumped by recover(): a snapshot round of an older state must not store anything more */
+  private generation = 0;
+  /** blob values written but not yet committed: reads must see them (null = removed) */
+  private readonly overlay = new Map<BlobKey, { seq: number; value: string | null }>();
+  private sinceSnapshot = 0;
+  private snapshotting = false;
+  private readonly path: string;
+  private lastSnapshotAt: number | null = null;
+  private readonly mapSize: number | null;
+  private readonly faults: StoreFaults | null;
+  private readonly sliceDelayMs: number;
+  private readonly step: ((phase: 'snapshot' | 'trim', count: number) => void) | null;
+  private stepCounts = { snapshot: 0, trim: 0 };
+  /** writes issued and not yet durable or failed, and when one last settled (stall watchdog) */
+  private pendingCommits = 0;
+  private lastSettledAt = 0;
+  private stallTimer: NodeJS.Timeout | null = null;
+  /** the last write issued to LMDB (injected failures are reported after it) */
+  private lastIssued: Promise<unknown> = Promise.resolve();
+  private fullCheckedAt = 0;
+  private fullNow = false;
+
+  constructor(dataDir: string, shard: number, private readonly durability: Durability, options: LmdbStoreOptions = {}) {
+    this.path = join(dataDir, `shard-${shard}.mdb`);
+    this.mapSize = options.mapSize ?? null;
+    this.faults = options.faults ?? null;
+    this.sliceDelayMs = options.snapshotSliceDelayMs ?? 0;
+    this.step = options.step ?? null;
+    if (options.onStall) {
+      const onStall = options.onStall;
+      const stallMs = options.stallMs ?? 30_000;
+      this.stallTimer = setInterval(() => {
+        const ms = performance.now() - this.lastSettledAt;
+        if (this.pendingCommits > 0 && ms > stallMs) { clearInterval(this.stallTimer!); onStall(this.pendingCommits, Math.round(ms)); }
+      }, Math.min(1000, stallMs / 2));
+      this.stallTimer.unref();
+    }
+    this.env = open({
+      path: this.path,
+      maxDbs: 8,
+      // Flushes overlap the next transactions instead of holding the write lock:
+      // group commit keeps the disk busy while new writes queue up.
+      overlappingSync: durability === 'flush',
+      separateFlushed: true,
+      noSync: durability === 'none',
+      eventTurnBatching: true,
+      commitDelay: 0,
+      // the initial map; lmdb-js grows it when a transaction needs more
+      mapSize: Math.min(this.mapSize ?? 2 ** 30, 2 ** 30),
+    });
+    this.journal = this.env.openDB({ name: 'journal', keyEncoding: 'uint32', encoding: 'msgpack' });
+    this.snapshots = this.env.openDB({ name: 'snapshots', keyEncoding: 'uint32', encoding: 'msgpack' });
+    this.blobs = this.env.openDB({ name: 'blobs', encoding: 'string', compression: { threshold: 512 } });
+    this.heads = this.env.openDB({ name: 'head', encoding: 'msgpack', useVersions: true });
+    this.changes = this.env.openDB({ name: 'changes', encoding: 'msgpack' });
+  }
+
+  get journalLength(): number { return this.sinceSnapshot; }
+
+  getBlob(key: BlobKey): string | undefined {
+    const pending = this.overlay.get(key);
+    if (pending) return pending.value ?? undefined;
+    return this.blobs.get(key);
+  }
+
+  write(events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[], droppedPlaybooks: number[]): Promise<void> {
+    const seq = ++this.seq;
+    const after = this.head;
+    this.head = seq;
+    this.sinceSnapshot++;
+    for (const key of removes) this.overlay.set(key, { seq, value: null });
+    for (const [key, value] of puts) this.overlay.set(key, { seq, value });
+    let stored: Promise<boolean>;
+    if (this.faults?.fail('journal')) stored = this.injected('journal');
+    else {
+      stored = this.afterHead(after, () => {
+        for (const key of removes) void this.blobs.remove(key);
+        for (const [key, value] of puts) void this.blobs.put(key, value);
+        for (const id of droppedPlaybooks) void this.snapshots.remove(id);
+        void this.journal.put(seq, events);
+        void this.heads.put(HEAD_KEY, null, seq);
+      });
+      this.lastIssued = stored;
+    }
+    const touched = puts.length || removes.length ? [...removes, ...puts.map(([k]) => k)] : null;
+    // success or failure, the overlay entries of this command go: after a failure
+    // reads must show what is on disk (the shard rebuilds its state from disk too)
+    const settle = () => { if (touched) for (const key of touched) if (this.overlay.get(key)?.seq === seq) this.overlay.delete(key); };
+    return this.durable(stored, 'write').then(settle, (err) => { settle(); throw err; });
+  }
+
+  /**
+   * An injected failure, reported the way LMDB reports a failed transaction:
+   * after every transaction issued before it has been resolved.
+   */
+  private injected(what: string): Promise<boolean> {
+    const fail = () => { throw new StorageError(`injected ${what} failure (test hook)`); };
+    return this.lastIssued.then(fail, fail);
+  }
+
+  /** Issue `writes` in one transaction, to be applied only if the head record has version `head` (null: is absent). */
+  // ---- live stream change log (src/shard/changes.ts) ----
+
+  /**
+   * A commit's changes, issued right after its write() in the same event turn (so
+   * in the same transaction) and on the same condition: the head must be the
+   * version that write sets, so a change is on disk exactly when its write is.
+   */
+  appendChanges(changes: StreamChange[]): void {
+    void this.heads.ifVersion(HEAD_KEY, this.head!, () => { // set by the write() just before
+      for (const c of changes) void this.changes.put(c[0], c);
+    });
+  }
+
+  readChanges(from: number, to: number, limit: number): StreamChange[] {
+    const out: StreamChange[] = [];
+    for (const { value } of this.changes.getRange({ start: from + 1, end: to + 1, limit })) out.push(value);
+    return out;
+  }
+
+  changeBounds(): [number, number] | null {
+    let first: number | undefined;
+    let last: number | undefined;
+    for (const key of this.changes.getKeys({ limit: 1 })) first = key;
+    for (const key of this.changes.getKeys({ limit: 1, reverse: true })) last = key;
+    return first === undefined || last === undefined ? null : [first, last];
+  }
+
+  trimChanges(below: number): void {
+    for (const key of this.changes.getKeys({ end: below })) void this.changes.remove(key);
+  }
+
+  private afterHead(head: number | null, writes: () => void): Promise<boolean> {
+    return head === null ? this.heads.ifNoExists(HEAD_KEY, writes) : this.heads.ifVersion(HEAD_KEY, head, writes);
+  }
+
+  /**
+   * Resolves once a conditional write is durable; rejects with a StorageError when
+   * its transaction failed or its condition did not hold (an earlier command
+   * failed): in both cases none of it is on disk. (A failed transaction never
+   * resolves lmdb-js's `flushed`: wait for the commit first, then the flush.)
+   */
+  private durable(stored: Promise<boolean>, what: string): Promise<void> {
+    if (this.pendingCommits++ === 0) this.lastSettledAt = performance.now();
+    const result = stored.then((ok) => {
+      if (!ok) throw new StorageError(`the ${what} was not stored because an earlier write of this shard failed`);
+      if (this.durability === 'flush') return flushedOf(stored).then(() => undefined);
+      return undefined;
+    }, async (err) => { throw new StorageError(await failureText(err)); });
+    // the watchdog counts until durable (a flush can be lost too, after a commit)
+    const settled = () => { this.pendingCommits--; this.lastSettledAt = performance.now(); };
+    result.then(settled, settled);
+    return result;
+  }
+
+  /**
+   * Is the shard's file at its size limit (LOGBOOK_MAP_SIZE)? Checked at most every
+   * 20 ms (getStats costs microseconds): a write that passes may still grow the
+   * file a little past the limit, so the limit is a soft one.
+   */
+  full(): boolean {
+    if (this.mapSize === null) return false;
+    const now = performance.now();
+    if (now - this.fullCheckedAt < 20) return this.fullNow;
+    this.fullCheckedAt = now;
+    const s = this.env.getStats() as { lastPageNumber: number; pageSize: number };
+    // a command writes a few pages (more for large blobs); keep that much room
+    this.fullNow = (s.lastPageNumber + 1) * s.pageSize + 64 * s.pageSize >= this.mapSize;
+    return this.fullNow;
+  }
+
+  /** The storage limit in bytes (null: none). */
+  get sizeLimit(): number | null { return this.mapSize; }
+
+  /**
+   * Snapshot every playbook changed since the last round, a slice at a time so
+   * ingest is never stalled for long, then trim the journal entries the round
+   * covers. Each aggregate's snapshot records the seq it reflects; recovery
+   * applies only later events to it. Entries below the round's start are
+   * covered by every snapshot once every snapshot of the round is durable, and
+   * only then are they trimmed. A round that fails (or is overtaken by a
+   * recovery) puts its playbooks back as dirty and trims nothing: the next
+   * round snapshots them again.
+   */
+  async snapshot(state: ShardState): Promise<void> {
+    if (this.snapshotting) return;
+    this.snapshotting = true;
+    const generation = this.generation;
+    const t0 = performance.now();
+    const ids = [...state.dirty];
+    state.dirty.clear();
+    const journaled = this.sinceSnapshot;
+    this.sinceSnapshot = 0;
+    const start = this.seq + 1;
+    const stored: Array<Promise<void>> = [];
+    const put = (id: number, value: AggregateSnapshot | ShardMeta): void => {
+      if (this.generation !== generation) throw new StorageError('the snapshot round was overtaken by a recovery');
+      const p: Promise<boolean> = this.faults?.fail('snapshot')
+        ? this.injected('snapshot')
+        : (this.lastIssued = this.afterHead(this.head, () => { void this.snapshots.put(id, value); }));
+      const done = this.durable(p, 'snapshot');
+      done.catch(() => {}); // judged below, with the others
+      stored.push(done);
+      this.step?.('snapshot', ++this.stepCounts.snapshot);
+    };
+    try {
+      let sliceStart = performance.now();
+      for (const id of ids) {
+        const agg = state.aggregates.get(id);
+        if (agg) put(id, encodeAggregate(this.seq, agg));
+        if (performance.now() - sliceStart > 8 || this.sliceDelayMs > 0) {
+          await new Promise((r) => (this.sliceDelayMs > 0 ? setTimeout(r, this.sliceDelayMs) : setImmediate(r)));
+          sliceStart = performance.now();
+        }
+      }
+      const at = Date.now();
+      put(META_KEY, { seq: this.seq, maxIds: state.maxIds.slice(), at });
+      for (const result of await Promise.allSettled(stored)) if (result.status === 'rejected') throw result.reason;
+      if (this.generation !== generation) throw new StorageError('the snapshot round was overtaken by a recovery');
+    } catch (err) {
+      for (const id of ids) if (state.aggregates.has(id)) state.dirty.add(id);
+      this.sinceSnapshot += journaled;
+      this.snapshotting = false;
+      throw err;
+    }
+    this.lastSnapshotAt = Date.now();
+    try {
+      // Covered entries: trimming them is safe whatever else fails, so no condition.
+      const trims: Array<Promise<unknown>> = [];
+      for (const key of this.journal.getKeys({ end: start })) {
+        trims.push(this.faults?.fail('trim') ? this.injected('trim') : (this.lastIssued = this.journal.remove(key)));
+      }
+      if (trims.length) this.step?.('trim', ++this.stepCounts.trim);
+      for (const result of await Promise.allSettled(trims)) {
+        if (result.status === 'rejected') throw new StorageError(`journal trim failed (the entries stay; the next round trims them): ${await failureText(result.reason)}`);
+      }
+      log.info('snapshot taken', { playbooks: ids.length, journalEntriesTrimmed: trims.length, ms: Math.round(performance.now() - t0) });
+    } finally {
+      this.snapshotting = false;
+    }
+  }
+
+  /** Load the snapshots, then replay the journal tail into an empty state (recovery.ts). */
+  recover(state: ShardState): RecoveryStats {
+    // what memory held for commands in flight is not on disk (yet, or ever): reads go to disk
+    this.overlay.clear();
+    this.generation++;
+    const snapshots = this.snapshots;
+    const journal = this.journal;
+    const recovered = recoverShard({
+      *snapshots() { for (const { key, value } of snapshots.getRange({ start: 1 })) yield [key, value as AggregateSnapshot]; },
+      meta: () => snapshots.get(META_KEY) as ShardMeta | undefined,
+      *journal() { for (const { key, value } of journal.getRange()) yield [key, value]; },
+    }, state);
+    if (recovered.lastSeq > this.seq) this.seq = recovered.lastSeq;
+    if (recovered.lastSnapshotAt !== null) this.lastSnapshotAt = recovered.lastSnapshotAt;
+    const head = this.heads.getEntry(HEAD_KEY);
+    this.head = head === undefined ? null : head.version ?? null;
+    if (this.head !== null && this.head > this.seq) this.seq = this.head;
+    this.sinceSnapshot = recovered.journalEntries;
+    const { snapshots: count, journalEntries, eventsApplied, ms } = recovered;
+    return { snapshots: count, journalEntries, eventsApplied, ms };
+  }
+
+  // ---- read-only walks for tools (src/tools/check.ts); never used while serving ----
+
+  /** Every stored blob: its key and the bytes of its (decompressed) text. */
+  *blobEntries(): Iterable<{ key: BlobKey; bytes: number }> {
+    for (const { key, value } of this.blobs.getRange()) yield { key, bytes: Buffer.byteLength(value) };
+  }
+
+  /** Journal entry seqs in order, and the seq the last completed snapshot round covers (meta). */
+  journalLayout(): { seqs: number[]; snapshotSeq: number | null } {
+    const meta = this.snapshots.get(META_KEY) as ShardMeta | undefined;
+    return { seqs: [...this.journal.getKeys()], snapshotSeq: meta ? meta.seq : null };
+  }
+
+  async close(): Promise<void> {
+    if (this.stallTimer) clearInterval(this.stallTimer);
+    // lmdb-js never resolves the flush of a failed transaction: do not wait forever for it
+    await Promise.race([this.env.flushed, new Promise((r) => setTimeout(r, 5000).unref())]);
+    await this.env.close();
+  }
+
+  stats(): StoreStats {
+    const used = (db: Database<any, any>): number => {
+      const s = db.getStats() as { pageSize: number; treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number };
+      return (s.treeBranchPageCount + s.treeLeafPageCount + s.overflowPages) * s.pageSize;
+    };
+    let fileBytes = 0;
+    try { fileBytes = statSync(this.path).size; } catch { /* not created yet */ }
+    return {
+      journalBytes: used(this.journal), snapshotBytes: used(this.snapshots), blobBytes: used(this.blobs),
+      fileBytes, lastSnapshotAt: this.lastSnapshotAt,
+    };
+  }
+}
+
+function flushedOf(p: Promise<unknown>): Promise<unknown> {
+  return (p as Promise<unknown> & { flushed?: Promise<unknown> }).flushed ?? p;
+}
+
+/**
+ * Why a write failed, in words for a 503 body and the log. lmdb-js rejects every
+ * promise of a failed transaction with "Commit failed" and the cause in a second
+ * promise, `commitError` (rejected right after, unhandled unless someone catches it).
+ */
+async function failureText(err: unknown): Promise<string> {
+  if (err instanceof StorageError) return err.message;
+  const cause = (err as { commitError?: Promise<unknown> } | null)?.commitError;
+  let detail = err instanceof Error ? err.message : String(err);
+  if (cause && typeof cause.then === 'function') {
+    // lmdb-js rejects it only when the write thread reports an error status; a
+    // transaction can also fail without one (e.g. a page spill that cannot be
+    // written), and then it never settles: do not wait for it for long
+    const why = await Promise.race([
+      cause.then(() => null, (inner: unknown) => (inner instanceof Error ? inner.message : String(inner))),
+      new Promise<null>((r) => setTimeout(() => r(null), 100).unref()),
+    ]);
+    if (why !== null) detail = why;
+  }
+  const hint = /input\/output|EIO|EFBIG|ENOSPC|no space|too large/i.test(detail) ? ' (disk full or a file-size limit?)' : '';
+  return `the data directory could not be written: ${detail}${hint}`;
+}
+
+/** lmdb-js also rejects promises nobody holds (its own per-transaction ones) when a commit fails. */
+export function isCommitFailure(err: unknown): boolean {
+  return err instanceof Error && (err.message.startsWith('Commit failed') || 'commitError' in err);
+}
