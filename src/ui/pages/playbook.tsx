@@ -149,7 +149,7 @@ function ResultsTab({ id, ctx, tick }: { id: number; ctx: Context | null; tick: 
     <section aria-label="results">
       {page.data.failures > 0 && <p class="notice error">{page.data.failures} failed or unreachable, listed first.</p>}
       <Table label="results">
-        <thead><tr><th>Result</th><th>Status</th><th>Host</th><th>Task</th><th class="wide">Play</th><th>Started</th><th>Duration</th></tr></thead>
+        <thead><tr><th>Result</th><th>Status</th><th>Host</th><th>Task</th><th class="wide">Play</th><th class="wide">Started</th><th>Duration</th></tr></thead>
         <tbody>
           {rows.map((r) => {
             const task = ctx.tasks.get(r.task);
@@ -160,7 +160,7 @@ function ResultsTab({ id, ctx, tick }: { id: number; ctx: Context | null; tick: 
                 <td><a href={`/ui/hosts/${r.host}`}>{ctx.hosts.get(r.host)?.name ?? `host ${r.host}`}</a></td>
                 <td>{task ? <>{task.name || task.action} <a class="muted src" href={taskSource(task)} title="task source">{task.path.split('/').pop()}:{task.lineno}</a></> : `task ${r.task}`}</td>
                 <td class="wide">{ctx.plays.get(r.play)?.name ?? ''}</td>
-                <td class="nowrap">{when(r.started)}</td>
+                <td class="nowrap wide">{when(r.started)}</td>
                 <td class="nowrap">{took(r.duration)}</td>
               </tr>
             );
