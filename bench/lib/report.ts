@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { BatchResult } from '../scenarios/batch.js';
 import type { FootprintResult } from '../scenarios/footprint.js';
 import type { IngestResult, IngestRow, LoadRow, PayloadName, ServerName } from '../scenarios/ingest.js';
-import type { OverheadResult } from '../scenarios/overhead.js';
+import { MODE_LABEL, type Mode, type OverheadResult } from '../scenarios/overhead.js';
 import { RECOVERED_P99_MS, type OverloadResult } from '../scenarios/overload.js';
 import { ENDPOINTS, type Endpoint, type ReadResult, type ReadRow } from '../scenarios/read.js';
 import { fmt } from './context.js';
@@ -130,9 +130,13 @@ function capacity(run: BenchRun): string {
     const top = run.batch.rows.reduce((a, b) => (b.resultsPerSecond > a.resultsPerSecond ? b : a));
     rows.push([`Batch ingest (${top.batchSize} results per batch, ${top.streams} streams), durable`, `**${fmt.int(top.resultsPerSecond)} results/s** (p99 ${fmt.ms(top.latencyMs.p99)} ms per batch)`, 'n/a (one request per result)', '']);
   }
-  if (overhead) {
-    const lb = overhead.overheadPct.logbook, ara = overhead.overheadPct.ara;
-    rows.push([`ansible-playbook wall time with the ARA callback (${overhead.hosts} hosts × ${overhead.tasks} tasks)`, lb !== undefined ? `**${lb >= 0 ? '+' : ''}${lb.toFixed(0)} %**` : '–', ara !== undefined ? `${ara >= 0 ? '+' : ''}${ara.toFixed(0)} %` : '–', '']);
+  if (overhead?.shapes) {  // runs before the two-shape format have no `shapes`
+    const pct = (x: number | undefined) => (x !== undefined ? `${x >= 0 ? '+' : ''}${x.toFixed(0)} %` : '–');
+    for (const shape of overhead.shapes) {
+      const { callback, logbook: lb, ara } = shape.overheadPct;
+      rows.push([`ansible-playbook wall time with logbook's callback (${shape.name}; median of ${overhead.repetitions})`, `**${pct(callback)}**`, '', '']);
+      rows.push([`ansible-playbook wall time with the stock ARA callback (${shape.name})`, `**${pct(lb)}**`, pct(ara), '']);
+    }
   }
   if (run.overload) {
     const d = run.overload.runs.find((r) => r.policy.includes('default')) ?? run.overload.runs[0];
@@ -250,13 +254,23 @@ function footprintSection(f: FootprintResult): string {
 
 function overheadSection(o: OverheadResult): string {
   const out: string[] = ['## Recording overhead on `ansible-playbook`', ''];
-  out.push(`A generated playbook, ${o.hosts} hosts (\`ansible_connection=local\`) × ${o.tasks} \`debug\` tasks, ${o.forks} forks — the shape of ARA's own benchmark playbook — run by real \`ansible-playbook\` with the stock ARA callback (Debian python3-ara, its defaults: synchronous, no callback threads). One run each, so a noisy machine moves these numbers by several %. ARA publishes +46 % to +82 % for its callback into its own server.`, '');
-  const base = o.runs.find((r) => r.mode === 'none')?.seconds ?? NaN;
-  out.push(table(['run', 'wall time', 'overhead', 'results recorded', 'callback errors'], o.runs.map((r) => [
-    r.mode === 'none' ? 'no callback' : `ARA callback → ${r.mode === 'ara' ? 'ARA (gunicorn 2w, SQLite)' : 'logbook'}`,
-    `${r.seconds.toFixed(1)} s`, r.mode === 'none' ? '' : `${r.seconds >= base ? '+' : ''}${((100 * (r.seconds - base)) / base).toFixed(0)} %`,
-    r.results === null ? '' : fmt.int(r.results), r.mode === 'none' ? '' : String(r.callbackErrors.length),
-  ])), '');
+  out.push(`Generated playbooks, \`ansible_connection=local\` hosts running \`debug\` tasks — the shape of ARA's own benchmark playbook — run by real \`ansible-playbook\` without a callback, with logbook's own callback (\`src/ansible\`, batch ingest, sender thread) into logbook, and with the stock ARA callback (Debian python3-ara, its defaults: synchronous, no callback threads) into logbook and into ARA's server. The modes run interleaved, ${o.repetitions} times each; the median wall time counts. ARA publishes +46 % to +82 % for its callback into its own server; the target for logbook's callback is ≤ 5 %.`, '');
+  for (const shape of o.shapes) {
+    out.push(`### ${shape.name}, ${shape.forks} forks${shape.factsBytes ? ` (facts recorded: ${fmt.int(shape.factsBytes)} B per host)` : ''}`, '');
+    const base = shape.medianSeconds.none ?? NaN;
+    const modes = (Object.keys(shape.medianSeconds) as Mode[]);
+    out.push(table(['run', 'median wall time', 'overhead', 'all runs', 'results recorded', 'callback errors'], modes.map((mode) => {
+      const runs = shape.runs.filter((r) => r.mode === mode);
+      const med = shape.medianSeconds[mode]!;
+      return [
+        MODE_LABEL[mode] + (mode === 'ara' ? ' (gunicorn 2w, SQLite)' : ''),
+        `${med.toFixed(1)} s`, mode === 'none' ? '' : `${med >= base ? '+' : ''}${((100 * (med - base)) / base).toFixed(1)} %`,
+        runs.map((r) => r.seconds.toFixed(1)).join(' / '),
+        mode === 'none' ? '' : runs.map((r) => (r.results === null ? '?' : fmt.int(r.results))).join(' / '),
+        mode === 'none' ? '' : String(runs.reduce((n, r) => n + r.callbackErrors.length, 0)),
+      ];
+    })), '');
+  }
   return out.join('\n');
 }
 
@@ -341,7 +355,7 @@ export function markdown(run: BenchRun): string {
   if (run.ingest) out.push(ingestSection(run.ingest, run.machine.cpus), '');
   if (run.batch) out.push(batchSection(run.batch, run.ingest), '');
   if (run.read) out.push(readSection(run.read), '');
-  if (run.overhead) out.push(overheadSection(run.overhead), '');
+  if (run.overhead?.shapes) out.push(overheadSection(run.overhead), '');
   if (run.footprint) out.push(footprintSection(run.footprint), '');
   if (run.overload) out.push(overloadSection(run.overload), '');
   if (run.notes.length) out.push('## Notes from this run', '', ...run.notes.map((n) => `- ${n}`), '');

@@ -1,8 +1,11 @@
-// Scenario 3: what recording costs a real ansible-playbook run. A generated
-// playbook (20 local hosts × 50 `debug` tasks; quick: 5 × 10), the shape of
-// ARA's own benchmark playbook (controller-side tasks, so the callback's cost is
-// not hidden behind module execution), run three ways with the stock ARA
-// callback: without it, recording into logbook, recording into ARA's server.
+// Scenario 3: what recording costs a real ansible-playbook run. Generated
+// playbooks, the shape of ARA's own benchmark playbook (controller-side
+// `debug` tasks on local hosts, so a callback's cost is not hidden behind
+// module execution): 20 hosts × 50 tasks (quick: 5 × 10), and the same with
+// gather_facts and ~30 KB of facts per host. Each shape runs four ways —
+// without a callback, the stock ARA callback into logbook and into ARA's
+// server, logbook's own callback (src/ansible, batch ingest) into logbook —
+// interleaved, three times (--quick too), and the median wall time counts.
 // Reuses test/helpers/ansible.ts (isolated ANSIBLE_CONFIG, /usr/bin/python3,
 // callback error detection from the Ansible log).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,39 +15,85 @@ import { hasAnsible, runPlaybook } from '../../test/helpers/ansible.js';
 import type { Context } from '../lib/context.js';
 import { startAra, startLogbook, type Running } from '../lib/servers.js';
 
-export type Mode = 'none' | 'logbook' | 'ara';
+export type Mode = 'none' | 'logbook' | 'ara' | 'callback';
 
-export interface OverheadRun { mode: Mode; seconds: number; code: number; results: number | null; callbackErrors: string[] }
+/** How each mode is shown in progress lines and the report. */
+export const MODE_LABEL: Record<Mode, string> = {
+  none: 'no callback',
+  logbook: 'stock ARA callback → logbook',
+  ara: 'stock ARA callback → ARA',
+  callback: 'logbook\'s callback → logbook',
+};
 
-export interface OverheadResult {
+export interface OverheadRun { mode: Mode; rep: number; seconds: number; code: number; results: number | null; callbackErrors: string[] }
+
+export interface OverheadShape {
+  name: string;
   hosts: number;
   tasks: number;
   forks: number;
+  gatherFacts: boolean;
+  /** JSON size of one host's facts as gathered (0 without gather_facts) */
+  factsBytes: number;
   runs: OverheadRun[];
-  /** wall-time increase over the run without callback, in % */
+  /** median wall time per mode, seconds */
+  medianSeconds: Partial<Record<Mode, number>>;
+  /** median wall-time increase over the median run without callback, in % */
   overheadPct: Partial<Record<Exclude<Mode, 'none'>, number>>;
 }
 
-function writePlaybook(dir: string, hosts: number, tasks: number): void {
+export interface OverheadResult {
+  repetitions: number;
+  shapes: OverheadShape[];
+}
+
+const CALLBACK_DIR = join(process.cwd(), 'src', 'ansible', 'callback');
+const ACTION_DIR = join(process.cwd(), 'src', 'ansible', 'action');
+
+/** ~18 KB of local facts (ansible_local.bench) that bring a host's facts to ~30 KB. */
+function writeLocalFacts(dir: string): string {
+  const factDir = join(dir, 'facts.d');
+  mkdirSync(factDir);
+  const fact: Record<string, string> = {};
+  for (let i = 0; i < 180; i++) fact[`key_${String(i).padStart(3, '0')}`] = `value ${i} `.padEnd(90, 'x');
+  writeFileSync(join(factDir, 'bench.fact'), JSON.stringify(fact));
+  return factDir;
+}
+
+function writePlaybook(dir: string, hosts: number, tasks: number, factDir: string | null): void {
   const inventory = ['[bench]', ...Array.from({ length: hosts }, (_, i) => `host-${String(i).padStart(3, '0')} ansible_connection=local ansible_python_interpreter=/usr/bin/python3`)];
   writeFileSync(join(dir, 'inventory.ini'), inventory.join('\n') + '\n');
-  const lines = ['- name: Recording overhead benchmark', '  hosts: bench', '  gather_facts: false', '  tasks:'];
+  const lines = ['- name: Recording overhead benchmark', '  hosts: bench', `  gather_facts: ${factDir ? 'true' : 'false'}`];
+  if (factDir) lines.push(`  fact_path: ${factDir}`);
+  lines.push('  tasks:');
   for (let t = 0; t < tasks; t++) {
     lines.push(`    - name: Task ${t + 1}`, '      ansible.builtin.debug:', `        msg: "{{ inventory_hostname }} runs task ${t + 1}/${tasks}"`);
   }
   writeFileSync(join(dir, 'playbook.yml'), lines.join('\n') + '\n');
 }
 
-/** Results the newest playbook recorded on a server. */
-async function recordedResults(url: string): Promise<number | null> {
+/** Results and one host's facts size of the newest playbook recorded on a server. */
+async function recorded(url: string): Promise<{ results: number | null; factsBytes: number }> {
   try {
     const pb = await (await fetch(`${url}/api/v1/playbooks?order=-id&limit=1`)).json() as { results: Array<{ id: number }> };
     const id = pb.results[0]?.id;
-    if (id === undefined) return 0;
+    if (id === undefined) return { results: 0, factsBytes: 0 };
     const rs = await (await fetch(`${url}/api/v1/results?playbook=${id}&limit=1`)).json() as { count: number };
-    return rs.count;
-  } catch { return null; }
+    const hs = await (await fetch(`${url}/api/v1/hosts?playbook=${id}&limit=1`)).json() as { results: Array<{ id: number }> };
+    let factsBytes = 0;
+    if (hs.results[0]) {
+      const h = await (await fetch(`${url}/api/v1/hosts/${hs.results[0].id}`)).json() as { facts: unknown };
+      factsBytes = JSON.stringify(h.facts ?? {}).length;
+    }
+    return { results: rs.count, factsBytes };
+  } catch { return { results: null, factsBytes: 0 }; }
 }
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
 
 export async function overhead(ctx: Context): Promise<OverheadResult | null> {
   if (!hasAnsible()) {
@@ -53,38 +102,63 @@ export async function overhead(ctx: Context): Promise<OverheadResult | null> {
     return null;
   }
   const [hosts, tasks, forks] = ctx.quick ? [5, 10, 5] : [20, 50, 5];
+  const repetitions = 3;
   const work = mkdtempSync(join(tmpdir(), 'logbook-overhead-'));
   const noCallbacks = join(work, 'no-callbacks');
   mkdirSync(noCallbacks);
-  writePlaybook(work, hosts, tasks);
-  const runs: OverheadRun[] = [];
-  const once = async (mode: Mode, server: Running | null): Promise<void> => {
-    ctx.step(`overhead: ansible-playbook, ${hosts} hosts × ${tasks} tasks, ${forks} forks, ${mode === 'none' ? 'no callback' : `ARA callback → ${mode}`}…`);
-    const t0 = performance.now();
-    const r = await runPlaybook(server?.url ?? 'http://127.0.0.1:9', {
-      playbook: join(work, 'playbook.yml'), inventory: join(work, 'inventory.ini'), cwd: work, timeoutMs: 900_000,
-      env: { ANSIBLE_FORKS: String(forks), ...(server ? {} : { ANSIBLE_CALLBACK_PLUGINS: noCallbacks }) },
-    });
-    const seconds = (performance.now() - t0) / 1000;
-    const results = server ? await recordedResults(server.url) : null;
-    runs.push({ mode, seconds, code: r.code, results, callbackErrors: r.callbackErrors.slice(0, 5) });
-    ctx.step(`overhead: ${mode}: ${seconds.toFixed(1)} s, exit ${r.code}` + (server ? `, ${results} results recorded, ${r.callbackErrors.length} callback errors` : ''));
-    if (r.code !== 0) ctx.note(`overhead: ansible-playbook (${mode}) exited with ${r.code}`);
-    if (r.callbackErrors.length) ctx.note(`overhead: ${mode}: ${r.callbackErrors.length} callback errors, first: ${r.callbackErrors[0]!.slice(0, 200)}`);
-    if (server && results !== hosts * tasks) ctx.note(`overhead: ${mode} recorded ${results} results, expected ${hosts * tasks}`);
-  };
+  const factDir = writeLocalFacts(work);
+  const shapes: OverheadShape[] = [];
+  let lb: Running | null = null;
+  let ara: Running | null = null;
   try {
-    await once('none', null);
-    const lb = await startLogbook({ env: { LOGBOOK_SHARDS: String(ctx.shards) } });
-    try { await once('logbook', lb); } finally { await lb.stop(); }
-    if (ctx.araSkipped) ctx.step(`overhead: ARA run skipped: ${ctx.araSkipped}`);
-    else {
-      const ara = await startAra();
-      try { await once('ara', ara); } finally { await ara.stop(); }
+    lb = await startLogbook({ env: { LOGBOOK_SHARDS: String(ctx.shards) } });
+    if (ctx.araSkipped) ctx.step(`overhead: ARA runs skipped: ${ctx.araSkipped}`);
+    else ara = await startAra();
+    const modes: Mode[] = ['none', 'callback', 'logbook', ...(ara ? ['ara' as const] : [])];
+    for (const facts of [false, true]) {
+      const dir = join(work, facts ? 'facts' : 'plain');
+      mkdirSync(dir);
+      writePlaybook(dir, hosts, tasks, facts ? factDir : null);
+      const shape: OverheadShape = {
+        name: facts ? `${hosts} hosts × ${tasks} tasks, gather_facts (~30 KB facts)` : `${hosts} hosts × ${tasks} tasks`,
+        hosts, tasks, forks, gatherFacts: facts, factsBytes: 0, runs: [], medianSeconds: {}, overheadPct: {},
+      };
+      const expected = hosts * (tasks + (facts ? 1 : 0));
+      for (let rep = 1; rep <= repetitions; rep++) {
+        for (const mode of modes) {
+          const server = mode === 'none' ? null : mode === 'ara' ? ara : lb;
+          const env: Record<string, string> = { ANSIBLE_FORKS: String(forks) };
+          if (mode === 'none') env.ANSIBLE_CALLBACK_PLUGINS = noCallbacks;
+          if (mode === 'callback') {
+            Object.assign(env, {
+              ANSIBLE_CALLBACK_PLUGINS: CALLBACK_DIR, ANSIBLE_ACTION_PLUGINS: ACTION_DIR,
+              LOGBOOK_API_SERVER: server!.url, LOGBOOK_CALLBACK_SPOOL_DIR: join(work, 'spool'),
+            });
+          }
+          const t0 = performance.now();
+          const r = await runPlaybook(server?.url ?? 'http://127.0.0.1:9', {
+            playbook: join(dir, 'playbook.yml'), inventory: join(dir, 'inventory.ini'), cwd: dir, timeoutMs: 900_000, env,
+          });
+          const seconds = (performance.now() - t0) / 1000;
+          const errors = [...r.callbackErrors, ...`${r.stdout}\n${r.stderr}`.split('\n').filter((l) => /^\[WARNING\]: logbook/.test(l))];
+          const rec = server ? await recorded(server.url) : { results: null, factsBytes: 0 };
+          if (facts && rec.factsBytes) shape.factsBytes = Math.max(shape.factsBytes, rec.factsBytes);
+          shape.runs.push({ mode, rep, seconds, code: r.code, results: rec.results, callbackErrors: errors.slice(0, 5) });
+          ctx.step(`overhead: ${shape.name}, ${MODE_LABEL[mode]} #${rep}: ${seconds.toFixed(1)} s, exit ${r.code}`
+            + (server ? `, ${rec.results} results recorded, ${errors.length} callback errors` : ''));
+          if (r.code !== 0) ctx.note(`overhead: ansible-playbook (${MODE_LABEL[mode]}) exited with ${r.code}`);
+          if (errors.length) ctx.note(`overhead: ${MODE_LABEL[mode]}: ${errors.length} callback errors, first: ${errors[0]!.slice(0, 200)}`);
+          if (server && rec.results !== expected) ctx.note(`overhead: ${MODE_LABEL[mode]} recorded ${rec.results} results, expected ${expected}`);
+        }
+      }
+      for (const mode of modes) shape.medianSeconds[mode] = median(shape.runs.filter((r) => r.mode === mode).map((r) => r.seconds));
+      const base = shape.medianSeconds.none!;
+      for (const mode of modes) if (mode !== 'none') shape.overheadPct[mode] = (100 * (shape.medianSeconds[mode]! - base)) / base;
+      shapes.push(shape);
     }
-  } finally { rmSync(work, { recursive: true, force: true }); }
-  const base = runs.find((r) => r.mode === 'none')!.seconds;
-  const overheadPct: OverheadResult['overheadPct'] = {};
-  for (const r of runs) if (r.mode !== 'none') overheadPct[r.mode] = (100 * (r.seconds - base)) / base;
-  return { hosts, tasks, forks, runs, overheadPct };
+  } finally {
+    await Promise.all([lb?.stop(), ara?.stop()]);
+    rmSync(work, { recursive: true, force: true });
+  }
+  return { repetitions, shapes };
 }

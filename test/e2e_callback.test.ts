@@ -1,0 +1,330 @@
+// End to end: logbook's own Ansible callback (src/ansible/callback/logbook.py,
+// POST /api/v1/ingest) in real ansible-playbook runs against a real logbook.
+// - the fixture run recorded by it reads back like the same run recorded by
+//   the stock ARA callback into ARA's own server;
+// - the server killed mid-run and started again: the run arrives complete, once;
+// - the server unreachable for the whole run: the run waits in the spool and
+//   the next run ships it first;
+// - a server answering 500 to everything never changes the playbook's outcome.
+//
+// Needs ansible-core and python3-ara / ara-server (for the comparison), which CI
+// installs; without them these tests are skipped.
+import test, { type ExecutionContext } from 'ava';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createServer as createTcpServer, connect, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { startLogbook, type Logbook } from './helpers/server.js';
+import { hashSecret } from '../src/http/password.js';
+import {
+  freePort, hasAnsible, hasAraServer, runPlaybook, snapshotRun, startAraServer,
+  type HostRecap, type PlaybookRun, type RunOptions, type RunSnapshot,
+} from './helpers/ansible.js';
+
+// The fixture's PLAY RECAP and exit code (see test/e2e.test.ts).
+const EXPECTED_RECAP: Record<string, HostRecap> = {
+  db1: { ok: 13, changed: 5, unreachable: 0, failed: 0, skipped: 4, rescued: 0, ignored: 1 },
+  ghost: { ok: 0, changed: 0, unreachable: 1, failed: 0, skipped: 0, rescued: 0, ignored: 0 },
+  web1: { ok: 16, changed: 7, unreachable: 0, failed: 0, skipped: 3, rescued: 0, ignored: 1 },
+  web2: { ok: 12, changed: 4, unreachable: 0, failed: 1, skipped: 2, rescued: 0, ignored: 1 },
+};
+const EXPECTED_EXIT = 4;
+const EXPECTED_ITEMS = { plays: 3, tasks: 19, results: 52, hosts: 4, files: 4, records: 2 };
+
+// Generous: a loaded 2-core machine runs the fixture in 20 s or in 150 s.
+const RUN_TIMEOUT_MS = 300_000;
+const TEST_TIMEOUT_MS = 900_000;
+
+// One ansible-playbook at a time (serial): they are CPU-bound, and the machine has 2 cores.
+const withAnsible = hasAnsible() ? test.serial : test.skip;
+const withAra = hasAnsible() && hasAraServer() ? test.serial : test.skip;
+
+/** `npm run ansible-env -- URL` (the script behind it): the variables that enable logbook's callback. */
+function ansibleEnv(url: string): Record<string, string> {
+  const out = execFileSync('sh', [join(process.cwd(), 'src', 'tools', 'ansible_env.sh'), url], { encoding: 'utf8' });
+  const env: Record<string, string> = {};
+  for (const line of out.split('\n')) {
+    const m = /^export ([A-Z_]+)='(.*)'$/.exec(line);
+    if (m) env[m[1]!] = m[2]!.replace(/'\\''/g, "'");
+  }
+  return env;
+}
+
+/** Runs a playbook with logbook's callback (not ARA's) recording into url. */
+function runWithLogbook(url: string, spoolDir: string, opts: RunOptions = {}): Promise<PlaybookRun> {
+  return runPlaybook(url, {
+    timeoutMs: RUN_TIMEOUT_MS,
+    ...opts,
+    env: {
+      ...ansibleEnv(url),
+      LOGBOOK_CALLBACK_SPOOL_DIR: spoolDir,
+      LOGBOOK_API_TIMEOUT: '10',
+      ...opts.env,
+    },
+  });
+}
+
+/** Warnings logbook's callback showed (each kind of problem is shown once). */
+function logbookWarnings(run: PlaybookRun): string[] {
+  const text = `${run.stdout}\n${run.stderr}`;
+  return text.split(/\n(?=\[WARNING\])/).map((b) => b.replace(/\s*\n\s*/g, ' ').trim())
+    .filter((b) => /^\[WARNING\]: logbook/.test(b));
+}
+
+function spooled(spoolDir: string): string[] {
+  if (!existsSync(spoolDir)) return [];
+  const out: string[] = [];
+  for (const stream of readdirSync(spoolDir)) {
+    for (const f of readdirSync(join(spoolDir, stream))) if (f.endsWith('.json.gz')) out.push(`${stream}/${f}`);
+  }
+  return out;
+}
+
+function checkFixtureRun(t: ExecutionContext, who: string, run: PlaybookRun): void {
+  if (run.code !== EXPECTED_EXIT) t.log(`${who}: ansible-playbook output:\n${run.stdout}\n${run.stderr}`);
+  t.is(run.code, EXPECTED_EXIT, `${who}: ansible-playbook exit code`);
+  t.deepEqual(run.recap, EXPECTED_RECAP, `${who}: PLAY RECAP`);
+}
+
+/** Section by section, logging what differs before asserting. */
+function compareSnapshots(t: ExecutionContext, got: RunSnapshot, want: RunSnapshot, gotName: string, wantName: string): void {
+  for (const key of Object.keys(want) as Array<keyof RunSnapshot>) {
+    const g = got[key] as unknown;
+    const w = want[key] as unknown;
+    if (isDeepStrictEqual(g, w)) continue;
+    if (Array.isArray(g) && Array.isArray(w)) {
+      const gs = g.map((x) => JSON.stringify(x));
+      const ws = w.map((x) => JSON.stringify(x));
+      t.log(`${key}: only in ${wantName}:\n  ${ws.filter((x) => !gs.includes(x)).join('\n  ')}\n`
+        + `only in ${gotName}:\n  ${gs.filter((x) => !ws.includes(x)).join('\n  ')}`);
+    } else {
+      t.log(`${key}: ${gotName} ${JSON.stringify(g)}\n${wantName} ${JSON.stringify(w)}`);
+    }
+    t.deepEqual(g, w, `snapshot section "${key}": ${gotName} differs from ${wantName}`);
+  }
+}
+
+function tempDir(t: ExecutionContext, prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+withAra('logbook\'s callback records the fixture run the way the stock ARA callback records it into ARA', async (t) => {
+  t.timeout(TEST_TIMEOUT_MS);
+  const spool = tempDir(t, 'logbook-spool-');
+  const [logbook, ara] = await Promise.all([startLogbook({ env: { LOGBOOK_SHARDS: '2' } }), startAraServer()]);
+  t.teardown(async () => {
+    if (!t.passed) t.log(`logbook output (tail):\n${logbook.output().slice(-4000)}`);
+    await Promise.all([logbook.stop(), ara.stop()]);
+  });
+
+  const [lbRun, araRun] = await Promise.all([runWithLogbook(logbook.url, spool), runPlaybook(ara.url, { timeoutMs: RUN_TIMEOUT_MS })]);
+  checkFixtureRun(t, 'ARA callback', araRun);
+  checkFixtureRun(t, 'logbook callback', lbRun);
+  t.deepEqual(logbookWarnings(lbRun), [], 'logbook\'s callback warned');
+  t.deepEqual(lbRun.callbackErrors, [], 'a callback raised');
+  t.deepEqual(spooled(spool), [], 'nothing is left in the spool');
+
+  const [lbSnap, araSnap] = await Promise.all([snapshotRun(logbook.url), snapshotRun(ara.url)]);
+  t.deepEqual(araSnap.playbook.items, EXPECTED_ITEMS, 'ARA items (fixture sanity)');
+  compareSnapshots(t, lbSnap, araSnap, 'logbook callback → logbook', 'ARA callback → ARA');
+});
+
+/** A playbook of `tasks` debug tasks on `hosts` local hosts (results = hosts × tasks, all ok). */
+function writeLongPlaybook(dir: string, hosts: number, tasks: number): { playbook: string; inventory: string } {
+  const inventory = join(dir, 'inventory.ini');
+  writeFileSync(inventory, ['[all]', ...Array.from({ length: hosts }, (_, i) => `h${i} ansible_connection=local ansible_python_interpreter=/usr/bin/python3`)].join('\n') + '\n');
+  const lines = ['- name: Long run', '  hosts: all', '  gather_facts: false', '  tasks:'];
+  for (let i = 1; i <= tasks; i++) {
+    lines.push(`    - name: Step ${i}`, '      ansible.builtin.command: /bin/true', '      changed_when: false');
+  }
+  const playbook = join(dir, 'long.yml');
+  writeFileSync(playbook, lines.join('\n') + '\n');
+  return { playbook, inventory };
+}
+
+async function count(url: string, what: string, query = ''): Promise<number> {
+  const res = await fetch(`${url}/api/v1/${what}?limit=1${query}`);
+  const body = await res.json() as { count: number };
+  return body.count;
+}
+
+/**
+ * A TCP pass-through on a fixed port in front of logbook: logbook restarted on
+ * the same port fails to bind while the old connections sit in TIME_WAIT
+ * (uWebSockets.js listens without SO_REUSEADDR), so the callback talks to this
+ * port and the test closes it (down) and reopens it towards the new server (up).
+ */
+class Relay {
+  port = 0;
+  private server: Server | null = null;
+  private sockets = new Set<Socket>();
+
+  async up(backendPort: number): Promise<void> {
+    const server = createTcpServer((client) => {
+      const upstream = connect(backendPort, '127.0.0.1');
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => { client.destroy(); upstream.destroy(); });
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, '127.0.0.1', () => resolve());
+    });
+    const addr = server.address();
+    this.port = typeof addr === 'object' && addr ? addr.port : 0;
+    this.server = server;
+  }
+
+  async down(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const s of this.sockets) s.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+withAnsible('the server killed mid-run and started again: the run arrives complete, exactly once', async (t) => {
+  t.timeout(TEST_TIMEOUT_MS);
+  const work = tempDir(t, 'logbook-cb-restart-');
+  const spool = join(work, 'spool');
+  const dataDir = join(work, 'data');
+  const [hosts, tasks] = [3, 40];
+  const { playbook, inventory } = writeLongPlaybook(work, hosts, tasks);
+  let server: Logbook = await startLogbook({ dataDir });
+  const relay = new Relay();
+  await relay.up(server.port);
+  const url = `http://127.0.0.1:${relay.port}`;
+  t.teardown(async () => { await relay.down(); await server.stop('SIGKILL'); });
+
+  const running = runWithLogbook(url, spool, { playbook, inventory, cwd: work });
+  // Wait until some results are in, then kill the server without warning.
+  const deadline = Date.now() + 60_000;
+  while (await count(url, 'results').catch(() => 0) < 6 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const before = await count(url, 'results');
+  await server.stop('SIGKILL');
+  await relay.down();
+  t.true(before >= 6 && before < hosts * tasks, `server killed mid-run (after ${before} results)`);
+  await new Promise((r) => setTimeout(r, 2_000));
+  server = await startLogbook({ dataDir });
+  await relay.up(server.port);
+
+  const run = await running;
+  if (run.code !== 0) t.log(run.stdout, run.stderr);
+  t.is(run.code, 0, 'the playbook succeeds');
+  t.deepEqual(run.callbackErrors, []);
+  t.regex(logbookWarnings(run).join('\n'), /cannot reach/, 'the outage was noticed (and told once)');
+  t.deepEqual(spooled(spool), [], 'everything was shipped by the end of the run');
+
+  t.is(await count(url, 'playbooks'), 1, 'one playbook');
+  const snap = await snapshotRun(url);
+  t.deepEqual(snap.playbook.items, { plays: 1, tasks, results: hosts * tasks, hosts, files: 1, records: 0 });
+  t.is(snap.playbook.status, 'completed');
+  t.true(snap.playbook.hasEnded);
+  t.true(snap.tasks.every((x) => x.results === hosts && x.status === 'completed'), 'each task has one result per host');
+  for (const h of Object.values(snap.hosts)) t.deepEqual(h, { ok: tasks, changed: 0, failed: 0, skipped: 0, unreachable: 0, hasFacts: false });
+});
+
+withAnsible('the server unreachable for the whole run: the run is spooled, then shipped first by the next run', async (t) => {
+  t.timeout(TEST_TIMEOUT_MS);
+  const spool = tempDir(t, 'logbook-spool-');
+  const port = await freePort(); // nothing listens there during the first run
+  const url = `http://127.0.0.1:${port}`;
+
+  const first = await runWithLogbook(url, spool, { env: { LOGBOOK_CALLBACK_FLUSH_TIMEOUT: '1' } });
+  checkFixtureRun(t, 'run while the server is away', first);
+  t.deepEqual(first.callbackErrors, []);
+  const warnings = logbookWarnings(first).join('\n');
+  t.regex(warnings, /cannot reach/, 'the user is told the server is unreachable');
+  t.regex(warnings, /wait in .* shipped by the next run/, 'and where the run waits');
+  t.true(spooled(spool).length > 0, 'batches are in the spool');
+
+  const server = await startLogbook({ env: { LOGBOOK_PORT: String(port) } });
+  t.teardown(async () => { await server.stop(); });
+  const second = await runWithLogbook(url, spool);
+  checkFixtureRun(t, 'next run', second);
+  t.deepEqual(logbookWarnings(second), []);
+  t.deepEqual(spooled(spool), [], 'the spool is empty again');
+
+  const page = await (await fetch(`${url}/api/v1/playbooks?order=id`)).json() as { results: Array<{ id: number }> };
+  t.is(page.results.length, 2, 'both runs are recorded');
+  const [a, b] = await Promise.all([snapshotRun(url, page.results[0]!.id), snapshotRun(url, page.results[1]!.id)]);
+  t.deepEqual(a.playbook.items, EXPECTED_ITEMS, 'the spooled run is complete');
+  t.is(a.playbook.status, 'failed');
+  compareSnapshots(t, a, b, 'spooled run', 'next run');
+});
+
+withAnsible('a server that answers 500 to everything never fails the playbook', async (t) => {
+  t.timeout(TEST_TIMEOUT_MS);
+  const spool = tempDir(t, 'logbook-spool-');
+  let requests = 0;
+  const broken = createServer((req, res) => {
+    requests++;
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end('{"detail":"Internal server error."}');
+    });
+  });
+  await new Promise<void>((resolve) => broken.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => broken.close(() => resolve())));
+  const addr = broken.address();
+  const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+
+  const run = await runWithLogbook(url, spool, { env: { LOGBOOK_CALLBACK_FLUSH_TIMEOUT: '1' } });
+  checkFixtureRun(t, 'run against a server answering 500', run);
+  t.deepEqual(run.callbackErrors, [], 'no callback exception');
+  t.true(requests > 0, 'the callback tried');
+  t.regex(logbookWarnings(run).join('\n'), /answered 500/, 'the user is told, once');
+  t.is(logbookWarnings(run).filter((w) => /answered 500/.test(w)).length, 1);
+  t.true(spooled(spool).length > 0, 'the run is kept in the spool');
+});
+
+withAnsible('credentials: HTTP Basic and Bearer token record; wrong ones keep the run in the spool', async (t) => {
+  t.timeout(TEST_TIMEOUT_MS);
+  const work = tempDir(t, 'logbook-cb-auth-');
+  const users = join(work, 'users');
+  const tokens = join(work, 'tokens');
+  writeFileSync(users, `alice:${await hashSecret(Buffer.from('alice-pw'), 14)}:write\n`);
+  writeFileSync(tokens, `ci:${await hashSecret(Buffer.from('ci-secret'), 14)}:write\n`);
+  const server = await startLogbook({ env: { LOGBOOK_WRITE_LOGIN_REQUIRED: 'true', LOGBOOK_USERS_FILE: users, LOGBOOK_TOKENS_FILE: tokens } });
+  t.teardown(async () => { await server.stop(); });
+  const { playbook, inventory } = writeLongPlaybook(work, 2, 3);
+  const run = (spool: string, env: Record<string, string>) =>
+    runWithLogbook(server.url, join(work, spool), { playbook, inventory, cwd: work, env: { LOGBOOK_CALLBACK_FLUSH_TIMEOUT: '1', ...env } });
+
+  const [withBasic, withToken, wrong] = await Promise.all([
+    run('basic', { LOGBOOK_API_USERNAME: 'alice', LOGBOOK_API_PASSWORD: 'alice-pw' }),
+    run('token', { LOGBOOK_API_TOKEN: 'ci.ci-secret' }),
+    run('wrong', { LOGBOOK_API_USERNAME: 'alice', LOGBOOK_API_PASSWORD: 'not-her-password' }),
+  ]);
+  for (const r of [withBasic, withToken, wrong]) t.is(r.code, 0, 'the playbook succeeds');
+  t.deepEqual(logbookWarnings(withBasic), []);
+  t.deepEqual(logbookWarnings(withToken), []);
+  t.regex(logbookWarnings(wrong).join('\n'), /refused our credentials \(401/);
+  t.deepEqual(spooled(join(work, 'basic')), []);
+  t.deepEqual(spooled(join(work, 'token')), []);
+  t.true(spooled(join(work, 'wrong')).length > 0, 'the refused run waits in its spool');
+  t.is(await count(server.url, 'playbooks'), 2, 'two runs recorded');
+  t.is(await count(server.url, 'results'), 2 * 2 * 3);
+});
+
+test('the callback\'s sender: same-bytes retries and the spool (Python unit tests)', (t) => {
+  // test/python/test_callback_shipper.py: the Shipper class alone against a
+  // loopback HTTP server; needs only python3 (the callback imports Ansible lazily).
+  const r = spawnSync('/usr/bin/python3', ['-m', 'unittest', 'discover', '-s', join('test', 'python')], {
+    encoding: 'utf8', timeout: 120_000,
+  });
+  if (r.status !== 0) t.log(r.stdout, r.stderr);
+  t.is(r.status, 0, 'python3 -m unittest discover -s test/python');
+  t.regex(r.stderr, /Ran 3 tests/);
+});
