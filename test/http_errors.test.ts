@@ -52,7 +52,7 @@ test('unknown id → 404 {"detail":"Not found."} with the detail Allow header, f
 
 test('unknown paths → JSON 404', async (t) => {
   for (const path of ['/nope', '/api/v2/', '/api/v1/nope', '/api/v1/nope/1', '/api/v1/playbooks/abc', '/api/v1/playbooks/0',
-    '/api/v1/playbooks/-1', '/api/v1/playbooks/1/plays', '/api/v1/playbooks/1.5', '/', '/api/v1/playbooks/99999999999999999999', '/api/v1/playbooks/ 1', '/api/v1/PLAYBOOKS']) {
+    '/api/v1/playbooks/-1', '/api/v1/playbooks/1/plays', '/api/v1/playbooks/1.5', '/uix', '/api/v1/playbooks/99999999999999999999', '/api/v1/playbooks/ 1', '/api/v1/PLAYBOOKS']) {
     const r = await api(url, 'GET', path);
     t.is(r.status, 404, path);
     t.deepEqual(r.body, NOT_FOUND, path);

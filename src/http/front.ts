@@ -25,6 +25,7 @@ import { Reads } from './reads.js';
 import { reply } from './respond.js';
 import { allowOf, metricRoute, optionsBody, parseRoute, type Req } from './routes.js';
 import { Writes } from './writes.js';
+import { isUiPath, UiFiles } from './static.js';
 // ---- operations (health, metrics, OpenAPI, shard restarts, retention) ----
 import { HTTP, Metrics } from '../metrics.js';
 import { Ops } from './ops.js';
@@ -60,6 +61,8 @@ export class Front {
   draining = false;
   /** the live stream's fan-out (src/http/stream.ts); server.ts registers its WebSocket route */
   readonly stream: Stream;
+  /** the web UI's files (src/http/static.ts) */
+  private readonly ui = new UiFiles();
 
   constructor(private readonly config: Config, private readonly version: string, store: FrontStore | null) {
     this.ops = new Ops(config, version, this.metrics, {
@@ -138,6 +141,7 @@ export class Front {
   onRequest(res: HttpResponse, req: HttpRequest): void {
     const method = req.getCaseSensitiveMethod();
     const url = req.getUrl();
+    if (isUiPath(url)) return this.ui.serve(res, req, this.guard);
     const route = parseRoute(url);
     const ex: Req = {
       res, method, allow: allowOf(route), aborted: false, done: false, close: false, extraHeaders: null,
