@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { headers } from '@nats-io/transport-node';
 import {
   FencedError, HDR_ID, HDR_KIND, encodeFence, fenceSubject, messageKey,
-  type PartitionLog, type PartitionWriter, type WriterOptions,
+  type FenceRecord, type PartitionLog, type PartitionWriter, type WriterOptions,
 } from './partition_log.js';
 
 export interface Ownership {
@@ -23,28 +23,63 @@ export interface Ownership {
   writer: PartitionWriter;
 }
 
+/** What a taker saw before fencing: the partition's last sequence and newest fence. */
+export interface FenceState {
+  lastSeq: number;
+  previous: FenceRecord | null;
+}
+
 /**
- * Appends a fence for `node` to partition k and returns a writer positioned after it.
- * Throws FencedError if another node's append or fence got in first (lost the race);
- * the caller may look again and retry if it should still own the partition.
+ * Reads the state a fence must be based on. The last sequence is read BEFORE the newest
+ * fence: a fence landing after our read of `lastSeq` makes our append fail, so the epoch
+ * we compute from `previous` cannot also be used by a fence that won.
  */
-export async function takeOwnership(log: PartitionLog, k: number, node: string, options: WriterOptions = {}): Promise<Ownership> {
+export async function readFenceState(log: PartitionLog, k: number): Promise<FenceState> {
   for (;;) {
-    // Read the last sequence BEFORE the newest fence: a fence that lands after our read of
-    // `last` makes our append fail, so the epoch we compute cannot be reused by a winner.
-    const last = await log.lastSequence(k);
-    const prev = await log.lastFence(k);
-    if (prev !== null && prev.seq > last) continue; // a fence landed between the two reads: read again
-    const epoch = (prev?.epoch ?? 0) + 1;
-    const h = headers();
-    h.set(HDR_KIND, 'fence');
-    h.set(HDR_ID, `${node}.${epoch}.${randomBytes(4).toString('hex')}`);
-    const fenceSeq = await log.appendFenced(k, fenceSubject(k), h, encodeFence(node, epoch), last, messageKey(h));
-    return {
-      partition: k, node, epoch, fenceSeq,
-      previous: prev === null ? null : { node: prev.node, epoch: prev.epoch },
-      writer: log.writer(k, node, epoch, fenceSeq, options),
-    };
+    const lastSeq = await log.lastSequence(k);
+    const previous = await log.lastFence(k);
+    if (previous !== null && previous.seq > lastSeq) continue; // a fence landed between the reads
+    return { lastSeq, previous };
+  }
+}
+
+/**
+ * Appends a fence for `node` on top of `state` and returns a writer positioned after it.
+ * Throws FencedError if anything was appended since `state` was read (another node's
+ * fence or its owner's commit): of two nodes fencing the same state, exactly one wins.
+ */
+export async function appendFence(log: PartitionLog, k: number, node: string, state: FenceState, options: WriterOptions = {}): Promise<Ownership> {
+  const epoch = (state.previous?.epoch ?? 0) + 1;
+  const h = headers();
+  h.set(HDR_KIND, 'fence');
+  h.set(HDR_ID, `${node}.${epoch}.${randomBytes(4).toString('hex')}`);
+  const fenceSeq = await log.appendFenced(k, fenceSubject(k), h, encodeFence(node, epoch), state.lastSeq, messageKey(h));
+  return {
+    partition: k, node, epoch, fenceSeq,
+    previous: state.previous === null ? null : { node: state.previous.node, epoch: state.previous.epoch },
+    writer: log.writer(k, node, epoch, fenceSeq, options),
+  };
+}
+
+/**
+ * Takes partition k for `node`: reads the fence state and fences on top of it. The
+ * current owner may still be appending (a live owner being moved, or one that is merely
+ * slow), and each of its commits moves the last sequence: then the taker reads again and
+ * retries, up to `attempts` times. If another FENCE landed meanwhile, another node took
+ * the partition: FencedError (lost the race); the caller may look again later.
+ */
+export async function takeOwnership(log: PartitionLog, k: number, node: string, options: WriterOptions & { attempts?: number } = {}): Promise<Ownership> {
+  const attempts = options.attempts ?? 50;
+  let state = await readFenceState(log, k);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await appendFence(log, k, node, state, options);
+    } catch (err) {
+      if (!(err instanceof FencedError) || attempt >= attempts) throw err;
+      const now = await readFenceState(log, k);
+      if ((now.previous?.seq ?? 0) !== (state.previous?.seq ?? 0)) throw err; // another taker's fence won
+      state = now; // only the owner's commits got in: fence on top of them
+    }
   }
 }
 

@@ -339,8 +339,10 @@ export class PartitionLog {
    */
   async *replay(k: number, fromSeq = 1, options: ReplayOptions = {}): AsyncGenerator<LogRecord> {
     const name = streamName(k);
-    const end = await this.lastSequence(k);
-    if (!options.follow && fromSeq > end) return;
+    const state = await retrying(Date.now() + this.retryForMs, async () => (await this.jsm.streams.info(name)).state);
+    const end = state.last_seq;
+    // nothing to read up to `end` (also when retention emptied the stream: the consumer would wait forever)
+    if (!options.follow && (fromSeq > end || state.messages === 0)) return;
     const consumer = await this.js.consumers.get(name, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, fromSeq) });
     const messages = await consumer.consume({ max_messages: 512 });
     const onAbort = () => { void messages.close(); };
