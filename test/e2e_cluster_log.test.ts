@@ -123,10 +123,17 @@ serial('fence races: of two nodes fencing the same state exactly one wins, and a
     writers[winner] = (won[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof appendFence>>>).value.writer;
     // the loser's writer from an earlier win is stale now: it must not commit (sometimes it tries first)
     const stale = writers[loser];
-    const appends = [writers[winner]!.append({ race: r, node: winner })];
-    const staleTry = stale === null ? null : stale.append({ race: r, node: loser, stale: true });
-    if (rng.bool()) appends.reverse();
-    await Promise.all(appends);
+    const fresh = () => writers[winner]!.append({ race: r, node: winner });
+    let staleTry: Promise<unknown> | null = null;
+    let freshTry: Promise<unknown>;
+    if (stale !== null && rng.bool()) {
+      staleTry = stale.append({ race: r, node: loser, stale: true });
+      freshTry = fresh();
+    } else {
+      freshTry = fresh();
+      if (stale !== null) staleTry = stale.append({ race: r, node: loser, stale: true });
+    }
+    await freshTry;
     if (staleTry !== null) {
       await t.throwsAsync(staleTry, { instanceOf: FencedError });
       staleRejected++;
