@@ -158,6 +158,29 @@ serial('fence races: of two nodes fencing the same state exactly one wins, and a
   t.is(fences, races);
 });
 
+serial('takeOwnership races on the same epoch: never two winners, and the log stays one owner at a time', async (t) => {
+  const logs = [await open('take-a'), await open('take-b')] as const;
+  const k = 2; // continues the partition of the fence races
+  const races = 60;
+  let won = 0;
+  for (let r = 0; r < races; r++) {
+    const epoch = (await logs[0].lastFence(k))?.epoch ?? 0;
+    const outcome = await Promise.allSettled(logs.map((log, i) => takeOwnership(log, k, i === 0 ? 'take-a' : 'take-b', { ifEpoch: epoch })));
+    const winners = outcome.filter((o) => o.status === 'fulfilled');
+    t.true(winners.length <= 1, `race ${r}: ${winners.length} winners`);
+    for (const o of outcome) if (o.status === 'rejected') t.true(o.reason instanceof FencedError, String(o.reason));
+    if (winners.length === 1) {
+      won++;
+      const own = (winners[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof takeOwnership>>>).value;
+      t.is(own.epoch, epoch + 1);
+    }
+  }
+  t.log(`${races} takeOwnership races: ${won} with one winner, ${races - won} where both gave up`);
+  t.true(won > races / 2);
+  let epoch = 0;
+  for (const rec of await all(logs[0], k)) if (rec.kind === 'fence') { t.is(rec.epoch, epoch + 1); epoch = rec.epoch; }
+});
+
 serial('a fenced owner under load gets no append acknowledged after the fence', async (t) => {
   const logA = await open('old-owner');
   const logB = await open('new-owner');

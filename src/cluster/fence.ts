@@ -61,24 +61,66 @@ export async function appendFence(log: PartitionLog, k: number, node: string, st
   };
 }
 
+export interface TakeOptions extends WriterOptions {
+  /**
+   * Take the partition only from this epoch (0: never owned). The liveness layer passes
+   * the epoch it decided to replace, so that of two nodes acting on the same view one
+   * wins and the other gets FencedError instead of taking it over again right after.
+   */
+  ifEpoch?: number;
+  /** conditional fence attempts before claiming (below), and claims before giving up */
+  attempts?: number;
+}
+
+function checkEpoch(k: number, want: number | undefined, seen: FenceRecord | null, at: number): void {
+  if (want !== undefined && (seen?.epoch ?? 0) !== want) {
+    throw new FencedError(k, at, `partition moved on: newest fence is ${seen === null ? 'none' : `${seen.node} epoch ${seen.epoch}`}, not epoch ${want}`);
+  }
+}
+
 /**
- * Takes partition k for `node`: reads the fence state and fences on top of it. The
- * current owner may still be appending (a live owner being moved, or one that is merely
- * slow), and each of its commits moves the last sequence: then the taker reads again and
- * retries, up to `attempts` times. If another FENCE landed meanwhile, another node took
- * the partition: FencedError (lost the race); the caller may look again later.
+ * Takes partition k for `node`.
+ * 1. Read the fence state and fence on top of it (a conditional append: it changes
+ *    nothing unless the state is still as read). Retried a few times while only the
+ *    owner's commits get in.
+ * 2. A loaded owner always has its next commit in flight, so a read-then-fence can keep
+ *    losing to it. Then the taker appends a *claim* record without expectation: it lands
+ *    at once, and from then on that owner's appends fail. The fence then expects the
+ *    claim's sequence. Another taker's claim in between → claim again (random pause);
+ *    another taker's FENCE after our claim → it won: FencedError.
+ * At most one fence lands on any state, so never two owners. A claim of a taker that
+ * then loses still fences whoever owned the partition; the liveness layer (not written
+ * yet) takes it again. Prefer `ifEpoch` so that racing takers give up early.
  */
-export async function takeOwnership(log: PartitionLog, k: number, node: string, options: WriterOptions & { attempts?: number } = {}): Promise<Ownership> {
-  const attempts = options.attempts ?? 50;
-  let state = await readFenceState(log, k);
-  for (let attempt = 1; ; attempt++) {
+export async function takeOwnership(log: PartitionLog, k: number, node: string, options: TakeOptions = {}): Promise<Ownership> {
+  const attempts = options.attempts ?? 5;
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    const state = await readFenceState(log, k);
+    checkEpoch(k, options.ifEpoch, state.previous, state.lastSeq);
     try {
       return await appendFence(log, k, node, state, options);
     } catch (err) {
+      if (!(err instanceof FencedError)) throw err;
+      const latest = await log.lastFence(k);
+      if ((latest?.seq ?? 0) !== (state.previous?.seq ?? 0)) throw err; // another taker's fence won
+    }
+  }
+  for (let attempt = 1; ; attempt++) {
+    const before = await log.lastFence(k);
+    checkEpoch(k, options.ifEpoch, before, 0);
+    const claimSeq = await log.claim(k, node);
+    const previous = await log.lastFence(k);
+    if ((previous?.seq ?? 0) !== (before?.seq ?? 0)) {
+      throw new FencedError(k, claimSeq, `${previous!.node} fenced at ${previous!.seq} while we claimed`);
+    }
+    try {
+      return await appendFence(log, k, node, { lastSeq: claimSeq, previous }, options);
+    } catch (err) {
       if (!(err instanceof FencedError) || attempt >= attempts) throw err;
-      const now = await readFenceState(log, k);
-      if ((now.previous?.seq ?? 0) !== (state.previous?.seq ?? 0)) throw err; // another taker's fence won
-      state = now; // only the owner's commits got in: fence on top of them
+      const latest = await log.lastFence(k);
+      if ((latest?.seq ?? 0) !== (previous?.seq ?? 0)) throw err; // another taker's fence won
+      // only another taker's claim got in: pause a random while so one of us gets through
+      await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
     }
   }
 }

@@ -4,7 +4,7 @@
 //
 // Stream layout, per partition k (0 <= k < P):
 //   stream `logbook-p<k>`, file storage, R = LOGBOOK_REPLICAS, limits retention
-//   subject `logbook.log.<k>`        init records and commits
+//   subject `logbook.log.<k>`        init records, claims and commits
 //   subject `logbook.log.<k>.fence`  fence records {node, epoch} (fence.ts); a separate
 //                                    subject so the newest fence is one `last_by_subj` get
 // and one stream `logbook-meta` (subject `logbook.meta`) whose FIRST message records the
@@ -22,7 +22,8 @@
 //   not "create if absent": the stream's first message wins, whoever wrote it.
 //
 // Messages. Headers say what a message is; the payload is opaque bytes:
-//   Logbook-Kind: init | commit | fence
+//   Logbook-Kind: init | claim | commit | fence   (claim: see fence.ts takeOwnership; readers
+//                 treat init and claim records as chain breakers and otherwise skip them)
 //   Logbook-Id:   unique id of the commit or fence (node.epoch.writer-nonce.counter);
 //                 after an append whose outcome is unknown (timeout, leader lost) the
 //                 writer reads the message at expected+1 and compares this id: its own
@@ -37,8 +38,8 @@
 // PubAck. A reader assembles parts of one Logbook-Id in order; anything else arriving
 // before the chain is complete (a fence from a new owner, a different commit, a gap)
 // discards the incomplete chain, so a commit whose writer was fenced or died mid-chain is
-// never applied. Because every part is fenced, a chain can only be interrupted by a new
-// owner's fence, never interleaved with another writer's parts.
+// never applied. Because every part is fenced, a chain can only be interrupted by a
+// taker's claim or fence, never interleaved with another writer's parts.
 import { deflateRaw, inflateRaw } from 'node:zlib';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
@@ -256,6 +257,20 @@ export class PartitionLog {
   /** the partition's last sequence (what the next fenced append must expect) */
   async lastSequence(k: number): Promise<number> {
     return retrying(Date.now() + this.retryForMs, async () => (await this.jsm.streams.info(streamName(k))).state.last_seq);
+  }
+
+  /**
+   * Appends a claim record without expectation (fence.ts takeOwnership): it fences the
+   * current owner at once, since every append of its expects an older sequence. Returns
+   * the claim's sequence. A retry after an unknown outcome may leave two claims; harmless.
+   */
+  async claim(k: number, node: string): Promise<number> {
+    return retrying(Date.now() + this.retryForMs, async () => {
+      const h = headers();
+      h.set(HDR_KIND, 'claim');
+      h.set(HDR_ID, `${node}.claim.${randomBytes(4).toString('hex')}`);
+      return (await this.js.publish(commitSubject(k), new Uint8Array(0), { headers: h, timeout: this.ackTimeoutMs })).seq;
+    });
   }
 
   /** the newest fence record of partition k, or null if it never had an owner */
