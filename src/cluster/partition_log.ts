@@ -15,11 +15,13 @@
 //   (and KV update(), built on it) let two racing writers both win (nats-server #4320), so
 //   nothing here uses it, nor KV. Fences and commits share one stream so that one
 //   per-stream sequence orders both.
-// - 2.9 ignores `Nats-Expected-Last-Sequence: 0` (it only checks values > 0), so an empty
-//   stream cannot be fenced. Each partition stream therefore starts with an *init* record
-//   (published unconditionally; two nodes racing may write two, which readers ignore) and
-//   every fenced append expects a sequence >= 1. For the same reason the meta record is
-//   not "create if absent": the stream's first message wins, whoever wrote it.
+// - An expected last sequence of 0 ("the stream is empty") is the one value whose handling
+//   has varied between server versions and modes (some code paths only check values > 0).
+//   A clustered 2.9.10 stream honoured it when we tried, but nothing here depends on it:
+//   each partition stream starts with an *init* record (published unconditionally; two
+//   nodes racing may write two, which readers skip) and every fenced append expects a
+//   sequence >= 1. Likewise the meta record is not "create if absent": the stream's first
+//   message wins, whoever wrote it.
 //
 // Messages. Headers say what a message is; the payload is opaque bytes:
 //   Logbook-Kind: init | claim | commit | fence   (claim: see fence.ts takeOwnership; readers
@@ -304,7 +306,7 @@ export class PartitionLog {
    * `h`, passed as `id`) with ours, then retried if nothing is there.
    */
   async appendFenced(k: number, subject: string, h: MsgHdrs, data: Uint8Array, expected: number, id: string): Promise<number> {
-    if (!(expected >= 1)) throw new Error('fenced appends need an expected sequence >= 1 (2.9 ignores 0)');
+    if (!(expected >= 1)) throw new Error('fenced appends need an expected sequence >= 1 (see the init record)');
     h.set(EXPECTED_LAST_SEQ, String(expected));
     const deadline = Date.now() + this.retryForMs;
     let lastErr: unknown;
