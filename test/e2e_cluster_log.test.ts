@@ -73,6 +73,26 @@ serial('appended entries replay in order, after the fence, with sequences that r
   t.deepEqual(commits(tail).map((c) => c.entries[0]), entries.slice(20));
 });
 
+serial('follow: a standby tailing a partition sees commits as they land, and stops when aborted', async (t) => {
+  const log = await open('tail');
+  const k = 0; // after the round trip's records
+  const from = (await log.lastSequence(k)) + 1;
+  const stop = new AbortController();
+  const seen: unknown[] = [];
+  const tail = (async () => {
+    for await (const r of log.replay(k, from, { follow: true, signal: stop.signal })) {
+      if (r.kind !== 'commit') continue;
+      seen.push(...r.entries);
+      if (seen.length === 3) stop.abort();
+    }
+  })();
+  const own = await takeOwnership(log, k, 'tail');
+  t.is(own.previous?.node, 'rt');
+  for (const n of [1, 2, 3]) await own.writer.append({ tailed: n });
+  await tail;
+  t.deepEqual(seen, [{ tailed: 1 }, { tailed: 2 }, { tailed: 3 }]);
+});
+
 serial('group commit: concurrent appends share messages, every entry once and in issue order', async (t) => {
   const log = await open('gc');
   const own = await takeOwnership(log, 1, 'gc');
