@@ -107,7 +107,12 @@ export interface PartitionLogOptions {
   retryForMs?: number;
   /** how long open() waits for JetStream (meta leader election on a fresh cluster) (ms) */
   openTimeoutMs?: number;
-  /** stream max_age in ms (0 = keep forever); retention of history, see DESIGN.md § State */
+  /**
+   * stream max_age in ms (0 = keep forever, the default); retention of history, see
+   * DESIGN.md § State. With a max_age, an idle partition's fence record expires too:
+   * fencing stays safe (it rests on sequences, which never go back) but the epoch count
+   * restarts, so the ownership layer must then re-fence periodically.
+   */
   maxAgeMs?: number;
 }
 
@@ -206,7 +211,8 @@ export class PartitionLog {
       num_replicas: this.options.replicas,
       retention: RetentionPolicy.Limits,
       discard: DiscardPolicy.Old,
-      max_age: (this.options.maxAgeMs ?? 0) * 1_000_000, // nanoseconds
+      // nanoseconds; the meta record must never expire
+      max_age: name === META_STREAM ? 0 : (this.options.maxAgeMs ?? 0) * 1_000_000,
       // no Nats-Msg-Id is used (ambiguity is resolved by reading the log), so keep the window small
       duplicate_window: 1_000_000_000,
     };
