@@ -20,17 +20,17 @@ const hasNats = hasNatsServer();
 if (!hasNats) console.warn('e2e_cluster_log: nats-server not installed; skipped (apt-get install nats-server)');
 const serial = hasNats ? test.serial : test.serial.skip;
 
-const PARTITIONS = 6;
+const PARTITIONS = 7;
 const MAX_PAYLOAD = 64 * 1024;
 const SEED = seedFrom('LOGBOOK_TEST_SEED');
 
 let cluster: NatsCluster | null = null;
 const connections: NatsConnection[] = [];
 
-async function open(node: string): Promise<PartitionLog> {
+async function open(node: string, ackTimeoutMs = 2_000): Promise<PartitionLog> {
   const nc = await connect({ servers: cluster!.urls, name: node, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 10_000 });
   connections.push(nc);
-  return PartitionLog.open(nc, { partitions: PARTITIONS, replicas: 3, ackTimeoutMs: 2_000, retryForMs: 40_000, openTimeoutMs: 60_000 });
+  return PartitionLog.open(nc, { partitions: PARTITIONS, replicas: 3, ackTimeoutMs, retryForMs: 40_000, openTimeoutMs: 60_000 });
 }
 
 async function all(log: PartitionLog, k: number): Promise<LogRecord[]> {
@@ -267,6 +267,24 @@ serial('a commit over max_payload is split into parts and replays whole; an inte
   t.deepEqual(entries.slice(2), [{ n: 2 }, { n: 3 }]);
 });
 
+serial('appends whose PubAck times out are resolved by reading the log: each lands exactly once', async (t) => {
+  // a 1 ms PubAck timeout: nearly every publish "fails" although the server stores it
+  const log = await open('impatient', 1);
+  const k = 6;
+  const own = await takeOwnership(log, k, 'impatient');
+  // 20 at once, then one at a time (one publish each: the most chances to time out)
+  // until some PubAck timed out on an append that landed (a fast machine needs more tries)
+  const results = await Promise.all(Array.from({ length: 20 }, (_, i) => own.writer.append({ i })));
+  let n = 20;
+  while (n < 100 || (log.counters.foundAfterUnknown === 0 && n < 3000)) results.push(await own.writer.append({ i: n++ }));
+  t.is(own.writer.state, 'open');
+  const got = commits(await all(log, k)).flatMap((c) => c.entries as Array<{ i: number }>).map((e) => e.i);
+  t.deepEqual(got, Array.from({ length: n }, (_, i) => i));
+  t.is(new Set(results.map((r) => r.seq)).size, own.writer.commits);
+  t.log(`${log.counters.unknownOutcomes} PubAcks timed out; ${log.counters.foundAfterUnknown} of those appends were found in the log`);
+  t.true(log.counters.foundAfterUnknown > 0, 'no timed-out append was resolved by reading: the test did not test it');
+});
+
 serial('a node configured with another partition count is refused with a message', async (t) => {
   const nc = await connect({ servers: cluster!.urls });
   connections.push(nc);
@@ -309,6 +327,7 @@ serial('kill -9 of the stream leader under append load: every acknowledged appen
   await cluster!.kill(leader!);
   await load;
   t.is(failure, null, `append failed after the kill: ${String(failure)}\n${cluster!.logTail()}`);
+  t.log(`${log.counters.unknownOutcomes} appends without PubAck, ${log.counters.foundAfterUnknown} of them found in the log`);
   t.log(`killed stream leader ${leader} after ${acked.size - ackedAfterKill} acks; longest wait for an ack after the kill ${(maxGap / 1000).toFixed(1)} s (failover; loaded box, not asserted); ${ackedAfterKill} acks after`);
   const newLeader = (await log.jsm.streams.info(streamName(k))).cluster?.leader;
   t.not(newLeader, leader);

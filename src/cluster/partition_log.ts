@@ -181,6 +181,8 @@ export class PartitionLog {
   readonly retryForMs: number;
   /** largest message this log writes: the server's max_payload less room for headers */
   readonly maxChunkBytes: number;
+  /** appends whose PubAck did not come (timeout, election), and of those, found in the log afterwards */
+  readonly counters = { unknownOutcomes: 0, foundAfterUnknown: 0 };
 
   private constructor(readonly nc: NatsConnection, readonly jsm: JetStreamManager, readonly options: PartitionLogOptions) {
     this.js = jetstream(nc);
@@ -321,7 +323,7 @@ export class PartitionLog {
         // Outcome of the previous attempt unknown: look before publishing again.
         try {
           const at = await this.idAt(k, expected + 1);
-          if (at === id) return expected + 1;
+          if (at === id) { this.counters.foundAfterUnknown++; return expected + 1; }
           if (at !== null) throw new FencedError(k, expected, `sequence ${expected + 1} holds ${at || 'a foreign message'}`);
         } catch (err) {
           if (err instanceof FencedError) throw err;
@@ -339,10 +341,11 @@ export class PartitionLog {
         if (isWrongLastSequence(err)) {
           // Somebody wrote at expected+1: maybe our own earlier attempt, else a new owner.
           const at = await retrying(deadline, () => this.idAt(k, expected + 1));
-          if (at === id) return expected + 1;
+          if (at === id) { if (attempt > 0) this.counters.foundAfterUnknown++; return expected + 1; }
           throw new FencedError(k, expected, `wrong last sequence; ${expected + 1} holds ${at ?? 'nothing (truncated?)'}`);
         }
         lastErr = err;
+        this.counters.unknownOutcomes++;
         if (Date.now() > deadline) break;
         await delay(Math.min(1000, 50 * 2 ** Math.min(attempt, 5)));
       }
@@ -366,8 +369,10 @@ export class PartitionLog {
     const end = state.last_seq;
     // nothing to read up to `end` (also when retention emptied the stream: the consumer would wait forever)
     if (!options.follow && (fromSeq > end || state.messages === 0)) return;
-    const consumer = await this.js.consumers.get(name, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, fromSeq) });
-    const messages = await consumer.consume({ max_messages: 512 });
+    const messages = await retrying(Date.now() + this.retryForMs, async () => {
+      const consumer = await this.js.consumers.get(name, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, fromSeq) });
+      return consumer.consume({ max_messages: 512 });
+    });
     const onAbort = () => { void messages.close(); };
     options.signal?.addEventListener('abort', onAbort, { once: true });
     let chain: { id: string; n: number; next: number; firstSeq: number; enc: string; chunks: Uint8Array[] } | null = null;
