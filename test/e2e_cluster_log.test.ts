@@ -221,8 +221,9 @@ serial('a fenced owner under load gets no append acknowledged after the fence', 
       }
     }
   };
-  const load = Promise.all(Array.from({ length: 8 }, worker));
-  while (acked.length < 200) await new Promise((r) => setTimeout(r, 10));
+  let settled = false;
+  const load = Promise.all(Array.from({ length: 8 }, worker)).finally(() => { settled = true; });
+  while (acked.length < 200 && !settled) await new Promise((r) => setTimeout(r, 10));
   const b = await takeOwnership(logB, k, 'new-owner');
   await load;
   t.is(a.writer.state, 'fenced');
