@@ -1,0 +1,90 @@
+// Cluster-mode configuration (issue #12): which NATS servers to use, this node's
+// name, the partition count and the stream replica count. Nothing in the
+// single-process server reads this yet; with LOGBOOK_CLUSTER unset the result is
+// `null` and logbook runs exactly as before.
+
+export interface ClusterConfig {
+  /** nats:// URLs of the NATS servers to connect to (any of them will do; the client fails over). */
+  servers: string[];
+  /** this node's unique name: written into fence records, so two nodes must never share it */
+  node: string;
+  /** number of partitions; fixed when the cluster is first created (see partition_log.ts meta record) */
+  partitions: number;
+  /** JetStream replicas of each partition stream (1..5; 3 survives the loss of one server) */
+  replicas: number;
+}
+
+export const DEFAULT_PARTITIONS = 32;
+export const DEFAULT_REPLICAS = 3;
+/** a sanity bound: every partition is a stream (a Raft group on each server it lives on) */
+export const MAX_PARTITIONS = 4096;
+
+export class ClusterConfigError extends Error {
+  override name = 'ClusterConfigError';
+}
+
+/** Node names go into NATS subjects and headers later: keep them to a safe alphabet. */
+const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+
+function parseServers(raw: string): string[] {
+  const parts = raw.split(',').map((s) => s.trim());
+  if (parts.some((p) => p === '')) {
+    throw new ClusterConfigError(`LOGBOOK_CLUSTER=${JSON.stringify(raw)}: empty entry; expected comma-separated nats:// URLs, e.g. nats://10.0.0.1:4222,nats://10.0.0.2:4222`);
+  }
+  const seen = new Set<string>();
+  for (const p of parts) {
+    let url: URL;
+    try {
+      url = new URL(p);
+    } catch {
+      throw new ClusterConfigError(`LOGBOOK_CLUSTER: ${JSON.stringify(p)} is not a URL; expected nats://host:port`);
+    }
+    if (url.protocol !== 'nats:' && url.protocol !== 'tls:') {
+      throw new ClusterConfigError(`LOGBOOK_CLUSTER: ${JSON.stringify(p)} must use nats:// (or tls://), not ${url.protocol}//`);
+    }
+    if (url.hostname === '') throw new ClusterConfigError(`LOGBOOK_CLUSTER: ${JSON.stringify(p)} has no host`);
+    if (url.pathname !== '' && url.pathname !== '/') {
+      throw new ClusterConfigError(`LOGBOOK_CLUSTER: ${JSON.stringify(p)} must not have a path`);
+    }
+    if (seen.has(p)) throw new ClusterConfigError(`LOGBOOK_CLUSTER: ${JSON.stringify(p)} is listed twice`);
+    seen.add(p);
+  }
+  return parts;
+}
+
+function parseIntIn(name: string, raw: string | undefined, def: number, lo: number, hi: number): number {
+  if (raw === undefined || raw.trim() === '') return def;
+  const t = raw.trim();
+  if (!/^[0-9]+$/.test(t)) throw new ClusterConfigError(`${name}=${JSON.stringify(raw)} is not a whole number; expected ${lo}..${hi}`);
+  const n = Number(t);
+  if (!Number.isSafeInteger(n) || n < lo || n > hi) throw new ClusterConfigError(`${name}=${t} is out of range; expected ${lo}..${hi}`);
+  return n;
+}
+
+/**
+ * The cluster configuration from the environment, or `null` for single-process
+ * mode (LOGBOOK_CLUSTER unset or empty). Bad values throw ClusterConfigError with
+ * a message naming the variable, for start-up to print and stop.
+ */
+export function clusterConfigFromEnv(env: Record<string, string | undefined> = process.env): ClusterConfig | null {
+  const rawServers = env.LOGBOOK_CLUSTER;
+  if (rawServers === undefined || rawServers.trim() === '') {
+    // The other cluster variables mean nothing without servers: say so rather than ignore them.
+    for (const name of ['LOGBOOK_NODE', 'LOGBOOK_PARTITIONS', 'LOGBOOK_REPLICAS'] as const) {
+      const v = env[name];
+      if (v !== undefined && v.trim() !== '') {
+        throw new ClusterConfigError(`${name} is set but LOGBOOK_CLUSTER is not; set LOGBOOK_CLUSTER to the NATS servers' URLs for cluster mode, or unset ${name}`);
+      }
+    }
+    return null;
+  }
+  const servers = parseServers(rawServers);
+  const node = (env.LOGBOOK_NODE ?? '').trim();
+  if (node === '') throw new ClusterConfigError('LOGBOOK_NODE is required in cluster mode (LOGBOOK_CLUSTER is set): a unique name for this node, e.g. logbook-1');
+  if (!NODE_NAME.test(node)) {
+    throw new ClusterConfigError(`LOGBOOK_NODE=${JSON.stringify(node)}: use 1-63 letters, digits, '-' or '_', starting with a letter or digit`);
+  }
+  const partitions = parseIntIn('LOGBOOK_PARTITIONS', env.LOGBOOK_PARTITIONS, DEFAULT_PARTITIONS, 1, MAX_PARTITIONS);
+  const replicas = parseIntIn('LOGBOOK_REPLICAS', env.LOGBOOK_REPLICAS, DEFAULT_REPLICAS, 1, 5);
+  return { servers, node, partitions, replicas };
+}

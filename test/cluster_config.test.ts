@@ -1,0 +1,39 @@
+// LOGBOOK_CLUSTER / LOGBOOK_NODE / LOGBOOK_PARTITIONS / LOGBOOK_REPLICAS parsing
+// (src/cluster/config.ts): unset = single process; bad values are refused with a
+// message that names the variable.
+import test from 'ava';
+import { ClusterConfigError, clusterConfigFromEnv } from '../src/cluster/config.js';
+
+test('unset or empty LOGBOOK_CLUSTER means single-process mode', (t) => {
+  t.is(clusterConfigFromEnv({}), null);
+  t.is(clusterConfigFromEnv({ LOGBOOK_CLUSTER: '  ' }), null);
+});
+
+test('a full cluster configuration, with defaults for partitions and replicas', (t) => {
+  t.deepEqual(clusterConfigFromEnv({ LOGBOOK_CLUSTER: 'nats://10.0.0.1:4222, nats://nats-2:4222', LOGBOOK_NODE: 'logbook-1' }), {
+    servers: ['nats://10.0.0.1:4222', 'nats://nats-2:4222'], node: 'logbook-1', partitions: 32, replicas: 3,
+  });
+  t.deepEqual(clusterConfigFromEnv({ LOGBOOK_CLUSTER: 'nats://a:4222', LOGBOOK_NODE: 'n_2', LOGBOOK_PARTITIONS: '64', LOGBOOK_REPLICAS: '1' }), {
+    servers: ['nats://a:4222'], node: 'n_2', partitions: 64, replicas: 1,
+  });
+});
+
+const refused: Array<[string, Record<string, string>, RegExp]> = [
+  ['node missing', { LOGBOOK_CLUSTER: 'nats://a:4222' }, /LOGBOOK_NODE is required/],
+  ['node with a dot', { LOGBOOK_CLUSTER: 'nats://a:4222', LOGBOOK_NODE: 'a.b' }, /LOGBOOK_NODE="a\.b"/],
+  ['http URL', { LOGBOOK_CLUSTER: 'http://a:4222', LOGBOOK_NODE: 'n1' }, /must use nats:\/\//],
+  ['not a URL', { LOGBOOK_CLUSTER: 'a:4222:x', LOGBOOK_NODE: 'n1' }, /LOGBOOK_CLUSTER/],
+  ['empty entry', { LOGBOOK_CLUSTER: 'nats://a:4222,,nats://b:4222', LOGBOOK_NODE: 'n1' }, /empty entry/],
+  ['duplicate URL', { LOGBOOK_CLUSTER: 'nats://a:4222,nats://a:4222', LOGBOOK_NODE: 'n1' }, /listed twice/],
+  ['zero partitions', { LOGBOOK_CLUSTER: 'nats://a:4222', LOGBOOK_NODE: 'n1', LOGBOOK_PARTITIONS: '0' }, /LOGBOOK_PARTITIONS=0 is out of range/],
+  ['fractional partitions', { LOGBOOK_CLUSTER: 'nats://a:4222', LOGBOOK_NODE: 'n1', LOGBOOK_PARTITIONS: '3.5' }, /LOGBOOK_PARTITIONS="3\.5" is not a whole number/],
+  ['six replicas', { LOGBOOK_CLUSTER: 'nats://a:4222', LOGBOOK_NODE: 'n1', LOGBOOK_REPLICAS: '6' }, /LOGBOOK_REPLICAS=6 is out of range; expected 1\.\.5/],
+  ['negative replicas', { LOGBOOK_CLUSTER: 'nats://a:4222', LOGBOOK_NODE: 'n1', LOGBOOK_REPLICAS: '-1' }, /LOGBOOK_REPLICAS/],
+  ['cluster variables without LOGBOOK_CLUSTER', { LOGBOOK_NODE: 'n1' }, /LOGBOOK_NODE is set but LOGBOOK_CLUSTER is not/],
+];
+for (const [what, env, message] of refused) {
+  test(`refused: ${what}`, (t) => {
+    const err = t.throws(() => clusterConfigFromEnv(env), { instanceOf: ClusterConfigError });
+    t.regex(err!.message, message);
+  });
+}
