@@ -3,6 +3,7 @@
 // exit 0 and a summary; a live server's directory → refused; each kind of damage
 // written straight into LMDB (an orphan blob, a host counter changed in a
 // snapshot, a file's text removed) → exit 1 naming it.
+import { runCheck } from './helpers/cli.js';
 import test from 'ava';
 import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
@@ -14,16 +15,9 @@ import { open } from 'lmdb';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const CHECK_JS = join(here, '..', 'src', 'tools', 'check.js');
 const SHARDS = 3;
 
-function check(dir: string): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [CHECK_JS, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => { output += d; });
-  child.stderr.setEncoding('utf8').on('data', (d: string) => { output += d; });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, output })));
-}
+const check = runCheck;
 
 async function ok201(url: string, path: string, body: unknown): Promise<any> {
   const r = await api(url, 'POST', path, body);

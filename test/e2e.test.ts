@@ -10,24 +10,9 @@ import test, { type ExecutionContext } from 'ava';
 import { isDeepStrictEqual } from 'node:util';
 import { startLogbook } from './helpers/server.js';
 import {
-  hasAnsible, hasAraCli, hasAraServer, newestPlaybookId, onPath, runAraCli, runPlaybook, snapshotRun, startAraServer,
-  type HostRecap, type PlaybookRun, type RunSnapshot,
+  FIXTURE_ITEMS, FIXTURE_EXIT, FIXTURE_RECAP, hasAnsible, hasAraCli, hasAraServer, newestPlaybookId, onPath, runAraCli, runPlaybook, snapshotRun, startAraServer, type HostRecap, type PlaybookRun, type RunSnapshot,
 } from './helpers/ansible.js';
 
-// test/fixtures/e2e/playbook.yml is deterministic: this is its PLAY RECAP on
-// every run. ghost is unreachable (Gathering Facts), web2 fails hard in play 2,
-// every host ignores one failure, and web1 also runs the two run_once
-// ara_record tasks.
-const EXPECTED_RECAP: Record<string, HostRecap> = {
-  db1: { ok: 13, changed: 5, unreachable: 0, failed: 0, skipped: 4, rescued: 0, ignored: 1 },
-  ghost: { ok: 0, changed: 0, unreachable: 1, failed: 0, skipped: 0, rescued: 0, ignored: 0 },
-  web1: { ok: 16, changed: 7, unreachable: 0, failed: 0, skipped: 3, rescued: 0, ignored: 1 },
-  web2: { ok: 12, changed: 4, unreachable: 0, failed: 1, skipped: 2, rescued: 0, ignored: 1 },
-};
-// ansible-playbook exits 4 (RUN_UNREACHABLE_HOSTS) when a host was
-// unreachable; that takes precedence over 2 (RUN_FAILED_HOSTS).
-const EXPECTED_EXIT = 4;
-const EXPECTED_ITEMS = { plays: 3, tasks: 19, results: 52, hosts: 4, files: 4, records: 2 };
 
 const withAra = hasAnsible() && hasAraServer() ? test : test.skip;
 const withCli = hasAnsible() && hasAraCli() ? test : test.skip;
@@ -39,9 +24,9 @@ function checkRun(t: ExecutionContext, who: string, run: PlaybookRun): void {
     t.log(`${who}: callback errors:\n${run.callbackErrors.map((e) => `  ${e.slice(0, 600)}`).join('\n')}`);
   }
   t.deepEqual(run.callbackErrors, [], `${who}: a callback HTTP request failed`);
-  if (run.code !== EXPECTED_EXIT) t.log(`${who}: ansible-playbook output:\n${run.stdout}\n${run.stderr}`);
-  t.is(run.code, EXPECTED_EXIT, `${who}: ansible-playbook exit code`);
-  t.deepEqual(run.recap, EXPECTED_RECAP, `${who}: PLAY RECAP (the fixture is meant to be deterministic)`);
+  if (run.code !== FIXTURE_EXIT) t.log(`${who}: ansible-playbook output:\n${run.stdout}\n${run.stderr}`);
+  t.is(run.code, FIXTURE_EXIT, `${who}: ansible-playbook exit code`);
+  t.deepEqual(run.recap, FIXTURE_RECAP, `${who}: PLAY RECAP (the fixture is meant to be deterministic)`);
 }
 
 /** Logs what differs between two arrays of plain objects (by JSON text), both ways. */
@@ -94,7 +79,7 @@ withAra('the stock ARA callback records the same run into logbook as into ARA', 
   checkRun(t, 'logbook', lbRun);
 
   const [lbSnap, araSnap] = await Promise.all([snapshotRun(logbook.url), snapshotRun(ara.url)]);
-  t.deepEqual(araSnap.playbook.items, EXPECTED_ITEMS, 'ARA items (fixture sanity)');
+  t.deepEqual(araSnap.playbook.items, FIXTURE_ITEMS, 'ARA items (fixture sanity)');
   compareSnapshots(t, lbSnap, araSnap);
 
   t.is(lbSnap.playbook.status, 'failed');
@@ -145,28 +130,28 @@ withCli('the stock ara CLI works against logbook in ARA compatibility mode', asy
   t.is(pbRow?.status, 'failed');
   t.true(typeof pbRow?.path === 'string' && pbRow.path.endsWith('playbook.yml'), 'playbook list path');
   t.is(pbRow?.ansible_version, snap.playbook.runner_version);
-  t.is(pbRow?.results, EXPECTED_ITEMS.results);
+  t.is(pbRow?.results, FIXTURE_ITEMS.results);
 
   const pbLong = await ara('playbook', 'list', '-f', 'json', '--long', '--status', 'failed');
   t.is(rows(pbLong).find((p) => p.id === id)?.path, playbookPath, 'playbook list --long shows the full path');
 
   // The CLI always sends ignore_errors=False (or True with --ignore-errors).
   const resList = await ara('result', 'list', '-f', 'json', '--playbook', String(id), '--limit', '1000');
-  t.is(rows(resList).length, EXPECTED_ITEMS.results - ignored, 'result list (ignore_errors=False) count');
+  t.is(rows(resList).length, FIXTURE_ITEMS.results - ignored, 'result list (ignore_errors=False) count');
   t.true(rows(resList).every((r) => r.playbook === id), 'result list rows belong to the playbook');
   const resIgnored = await ara('result', 'list', '-f', 'json', '--playbook', String(id), '--limit', '1000', '--ignore-errors');
   t.is(rows(resIgnored).length, ignored, 'result list --ignore-errors count');
   t.true(rows(resIgnored).every((r) => r.status === 'ignored'), 'ignored results are shown as "ignored"');
   const resDefault = await ara('result', 'list', '-f', 'json');
-  t.is(rows(resDefault).length, Math.min(50, EXPECTED_ITEMS.results - ignored), 'result list default limit 50');
+  t.is(rows(resDefault).length, Math.min(50, FIXTURE_ITEMS.results - ignored), 'result list default limit 50');
   await ara('result', 'list', '-f', 'json', '--long', '--resolve', '--limit', '5');
 
   const plays = await ara('play', 'list', '-f', 'json', '--playbook', String(id));
   t.deepEqual(rows(plays).map((p) => p.name).sort(), snap.plays.map((p) => p.name).sort(), 'play list');
   const tasks = await ara('task', 'list', '-f', 'json', '--playbook', String(id), '--limit', '1000');
-  t.is(rows(tasks).length, EXPECTED_ITEMS.tasks, 'task list count');
+  t.is(rows(tasks).length, FIXTURE_ITEMS.tasks, 'task list count');
   const hosts = await ara('host', 'list', '-f', 'json', '--playbook', String(id));
-  t.deepEqual(rows(hosts).map((h) => h.name).sort(), Object.keys(EXPECTED_RECAP), 'host list');
+  t.deepEqual(rows(hosts).map((h) => h.name).sort(), Object.keys(FIXTURE_RECAP), 'host list');
   const hostRow = rows(hosts).find((h) => h.name === 'web2');
   t.is(hostRow?.failed, 1);
   const failedHosts = await ara('host', 'list', '-f', 'json', '--playbook', String(id), '--with-failed');

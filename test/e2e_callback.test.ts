@@ -20,19 +20,9 @@ import { isDeepStrictEqual } from 'node:util';
 import { startLogbook, type Logbook } from './helpers/server.js';
 import { hashSecret } from '../src/http/password.js';
 import {
-  freePort, hasAnsible, hasAraServer, runPlaybook, snapshotRun, startAraServer,
-  type HostRecap, type PlaybookRun, type RunOptions, type RunSnapshot,
+  FIXTURE_ITEMS, FIXTURE_EXIT, FIXTURE_RECAP, freePort, hasAnsible, hasAraServer, runPlaybook, snapshotRun, startAraServer, type HostRecap, type PlaybookRun, type RunOptions, type RunSnapshot,
 } from './helpers/ansible.js';
 
-// The fixture's PLAY RECAP and exit code (see test/e2e.test.ts).
-const EXPECTED_RECAP: Record<string, HostRecap> = {
-  db1: { ok: 13, changed: 5, unreachable: 0, failed: 0, skipped: 4, rescued: 0, ignored: 1 },
-  ghost: { ok: 0, changed: 0, unreachable: 1, failed: 0, skipped: 0, rescued: 0, ignored: 0 },
-  web1: { ok: 16, changed: 7, unreachable: 0, failed: 0, skipped: 3, rescued: 0, ignored: 1 },
-  web2: { ok: 12, changed: 4, unreachable: 0, failed: 1, skipped: 2, rescued: 0, ignored: 1 },
-};
-const EXPECTED_EXIT = 4;
-const EXPECTED_ITEMS = { plays: 3, tasks: 19, results: 52, hosts: 4, files: 4, records: 2 };
 
 // Generous: a loaded 2-core machine runs the fixture in 20 s or in 150 s.
 const RUN_TIMEOUT_MS = 300_000;
@@ -84,9 +74,9 @@ function spooled(spoolDir: string): string[] {
 }
 
 function checkFixtureRun(t: ExecutionContext, who: string, run: PlaybookRun): void {
-  if (run.code !== EXPECTED_EXIT) t.log(`${who}: ansible-playbook output:\n${run.stdout}\n${run.stderr}`);
-  t.is(run.code, EXPECTED_EXIT, `${who}: ansible-playbook exit code`);
-  t.deepEqual(run.recap, EXPECTED_RECAP, `${who}: PLAY RECAP`);
+  if (run.code !== FIXTURE_EXIT) t.log(`${who}: ansible-playbook output:\n${run.stdout}\n${run.stderr}`);
+  t.is(run.code, FIXTURE_EXIT, `${who}: ansible-playbook exit code`);
+  t.deepEqual(run.recap, FIXTURE_RECAP, `${who}: PLAY RECAP`);
 }
 
 /** Section by section, logging what differs before asserting. */
@@ -130,7 +120,7 @@ withAra('logbook\'s callback records the fixture run the way the stock ARA callb
   t.deepEqual(spooled(spool), [], 'nothing is left in the spool');
 
   const [lbSnap, araSnap] = await Promise.all([snapshotRun(logbook.url), snapshotRun(ara.url)]);
-  t.deepEqual(araSnap.playbook.items, EXPECTED_ITEMS, 'ARA items (fixture sanity)');
+  t.deepEqual(araSnap.playbook.items, FIXTURE_ITEMS, 'ARA items (fixture sanity)');
   compareSnapshots(t, lbSnap, araSnap, 'logbook callback → logbook', 'ARA callback → ARA');
 });
 
@@ -258,7 +248,7 @@ withAnsible('the server unreachable for the whole run: the run is spooled, then 
   const page = await (await fetch(`${url}/api/v1/playbooks?order=id`)).json() as { results: Array<{ id: number }> };
   t.is(page.results.length, 2, 'both runs are recorded');
   const [a, b] = await Promise.all([snapshotRun(url, page.results[0]!.id), snapshotRun(url, page.results[1]!.id)]);
-  t.deepEqual(a.playbook.items, EXPECTED_ITEMS, 'the spooled run is complete');
+  t.deepEqual(a.playbook.items, FIXTURE_ITEMS, 'the spooled run is complete');
   t.is(a.playbook.status, 'failed');
   compareSnapshots(t, a, b, 'spooled run', 'next run');
 });

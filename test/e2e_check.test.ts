@@ -3,6 +3,7 @@
 // Ansible's own host totals at the end) passes `check`, whether its rows are in
 // snapshots or only in the journal; and a journal entry removed from the middle
 // of the tail is reported.
+import { runCheck } from './helpers/cli.js';
 import test from 'ava';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, cpSync } from 'node:fs';
@@ -14,15 +15,8 @@ import { hasAnsible, runPlaybook } from './helpers/ansible.js';
 import { startLogbook } from './helpers/server.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const CHECK_JS = join(here, '..', 'src', 'tools', 'check.js');
 
-function check(dir: string): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [CHECK_JS, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => { output += d; });
-  child.stderr.setEncoding('utf8').on('data', (d: string) => { output += d; });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, output })));
-}
+const check = runCheck;
 
 for (const [name, env] of [
   ['journal only (no snapshot yet)', { LOGBOOK_SNAPSHOT_EVERY: '100000000', LOGBOOK_SNAPSHOT_INTERVAL: '86400' }],

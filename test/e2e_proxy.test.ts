@@ -16,7 +16,9 @@ import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
-import { freePort, hasAnsible, newestPlaybookId, onPath, runPlaybook, snapshotRun, type HostRecap } from './helpers/ansible.js';
+import {
+  FIXTURE_ITEMS, FIXTURE_RECAP, freePort, hasAnsible, newestPlaybookId, onPath, runPlaybook, snapshotRun, type HostRecap,
+} from './helpers/ansible.js';
 import {
   DEPLOY_DIR, haproxyCfgFor, haproxyCheck, httpsFetch, httpsJsonGetter, makeTlsFiles, nginxSiteFor,
   startHaproxy, startNginx, type Proxy, type TlsFiles,
@@ -29,14 +31,6 @@ const haproxyTest = onPath('haproxy') && onPath('openssl') ? test : test.skip;
 const systemdTest = onPath('systemd-analyze') && onPath('curl') ? test : test.skip;
 if (!hasNginx) console.warn('e2e_proxy: nginx or openssl not installed; nginx tests skipped (apt-get install nginx openssl)');
 
-// The e2e fixture's PLAY RECAP and record counts (see test/e2e.test.ts).
-const EXPECTED_RECAP: Record<string, HostRecap> = {
-  db1: { ok: 13, changed: 5, unreachable: 0, failed: 0, skipped: 4, rescued: 0, ignored: 1 },
-  ghost: { ok: 0, changed: 0, unreachable: 1, failed: 0, skipped: 0, rescued: 0, ignored: 0 },
-  web1: { ok: 16, changed: 7, unreachable: 0, failed: 0, skipped: 3, rescued: 0, ignored: 1 },
-  web2: { ok: 12, changed: 4, unreachable: 0, failed: 1, skipped: 2, rescued: 0, ignored: 1 },
-};
-const EXPECTED_ITEMS = { plays: 3, tasks: 19, results: 52, hosts: 4, files: 4, records: 2 };
 const MAX_BODY = 32 * 1024 * 1024; // LOGBOOK_MAX_BODY_BYTES default
 
 interface Stack { dir: string; tls: TlsFiles; logbook: Logbook; nginx: Proxy; httpPort: number }
@@ -83,7 +77,7 @@ ansibleTest('the stock ARA callback records through nginx over verified TLS; rea
   }
   t.deepEqual(run.callbackErrors, [], 'no callback HTTP request failed through nginx');
   t.is(run.code, 4, 'ansible-playbook exit code (unreachable host)');
-  t.deepEqual(run.recap, EXPECTED_RECAP);
+  t.deepEqual(run.recap, FIXTURE_RECAP);
 
   const https = httpsJsonGetter(s.tls.caPem);
   t.teardown(https.close);
@@ -91,7 +85,7 @@ ansibleTest('the stock ARA callback records through nginx over verified TLS; rea
   t.truthy(id, 'the playbook is listed through nginx');
   const throughProxy = await snapshotRun(s.nginx.url, id, https.get);
   const direct = await snapshotRun(s.logbook.url, id);
-  t.deepEqual(throughProxy.playbook.items, EXPECTED_ITEMS);
+  t.deepEqual(throughProxy.playbook.items, FIXTURE_ITEMS);
   t.is(throughProxy.playbook.status, 'failed');
   t.deepEqual(throughProxy, direct, 'what nginx serves equals what logbook serves');
 
@@ -259,11 +253,11 @@ haproxyTest('the shipped HAProxy config is valid; the stock ARA callback records
   const run = await runPlaybook(haproxy.url, { env: { REQUESTS_CA_BUNDLE: tls.ca } });
   if (run.callbackErrors.length > 0 || run.code !== 4) t.log(`ansible-playbook:\n${run.stdout.slice(-3000)}\n${run.stderr.slice(-3000)}`);
   t.deepEqual(run.callbackErrors, [], 'no callback HTTP request failed through HAProxy');
-  t.deepEqual(run.recap, EXPECTED_RECAP);
+  t.deepEqual(run.recap, FIXTURE_RECAP);
   const https = httpsJsonGetter(tls.caPem);
   t.teardown(https.close);
   const throughProxy = await snapshotRun(haproxy.url, undefined, https.get);
-  t.deepEqual(throughProxy.playbook.items, EXPECTED_ITEMS);
+  t.deepEqual(throughProxy.playbook.items, FIXTURE_ITEMS);
   t.deepEqual(throughProxy, await snapshotRun(logbook.url), 'what HAProxy serves equals what logbook serves');
 });
 

@@ -527,3 +527,18 @@ export async function runAraCli(serverUrl: string, args: string[], timeoutMs = 6
   try { json = JSON.parse(stdout); } catch { /* not JSON output */ }
   return { code, stdout, stderr, json };
 }
+
+// test/fixtures/e2e/playbook.yml is deterministic: this is its PLAY RECAP on
+// every run. ghost is unreachable (Gathering Facts), web2 fails hard in play 2,
+// every host ignores one failure, and web1 also runs the two run_once
+// ara_record tasks. Shared by every suite that records the fixture.
+export const FIXTURE_RECAP: Record<string, HostRecap> = {
+  db1: { ok: 13, changed: 5, unreachable: 0, failed: 0, skipped: 4, rescued: 0, ignored: 1 },
+  ghost: { ok: 0, changed: 0, unreachable: 1, failed: 0, skipped: 0, rescued: 0, ignored: 0 },
+  web1: { ok: 16, changed: 7, unreachable: 0, failed: 0, skipped: 3, rescued: 0, ignored: 1 },
+  web2: { ok: 12, changed: 4, unreachable: 0, failed: 1, skipped: 2, rescued: 0, ignored: 1 },
+};
+/** ansible-playbook exits 4 (RUN_UNREACHABLE_HOSTS) when a host was unreachable; that takes precedence over 2 (RUN_FAILED_HOSTS). */
+export const FIXTURE_EXIT = 4;
+/** The fixture's playbook `items`. */
+export const FIXTURE_ITEMS = { plays: 3, tasks: 19, results: 52, hosts: 4, files: 4, records: 2 };
