@@ -307,7 +307,7 @@ browserTest('with read login required: 401 + Basic prompt for pages, browser cre
     await withToken.page.locator('h1', { hasText: 'guarded run' }).waitFor();
     t.is(await withToken.page.evaluate(() => sessionStorage.getItem('logbook.authorization')), 'Bearer dash.dash-secret');
     // the stream (EventSource cannot send headers) is opened with ?token=
-    if (!streamMissing) await eventually(() => streamStatus.includes(200), 'the stream accepted ?token=');
+    if (!streamMissing) await eventually(() => streamStatus.includes(200), 'the stream accepted ?token=', 45_000);
     // only the expected refusals before signing in
     t.true(real(withToken.errors).every((e) => /401/.test(e)), withToken.errors.join('\n'));
   } finally {

@@ -114,32 +114,40 @@ const POLL_MS = 2000;
 export function watch(w: Watch): () => void {
   let live = false;
   let source: EventSource | null = null;
-  const params: Record<string, string | number | undefined | string[]> = { playbook: w.playbook, type: w.types };
-  const auth = storedAuthorization();
-  if (auth?.startsWith('Bearer ')) params.token = auth.slice(7);
-  if (typeof EventSource !== 'undefined') {
-    source = new EventSource(`/api/v1/stream?${qs(params)}`);
-    const onMessage = (e: MessageEvent<string>) => {
-      let m: StreamMessage;
-      try { m = JSON.parse(e.data) as StreamMessage; } catch { return; }
-      if (m.op === 'hello') {
-        // (re)connected: the changes missed while polling are re-read once
-        if (!live) w.onChange({ op: 'reset' });
-        live = true;
-        return;
-      }
+  // the credentials the stream was opened with: a sign-in after a refused stream opens it again
+  let usedAuth: string | null = null;
+  const onMessage = (e: MessageEvent<string>) => {
+    let m: StreamMessage;
+    try { m = JSON.parse(e.data) as StreamMessage; } catch { return; }
+    if (m.op === 'hello') {
+      // (re)connected: the changes missed while polling are re-read once
+      if (!live) w.onChange({ op: 'reset' });
       live = true;
-      w.onChange(m);
-    };
-    source.onmessage = onMessage;
-    for (const name of ['hello', 'create', 'update', 'delete', 'reset']) source.addEventListener(name, onMessage as EventListener);
-    source.onerror = () => {
+      return;
+    }
+    live = true;
+    w.onChange(m);
+  };
+  const open = () => {
+    if (typeof EventSource === 'undefined') return;
+    const params: Record<string, string | number | undefined | string[]> = { playbook: w.playbook, type: w.types };
+    usedAuth = storedAuthorization();
+    if (usedAuth?.startsWith('Bearer ')) params.token = usedAuth.slice(7);
+    const es = new EventSource(`/api/v1/stream?${qs(params)}`);
+    source = es;
+    es.onmessage = onMessage;
+    for (const name of ['hello', 'create', 'update', 'delete', 'reset']) es.addEventListener(name, onMessage as EventListener);
+    es.onerror = () => {
       live = false;
       // a refused stream (404, 401, not SSE) is not retried by the browser: poll from now on
-      if (source?.readyState === EventSource.CLOSED) source = null;
+      if (es.readyState === EventSource.CLOSED && source === es) source = null;
     };
-  }
-  const timer = setInterval(() => { if (!live && w.running()) w.poll(); }, POLL_MS);
+  };
+  open();
+  const timer = setInterval(() => {
+    if (source === null && storedAuthorization() !== usedAuth) open(); // signed in since the stream was refused
+    if (!live && w.running()) w.poll();
+  }, POLL_MS);
   return () => {
     clearInterval(timer);
     source?.close();
