@@ -139,6 +139,29 @@ test('a bad event is skipped and reported; events naming it (or any unknown pare
   t.is((await list(url, 'hosts', { playbook: pb.id, name: 'h1' })).count, 0, 'a rejected result creates no host');
 });
 
+test('play keys are the client\'s: any string of at most 64 characters; a UUID is normalized', async (t) => {
+  const uuid = uniq('run');
+  const upper = randomUuid().toUpperCase();
+  const r = await ingest({
+    playbook: header(uuid), seq: 1, events: [
+      { kind: 'file', path: PATH, content: SOURCE },
+      { kind: 'play', uuid: 'play-one', name: 'opaque key', status: 'running' },
+      { kind: 'play', uuid: upper, name: 'uuid key' },
+      { kind: 'play', uuid: 'p'.repeat(65) },
+      { kind: 'task', uuid: 't-1', play: 'play-one', file: PATH, action: 'debug', lineno: 1, handler: false },
+      { kind: 'task', uuid: 't-2', play: upper.toLowerCase(), file: PATH, action: 'debug', lineno: 2, handler: false },
+      { kind: 'play', uuid: 'play-one', status: 'completed' },
+    ],
+  });
+  t.is(r.status, 200, r.text);
+  t.is(r.body.applied, 6);
+  t.deepEqual(r.body.rejected.map((x: Json) => [x.index, Object.keys(x.errors)]), [[3, ['uuid']]]);
+  const plays = (await list(url, 'plays', { playbook: r.body.playbook })).results;
+  t.deepEqual(plays.map((p: Json) => [p.name, p.uuid, p.status, p.items.tasks]), [
+    ['opaque key', 'play-one', 'completed', 1], ['uuid key', upper.toLowerCase(), 'unknown', 1],
+  ]);
+});
+
 test('rejected lists the first 100 events; applied counts all that applied', async (t) => {
   const { body } = opening(uniq('run'));
   for (let i = 0; i < 150; i++) body.events.push({ kind: 'result', task: 'no-such-task', host: 'h', status: 'ok' });
@@ -158,7 +181,7 @@ test('seq: a repeated batch is a duplicate that changes nothing; a gap is 409; a
   t.is(first.status, 200);
   const again = await ingest(body);
   t.is(again.status, 200);
-  t.deepEqual(again.body, { playbook: first.body.playbook, seq: 1, applied: 0, rejected: [], duplicate: true });
+  t.deepEqual(again.body, { playbook: first.body.playbook, seq: 1, applied: 0, duplicate: true });
   t.is((await list(url, 'results', { playbook: first.body.playbook })).count, 1, 'the duplicate added nothing');
   const gap = await ingest({ playbook: { uuid }, seq: 3, events: [] });
   t.is(gap.status, 409);

@@ -206,7 +206,7 @@ function ingestPaths(config: Config): Record<string, Json> {
         items: {
           oneOf: [
             event('playbook', [], 'PATCH of the stream\'s playbook (labels by name)'),
-            event('play', ['uuid'], 'upsert by uuid; fields of POST /plays'),
+            event('play', ['uuid'], 'upsert by uuid (any string of at most 64 characters; a UUID is normalized); fields of POST /plays'),
             event('task', ['uuid'], 'upsert by uuid (one task start); `play` is a play uuid, `file` a file path already sent'),
             event('host', ['name'], 'upsert by name; facts and counters'),
             event('result', ['task', 'host'], 'always creates; `task` is a task uuid, `host` and `delegated_to` host names (get-or-create)'),
@@ -218,7 +218,8 @@ function ingestPaths(config: Config): Record<string, Json> {
     },
   };
   const answer: Json = {
-    type: 'object', required: ['playbook', 'seq', 'applied', 'rejected', 'duplicate'], additionalProperties: false,
+    type: 'object', required: ['playbook', 'seq', 'applied', 'duplicate'], additionalProperties: false,
+    description: 'a duplicate (a seq already applied) carries no `rejected`',
     properties: {
       playbook: { type: 'integer' }, seq: { type: 'integer' }, applied: { type: 'integer', minimum: 0 },
       rejected: {

@@ -149,11 +149,14 @@ class Batch {
         return runner.apply('playbook', 'patch', pid, body, text, span, fix, now, track);
       }
       case 'play': {
-        const key = typeof ev.uuid === 'string' ? normalizeUuid(ev.uuid) : undefined;
-        if (key === undefined) return fieldError('uuid', ev.uuid === undefined ? Messages.required : Messages.invalidUuid);
+        const key = playKey(ev.uuid);
+        if (typeof key !== 'string') return fieldError('uuid', key.error);
         const existing = agg.playByUuid.get(key);
         body.playbook = pid;
-        return runner.apply('play', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
+        // the key is the client's (SPEC §13), not the per-record API's UUID field: validated here, stored as is
+        body.uuid = ANY_UUID;
+        const fix = (set: Obj): void => { set.uuid = key; };
+        return runner.apply('play', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, fix, now, track);
       }
       case 'task': {
         const key = streamKey(ev.uuid);
@@ -280,6 +283,15 @@ function command(op: 'create' | 'update', type: EventType, id: number, set: Obj)
   return { op, type, id, put: false, set, errors: null, elsewhere: null, minimal: true };
 }
 
+/** Stands in for a play's key while the rest of the event is validated by the per-record rules. */
+const ANY_UUID = '00000000-0000-0000-0000-000000000000';
+
+/** A play's key: an opaque string of at most 64 characters; a UUID is normalized as the per-record API stores it. */
+function playKey(v: unknown): string | { error: string } {
+  const key = streamKey(v);
+  return typeof key === 'string' ? normalizeUuid(key) ?? key : key;
+}
+
 /** A task's or playbook's client key: a non-blank string of at most 64 characters. */
 function streamKey(v: unknown): string | { error: string } {
   if (v === undefined || v === null) return { error: Messages.required };
@@ -297,11 +309,12 @@ function refusal(status: number, body: string, exists: boolean): BatchOutcome {
   return { status, body, created: null, exists, staged: false };
 }
 
+/** The 200 answer; a duplicate carries no `rejected` (SPEC §13: it changed nothing and reports nothing). */
 function answer(playbook: number, seq: number, applied: number, rejected: Array<[number, string]>, duplicate: boolean,
   created: number[][] | null, exists: boolean, staged: boolean): BatchOutcome {
   let list = '';
   for (const [index, errors] of rejected) list += (list ? ',' : '') + '{"index":' + index + ',"errors":' + errors + '}';
-  const body = '{"playbook":' + playbook + ',"seq":' + seq + ',"applied":' + applied + ',"rejected":[' + list
-    + '],"duplicate":' + duplicate + '}';
+  const body = '{"playbook":' + playbook + ',"seq":' + seq + ',"applied":' + applied
+    + (duplicate ? '' : ',"rejected":[' + list + ']') + ',"duplicate":' + duplicate + '}';
   return { status: 200, body, created, exists, staged };
 }
