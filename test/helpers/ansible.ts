@@ -9,6 +9,7 @@ import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, w
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { mapLimit } from './dump.js';
 
 /** The fixture lives in the source tree; ava runs with cwd = project root. */
 export const FIXTURE_DIR = join(process.cwd(), 'test', 'fixtures', 'e2e');
@@ -351,18 +352,6 @@ async function listAll(base: string, resource: string, playbookId: number, get: 
   return rows;
 }
 
-/** Runs fn over items with at most `width` calls in flight. */
-async function mapLimit<T, R>(items: T[], width: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  }));
-  return out;
-}
 
 const byKey = <T>(key: (x: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
 
