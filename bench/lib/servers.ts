@@ -104,13 +104,15 @@ export interface LogbookOptions {
   env?: Record<string, string>;
   /** serve this directory and keep it afterwards (default: a fresh temporary one, removed on stop) */
   dataDir?: string;
+  /** node options before the script (e.g. --cpu-prof, which NODE_OPTIONS refuses) */
+  nodeArgs?: string[];
 }
 
 export async function startLogbook(options: LogbookOptions = {}): Promise<Running> {
   const dir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'logbook-bench-'));
   const port = await freePort();
   const t0 = performance.now();
-  const child = spawn(process.execPath, [MAIN_JS], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), MAIN_JS], {
     env: { ...process.env, LOGBOOK_HOST: '127.0.0.1', LOGBOOK_PORT: String(port), LOGBOOK_DATA_DIR: dir, LOGBOOK_LOG_LEVEL: 'info', ...options.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
