@@ -137,6 +137,9 @@ interface Sink {
   /** close; `policy`: because the client could not keep up */
   end(code: number): void;
   heartbeat(): void;
+  /** send what is queued now, then take the channel's bytes; false once cut off */
+  join(topic: string): boolean;
+  leave(topic: string): void;
 }
 
 class Subscriber {
@@ -148,6 +151,8 @@ class Subscriber {
   heldBytes = 0;
   closed = false;
   reset = false;
+  /** set once the subscriber is live with nothing of its own queued: it shares its filter's channel */
+  channel: Channel | null = null;
   constructor(readonly sink: Sink, readonly params: StreamParams, readonly hello: number[], readonly sse: boolean) {
     this.pos = params.since ? params.since.slice() : hello.slice();
   }
@@ -173,8 +178,13 @@ export class Stream {
   private pool: ShardPool | null = null;
   /** per shard: seq of the last change received */
   private positions: number[] = [];
+  /** subscribers not (yet) on a channel: resuming, or holding live changes meanwhile */
   private readonly everyPlaybook = new Set<Subscriber>();
   private readonly byPlaybook = new Map<number, Set<Subscriber>>();
+  /** live subscribers by filter: every playbook (type mask → channel), one playbook (id → type mask → channel) */
+  private readonly allChannels = new Map<number, Channel>();
+  private readonly playbookChannels = new Map<number, Map<number, Channel>>();
+  private app: TemplatedApp | null = null;
   private readonly maxBuffer: number;
   private heartbeat: NodeJS.Timeout | null = null;
   private count = 0;
@@ -186,9 +196,7 @@ export class Stream {
   }
 
   get subscribers(): number {
-    let n = this.everyPlaybook.size;
-    for (const set of this.byPlaybook.values()) n += set.size;
-    return n;
+    return this.count;
   }
 
   /** The shards have recovered: their positions are where live changes start. */
@@ -222,7 +230,7 @@ export class Stream {
   /** The changes of one durable commit of `shard`. */
   changes(shard: number, changes: readonly StreamChange[]): void {
     const positions = this.positions;
-    if (this.everyPlaybook.size === 0 && this.byPlaybook.size === 0) {
+    if (this.count === 0) {
       const last = changes[changes.length - 1];
       if (last && last[0] > positions[shard]!) positions[shard] = last[0];
       return;
@@ -238,14 +246,24 @@ export class Stream {
     }
     if (!out.length) return;
     const whole = new WholeCommit(out);
+    for (const ch of this.allChannels.values()) ch.append(whole.part(ch.types));
     for (const sub of this.everyPlaybook) this.deliver(sub, out, whole);
     if (single !== -1) {
+      const channels = this.playbookChannels.get(single!);
+      if (channels) for (const ch of channels.values()) ch.append(whole.part(ch.types));
       const subs = this.byPlaybook.get(single!);
       if (subs) for (const sub of subs) this.deliver(sub, out, whole);
     } else {
+      // a group commit of several playbooks (rare): each playbook's part is built on its own
       const playbooks = new Set(out.map((o) => o.playbook));
       for (const p of playbooks) {
-        const subs = p === null ? undefined : this.byPlaybook.get(p);
+        if (p === null) continue;
+        const channels = this.playbookChannels.get(p);
+        if (channels) {
+          const mine = new WholeCommit(out.filter((o) => o.playbook === p));
+          for (const ch of channels.values()) ch.append(mine.part(ch.types));
+        }
+        const subs = this.byPlaybook.get(p);
         if (subs) for (const sub of subs) this.deliver(sub, out, null);
       }
     }
@@ -253,9 +271,11 @@ export class Stream {
 
   /** A label changed on the front (labels are not numbered by any shard: live only, not replayed). */
   label(op: number, id: number, row: string | null): void {
-    if (this.everyPlaybook.size === 0) return;
+    if (this.everyPlaybook.size === 0 && this.allChannels.size === 0) return;
     const cursor = encodeCursor(this.positions);
     const o = new Outgoing(-1, 0, TYPE_CODE.label, null, cursor, changeJson(cursor, op, TYPE_CODE.label, id, null, row));
+    const whole = new WholeCommit([o]);
+    for (const ch of this.allChannels.values()) ch.append(whole.part(ch.types));
     for (const sub of this.everyPlaybook) this.deliver(sub, [o], null);
   }
 
@@ -301,6 +321,44 @@ export class Stream {
   private beat(): void {
     for (const sub of this.everyPlaybook) sub.sink.heartbeat();
     for (const set of this.byPlaybook.values()) for (const sub of set) sub.sink.heartbeat();
+    for (const ch of this.channels()) ch.heartbeat();
+  }
+
+  private *channels(): Iterable<Channel> {
+    yield* this.allChannels.values();
+    for (const m of this.playbookChannels.values()) yield* m.values();
+  }
+
+  /**
+   * The subscriber is live and has nothing held: what it has been given so far
+   * leaves now, and from here on it takes its filter's channel's bytes.
+   */
+  private join(sub: Subscriber): void {
+    if (sub.closed || sub.channel !== null || sub.replaying > 0) return;
+    const { playbook, types } = sub.params;
+    let channels: Map<number, Channel> | undefined = this.allChannels;
+    if (playbook !== null) {
+      channels = this.playbookChannels.get(playbook);
+      if (channels === undefined) this.playbookChannels.set(playbook, channels = new Map());
+    }
+    let ch = channels.get(types);
+    if (ch === undefined) channels.set(types, ch = new Channel(this.app, playbook, types));
+    // what the channel holds from before this subscriber's position is not for it
+    ch.flush();
+    if (!sub.sink.join(ch.topic)) return; // cut off
+    this.unlist(sub);
+    sub.channel = ch;
+    ch.add(sub);
+  }
+
+  /** Take a subscriber off the lists of those outside a channel. */
+  private unlist(sub: Subscriber): void {
+    if (sub.params.playbook === null) this.everyPlaybook.delete(sub);
+    else {
+      const set = this.byPlaybook.get(sub.params.playbook);
+      set?.delete(sub);
+      if (set?.size === 0) this.byPlaybook.delete(sub.params.playbook);
+    }
   }
 
   // ---- subscriptions ------------------------------------------------------------
@@ -324,7 +382,7 @@ export class Stream {
       const shards = params.playbook === null ? [...this.positions.keys()] : [this.pool!.shardOf(params.playbook)];
       sub.replaying = shards.length;
       for (const shard of shards) this.requestPage(sub, shard, sub.pos[shard]!);
-    }
+    } else this.join(sub);
     return sub;
   }
 
@@ -366,17 +424,25 @@ export class Stream {
     sub.held = null;
     sub.heldBytes = 0;
     if (held?.length) this.deliver(sub, held, null);
+    this.join(sub);
   }
 
   private drop(sub: Subscriber): void {
     if (sub.closed) return;
     sub.closed = true;
     this.deps.gauge?.set(--this.count);
-    if (sub.params.playbook === null) this.everyPlaybook.delete(sub);
-    else {
-      const set = this.byPlaybook.get(sub.params.playbook);
-      set?.delete(sub);
-      if (set?.size === 0) this.byPlaybook.delete(sub.params.playbook);
+    const ch = sub.channel;
+    if (ch === null) { this.unlist(sub); return; }
+    sub.channel = null;
+    ch.remove(sub);
+    sub.sink.leave(ch.topic);
+    if (ch.empty) {
+      if (ch.playbook === null) this.allChannels.delete(ch.types);
+      else {
+        const m = this.playbookChannels.get(ch.playbook);
+        m?.delete(ch.types);
+        if (m?.size === 0) this.playbookChannels.delete(ch.playbook);
+      }
     }
   }
 
@@ -385,6 +451,7 @@ export class Stream {
     if (this.heartbeat) clearInterval(this.heartbeat);
     const subs = [...this.everyPlaybook];
     for (const set of this.byPlaybook.values()) subs.push(...set);
+    for (const ch of this.channels()) { ch.flush(); subs.push(...ch.members()); }
     for (const sub of subs) { sub.sink.end(CLOSE_GOING_AWAY); this.drop(sub); }
   }
 
@@ -405,6 +472,7 @@ export class Stream {
 
   /** Register the WebSocket route (before the catch-all HTTP route). */
   register(app: TemplatedApp): void {
+    this.app = app;
     const heartbeat = this.deps.config.streamHeartbeat;
     const behavior = {
       // uWS pings a socket idle for about this long and closes it if the next period passes in silence;
@@ -492,6 +560,54 @@ class WholeCommit {
   }
 }
 
+/**
+ * The live subscribers of one filter (one playbook or every playbook, one type
+ * mask), who are sent the same bytes. Each commit's part for the filter is
+ * appended once; on the next flush round the SSE text is encoded once into one
+ * Buffer that is written to every SSE member, and each WebSocket message is
+ * published once on the channel's uWS topic, which uWS fans out in C++. No
+ * work per member but the write itself (and the bound check).
+ */
+class Channel implements Flushable {
+  scheduled = false;
+  readonly topic: string;
+  private readonly sse = new Set<Subscriber>();
+  private readonly ws = new Set<Subscriber>();
+  private sseText: string[] = [];
+  private wsMessages: string[] = [];
+  constructor(private readonly app: TemplatedApp | null, readonly playbook: number | null, readonly types: number) {
+    this.topic = 'stream/' + (playbook ?? '*') + '/' + types;
+  }
+  get empty(): boolean { return this.sse.size === 0 && this.ws.size === 0; }
+  members(): Subscriber[] { return [...this.sse, ...this.ws]; }
+  add(sub: Subscriber): void { (sub.sse ? this.sse : this.ws).add(sub); }
+  remove(sub: Subscriber): void { (sub.sse ? this.sse : this.ws).delete(sub); }
+  append(part: Part): void {
+    if (!part.list.length) return;
+    if (this.sse.size) this.sseText.push(part.sse);
+    if (this.ws.size) for (const o of part.list) this.wsMessages.push(o.json);
+    schedule(this);
+  }
+  heartbeat(): void {
+    // WebSocket members are pinged by uWS
+    if (this.sse.size) { this.sseText.push(': keep-alive\n\n'); schedule(this); }
+  }
+  flush(): void {
+    if (this.sseText.length) {
+      const buf = Buffer.from(this.sseText.length === 1 ? this.sseText[0]! : this.sseText.join(''));
+      this.sseText = [];
+      for (const sub of this.sse) (sub.sink as SseSink).writeShared(buf);
+    }
+    if (this.wsMessages.length) {
+      const messages = this.wsMessages;
+      this.wsMessages = [];
+      // uWS skips a socket over its own limit silently: members past ours are cut off first
+      for (const sub of this.ws) (sub.sink as WsSink).checkBound();
+      if (this.app !== null && this.ws.size) for (const m of messages) this.app.publish(this.topic, m, false);
+    }
+  }
+}
+
 // Sinks queue what they are given; queues are written at most once per
 // FLUSH_INTERVAL_MS (at once when the last round is older than that). A write is
 // a syscall per client: under a steady ingest the commits of one interval reach
@@ -553,6 +669,17 @@ class WsSink implements Sink, Flushable {
     this.ws.end(code, code === CLOSE_POLICY ? 'too slow: resume with since' : code === CLOSE_GOING_AWAY ? 'server shutting down' : 'server error');
   }
   heartbeat(): void { /* uWS pings (sendPingsAutomatically) */ }
+  join(topic: string): boolean {
+    this.flush();
+    if (this.gone) return false;
+    this.ws.subscribe(topic);
+    return true;
+  }
+  leave(topic: string): void { if (!this.gone) this.ws.unsubscribe(topic); }
+  /** A channel member: cut off past the bound (before a publish, which uWS would skip it for). */
+  checkBound(): void {
+    if (!this.gone && this.ws.getBufferedAmount() > this.max) this.end(CLOSE_POLICY);
+  }
 }
 
 class SseSink implements Sink, Flushable {
@@ -612,4 +739,17 @@ class SseSink implements Sink, Flushable {
     this.onEnd?.();
   }
   heartbeat(): void { this.write(': keep-alive\n\n'); }
+  join(): boolean {
+    this.flush();
+    return !this.ended && !this.ex.aborted;
+  }
+  leave(): void {}
+  /** A channel member: the channel's bytes of one flush round, the same Buffer for every member. */
+  writeShared(buf: Buffer): void {
+    if (this.ended || this.ex.aborted) return;
+    if (this.pending > this.max) { this.end(CLOSE_POLICY); return; }
+    let ok = true;
+    this.ex.res.cork(() => { ok = this.ex.res.write(buf); });
+    if (!ok || this.pending > 0) this.pending += buf.length;
+  }
 }
