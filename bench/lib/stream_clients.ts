@@ -17,7 +17,7 @@ export type ClientsRequest = { k: 'collect'; acks: Array<[number, number]> } | {
 /** worker → main */
 export type ClientsReport =
   | { k: 'ready'; n: number }
-  | { k: 'collected'; latencies: Float64Array; missing: number; ended: number; bytes: number };
+  | { k: 'collected'; latencies: Float64Array; first: Float64Array; missing: number; ended: number; bytes: number };
 
 const MARK = /"results":(\d+),"hosts"/g;
 const now = (): number => performance.timeOrigin + performance.now();
@@ -71,18 +71,22 @@ async function main(): Promise<void> {
   port.on('message', (req: ClientsRequest) => {
     if (req.k === 'close') { for (const c of clients) c.close(); port.close(); return; }
     const lat: number[] = [];
+    /** per batch: the earliest subscriber's latency (the rest is the spread of one fan-out round) */
+    const first = new Map<number, number>();
     let missing = 0;
     let bytes = 0;
     for (const c of clients) {
       bytes += c.bytes;
       for (const [k, at] of req.acks) {
         const got = c.arrivals.get(k);
-        if (got === undefined) missing++;
-        else lat.push(got - at);
+        if (got === undefined) { missing++; continue; }
+        lat.push(got - at);
+        const f = first.get(k);
+        if (f === undefined || got - at < f) first.set(k, got - at);
       }
     }
     const report: ClientsReport = {
-      k: 'collected', latencies: Float64Array.from(lat), missing, ended: clients.filter((c) => c.ended).length,
+      k: 'collected', latencies: Float64Array.from(lat), first: Float64Array.from(first.values()), missing, ended: clients.filter((c) => c.ended).length,
       bytes,
     };
     port.postMessage(report);

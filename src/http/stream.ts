@@ -592,11 +592,13 @@ class Channel implements Flushable {
     // WebSocket members are pinged by uWS
     if (this.sse.size) { this.sseText.push(': keep-alive\n\n'); schedule(this); }
   }
-  flush(): void {
+  flush(): number {
+    let writes = 0;
     if (this.sseText.length) {
       const buf = Buffer.from(this.sseText.length === 1 ? this.sseText[0]! : this.sseText.join(''));
       this.sseText = [];
       for (const sub of this.sse) (sub.sink as SseSink).writeShared(buf);
+      writes += this.sse.size;
     }
     if (this.wsMessages.length) {
       const messages = this.wsMessages;
@@ -604,33 +606,50 @@ class Channel implements Flushable {
       // uWS skips a socket over its own limit silently: members past ours are cut off first
       for (const sub of this.ws) (sub.sink as WsSink).checkBound();
       if (this.app !== null && this.ws.size) for (const m of messages) this.app.publish(this.topic, m, false);
+      writes += this.ws.size;
     }
+    return writes;
   }
 }
 
-// Sinks queue what they are given; queues are written at most once per
-// FLUSH_INTERVAL_MS (at once when the last round is older than that). A write is
-// a syscall per client: under a steady ingest the commits of one interval reach
-// each client in one write, so the cost of many subscribers follows the number
-// of clients, not clients × commits. An idle stream's next change leaves at once.
+// Sinks and channels queue what they are given; queues are written in rounds,
+// at most one per FLUSH_INTERVAL_MS (at once when the last round is older than
+// that). A write is a syscall per client: under a steady ingest the commits of
+// one interval reach each client in one write, so the cost of many subscribers
+// follows the number of clients, not clients × commits. An idle stream's next
+// change leaves at once. A round of many writes is itself costly (on loopback
+// ~10 µs of kernel time each), so rounds are spaced further apart the more
+// clients they wrote to, WRITE_SPACING_MS per write, up to MAX_INTERVAL_MS:
+// coalescing grows with the audience and the fan-out's share of the front's
+// thread stays bounded. (By count, not by the round's wall time, which a busy
+// machine inflates.)
 const FLUSH_INTERVAL_MS = 20;
-interface Flushable { flush(): void; scheduled: boolean }
+const MAX_INTERVAL_MS = 30;
+const WRITE_SPACING_MS = 0.03;
+interface Flushable {
+  /** the writes it made */
+  flush(): number;
+  scheduled: boolean;
+}
 let toFlush: Flushable[] = [];
-let lastFlush = 0;
+/** when the next round may start */
+let nextRound = 0;
 function schedule(sink: Flushable): void {
   if (sink.scheduled) return;
   sink.scheduled = true;
   if (toFlush.length === 0) {
-    const wait = lastFlush + FLUSH_INTERVAL_MS - performance.now();
+    const wait = nextRound - performance.now();
     if (wait <= 0) setImmediate(flushAll); else setTimeout(flushAll, wait);
   }
   toFlush.push(sink);
 }
 function flushAll(): void {
-  lastFlush = performance.now();
+  const start = performance.now();
   const sinks = toFlush;
   toFlush = [];
-  for (const sink of sinks) { sink.scheduled = false; sink.flush(); }
+  let writes = 0;
+  for (const sink of sinks) { sink.scheduled = false; writes += sink.flush(); }
+  nextRound = start + Math.min(MAX_INTERVAL_MS, Math.max(FLUSH_INTERVAL_MS, writes * WRITE_SPACING_MS));
 }
 
 class WsSink implements Sink, Flushable {
@@ -649,17 +668,17 @@ class WsSink implements Sink, Flushable {
     schedule(this);
     return true;
   }
-  flush(): void {
-    if (this.gone || !this.queued.length) return;
+  flush(): number {
+    if (this.gone || !this.queued.length) return 0;
     const queued = this.queued;
     this.queued = []; this.queuedBytes = 0;
     let dropped = false;
     this.ws.cork(() => {
       for (const text of queued) if (this.ws.send(text, false) === 2) { dropped = true; break; }
     });
-    if (this.gone) return;
     // uWS refused a message (its own limit, above ours): the client would miss it, so it goes
-    if (dropped) this.end(CLOSE_POLICY);
+    if (dropped && !this.gone) this.end(CLOSE_POLICY);
+    return 1;
   }
   end(code: number): void {
     if (this.gone) return;
@@ -712,13 +731,14 @@ class SseSink implements Sink, Flushable {
     schedule(this);
     return true;
   }
-  flush(): void {
-    if (this.ended || this.ex.aborted || this.queued === '') return;
+  flush(): number {
+    if (this.ended || this.ex.aborted || this.queued === '') return 0;
     const text = this.queued;
     this.queued = '';
     let ok = true;
     this.ex.res.cork(() => { ok = this.ex.res.write(text); });
     if (!ok || this.pending > 0) this.pending += text.length;
+    return 1;
   }
   send(messages: readonly Outgoing[] | null, text: string | null): boolean {
     if (text !== null && messages === null) return this.write(text);
