@@ -45,7 +45,7 @@ export async function startServer(config: Config): Promise<Server> {
       mapSize: config.mapSize,
       queueLimit: config.shardQueue, queueDelayMs: config.shardQueueDelay, ids: front.ids.buffer,
       ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,
-      streamRetention: config.streamRetention,
+      streamRetention: config.streamRetention, streamOrder: front.stream.order.buffer,
     });
     front.recover(pool, ready);
     const totals = ready.reduce((a, r) => ({

@@ -26,6 +26,7 @@ import { Errors } from '../api/errors.js';
 import { RESOURCE_TYPES, TYPE_CODE } from '../api/resources.js';
 import { OP_NAMES, STREAM_TYPES, type StreamChange } from '../shard/changes.js';
 import type { ShardPool } from '../shard/pool.js';
+import { CommitOrder } from '../shard/commit_order.js';
 import type { ReadyMessage, Reply } from '../shard/protocol.js';
 import type { Authenticator, Denial } from './auth.js';
 import { HTTP } from '../metrics.js';
@@ -41,6 +42,11 @@ const TYPE_NAMES: readonly string[] = (() => {
 })();
 /** changes per replay page (one shard message) */
 const REPLAY_PAGE = 1000;
+/**
+ * A shard that took a stamp and neither sent its commit nor its failure this long
+ * (its worker died): the commits behind it go on without it.
+ */
+const ORDER_STALL_MS = 2000;
 const CLOSE_POLICY = 1008;
 const CLOSE_GOING_AWAY = 1001;
 const CLOSE_ERROR = 1011;
@@ -153,6 +159,8 @@ class Subscriber {
   reset = false;
   /** set once the subscriber is live with nothing of its own queued: it shares its filter's channel */
   channel: Channel | null = null;
+  /** while resuming: the shards' logs, merged in commit order */
+  replay: Replay | null = null;
   constructor(readonly sink: Sink, readonly params: StreamParams, readonly hello: number[], readonly sse: boolean) {
     this.pos = params.since ? params.since.slice() : hello.slice();
   }
@@ -163,6 +171,17 @@ class Subscriber {
 }
 
 interface WsData { params: StreamParams; sub: Subscriber | null }
+
+/** One shard's part of a replay: its last page and where the merge stands in it. */
+interface ShardReplay { page: StreamChange[]; next: number; more: boolean; pending: boolean; last: number }
+/**
+ * A resume (`since`): every shard's log after the cursor, merged by commit
+ * stamp up to `frontier` (the last commit the front had sent when the client
+ * came back); what is later reaches the subscriber live, held until the merge
+ * is done. The merge sees the commits in the order the front sent them, so its
+ * running vector of positions is the cursor each message had live.
+ */
+interface Replay { frontier: number; shards: ShardReplay[] }
 
 export interface StreamDeps {
   config: Config;
@@ -185,6 +204,15 @@ export class Stream {
   private readonly allChannels = new Map<number, Channel>();
   private readonly playbookChannels = new Map<number, Map<number, Channel>>();
   private app: TemplatedApp | null = null;
+  /** the order of all shards' commits (shared with the shard workers) */
+  readonly order: CommitOrder;
+  /** per shard: stamped commits received and not yet sent on, oldest first */
+  private inbox: Array<Array<{ stamp: number; changes: StreamChange[] }>> = [];
+  /** per shard: the highest stamp received */
+  private received: number[] = [];
+  /** the stamp of the last commit sent on */
+  private frontier = 0;
+  private stalled: NodeJS.Timeout | null = null;
   private readonly maxBuffer: number;
   private heartbeat: NodeJS.Timeout | null = null;
   private count = 0;
@@ -192,6 +220,7 @@ export class Stream {
 
   constructor(private readonly deps: StreamDeps) {
     this.maxBuffer = deps.config.streamMaxBuffer;
+    this.order = CommitOrder.create(deps.config.shards);
     countCutOff = () => deps.cutOff?.inc();
   }
 
@@ -204,7 +233,10 @@ export class Stream {
     this.pool = pool;
     this.positions = new Array<number>(pool.size).fill(0);
     for (const msg of ready) this.positions[msg.shard] = msg.stream[0];
-    pool.onChanges = (shard, changes) => this.changes(shard, changes);
+    this.inbox = Array.from({ length: pool.size }, () => []);
+    this.received = new Array<number>(pool.size).fill(0);
+    this.frontier = this.order.current();
+    pool.onChanges = (shard, changes, stamp) => this.incoming(shard, changes, stamp);
     const ms = this.deps.config.streamHeartbeat * 1000;
     this.heartbeat = setInterval(() => this.beat(), ms);
     this.heartbeat.unref();
@@ -226,6 +258,51 @@ export class Stream {
   }
 
   // ---- fan-out ------------------------------------------------------------------
+
+  /** A shard's commit (or a failed commit's stamp, with no changes). */
+  private incoming(shard: number, changes: StreamChange[], stamp: number): void {
+    if (!stamp) { this.changes(shard, changes); return; }
+    if (stamp > this.received[shard]!) this.received[shard] = stamp;
+    if (changes.length) this.inbox[shard]!.push({ stamp, changes });
+    this.pump(false);
+  }
+
+  /**
+   * Send on the received commits in stamp order: the oldest one goes once no
+   * other shard can still send an older one (src/shard/commit_order.ts). A wait
+   * lasts about one commit of another shard.
+   */
+  private pump(force: boolean): void {
+    const inbox = this.inbox;
+    for (;;) {
+      let best = -1;
+      let stamp = Infinity;
+      for (let t = 0; t < inbox.length; t++) {
+        const q = inbox[t]!;
+        if (q.length && q[0]!.stamp < stamp) { stamp = q[0]!.stamp; best = t; }
+      }
+      if (best < 0) break;
+      if (!force) {
+        let blocked = false;
+        for (let t = 0; t < inbox.length && !blocked; t++) {
+          if (t !== best && !inbox[t]!.length && this.order.bound(t, this.received[t]!) < stamp) blocked = true;
+        }
+        if (blocked) {
+          this.stalled ??= setTimeout(() => {
+            this.stalled = null;
+            log.warn('live stream: a shard holds back the commit order; going on without it', { stamp });
+            this.pump(true);
+          }, ORDER_STALL_MS);
+          return;
+        }
+      }
+      force = false;
+      const commit = inbox[best]!.shift()!;
+      if (stamp > this.frontier) this.frontier = stamp;
+      this.changes(best, commit.changes);
+    }
+    if (this.stalled !== null) { clearTimeout(this.stalled); this.stalled = null; }
+  }
 
   /** The changes of one durable commit of `shard`. */
   changes(shard: number, changes: readonly StreamChange[]): void {
@@ -379,23 +456,30 @@ export class Stream {
       set.add(sub);
     }
     if (params.since) {
-      const shards = params.playbook === null ? [...this.positions.keys()] : [this.pool!.shardOf(params.playbook)];
-      sub.replaying = shards.length;
-      for (const shard of shards) this.requestPage(sub, shard, sub.pos[shard]!);
+      // every shard, also for one playbook's stream: the cursors need every shard's position
+      sub.replay = {
+        frontier: this.frontier,
+        shards: this.positions.map((_, t) => ({ page: [], next: 0, more: true, pending: true, last: sub.pos[t]! })),
+      };
+      sub.replaying = 1;
+      for (let t = 0; t < this.positions.length; t++) this.requestPage(sub, t, sub.pos[t]!);
     } else this.join(sub);
     return sub;
   }
 
   private requestPage(sub: Subscriber, shard: number, from: number): void {
-    this.pool!.send(shard, { k: 'replay', rid: 0, from, playbook: sub.params.playbook, limit: REPLAY_PAGE }, this.onReplay, { sub, shard });
+    this.pool!.send(shard, { k: 'replay', rid: 0, from, playbook: null, limit: REPLAY_PAGE }, this.onReplay, { sub, shard });
   }
 
   private replayed(r: Reply, sub: Subscriber, shard: number): void {
-    if (sub.closed || sub.reset) return;
+    if (sub.closed || sub.reset || sub.replay === null) return;
     if (r.k !== 'replay') { sub.sink.end(CLOSE_ERROR); this.drop(sub); return; }
-    if (r.reset) {
+    const st = sub.replay.shards[shard]!;
+    st.pending = false;
+    if (r.reset && (sub.params.playbook === null || shard === this.pool!.shardOf(sub.params.playbook))) {
       // the cursor is older than what is kept: the client re-reads; live changes continue from hello
       sub.reset = true;
+      sub.replay = null;
       sub.pos = sub.hello.slice();
       const cursor = encodeCursor(sub.hello);
       const json = '{"op":"reset"}';
@@ -404,18 +488,50 @@ export class Stream {
       this.release(sub);
       return;
     }
+    if (r.reset) {
+      // another shard's history is gone: one playbook's stream needs none of it, only a position
+      st.page = []; st.next = 0; st.more = false;
+      if (r.last > sub.pos[shard]!) sub.pos[shard] = r.last;
+    } else {
+      st.page = r.changes; st.next = 0; st.more = r.more; st.last = r.last;
+    }
+    this.merge(sub);
+  }
+
+  /** Send what the replay pages allow, in commit order; ask for the next page where one runs out. */
+  private merge(sub: Subscriber): void {
+    const replay = sub.replay!;
     const messages: Outgoing[] = [];
-    for (const c of r.changes) {
-      if (c[0] <= sub.pos[shard]!) continue;
-      sub.pos[shard] = c[0];
+    let waiting = false;
+    for (;;) {
+      let best = -1;
+      let stamp = Infinity;
+      for (let t = 0; t < replay.shards.length; t++) {
+        const st = replay.shards[t]!;
+        if (st.next >= st.page.length) {
+          if (st.more) {
+            waiting = true;
+            if (!st.pending) { st.pending = true; this.requestPage(sub, t, st.last); }
+          }
+          continue;
+        }
+        const s = st.page[st.next]![6] ?? 0;
+        if (s < stamp) { stamp = s; best = t; }
+      }
+      // the rest is newer than what the front had sent when the client came back: it comes live
+      if (waiting || best < 0 || stamp > replay.frontier) break;
+      const c = replay.shards[best]!.page[replay.shards[best]!.next++]!;
+      if (c[0] <= sub.pos[best]!) continue;
+      sub.pos[best] = c[0];
       if (!sub.wants(c[2], c[4])) continue;
       const cursor = encodeCursor(sub.pos);
-      messages.push(new Outgoing(shard, c[0], c[2], c[4], cursor, changeJson(cursor, c[1], c[2], c[3], c[4], c[5])));
+      messages.push(new Outgoing(best, c[0], c[2], c[4], cursor, changeJson(cursor, c[1], c[2], c[3], c[4], c[5])));
     }
-    if (r.last > sub.pos[shard]!) sub.pos[shard] = r.last;
     if (messages.length && !sub.sink.send(messages, null)) { this.drop(sub); return; }
-    if (r.more) { this.requestPage(sub, shard, sub.pos[shard]!); return; }
-    if (--sub.replaying === 0) this.release(sub);
+    if (waiting) return;
+    sub.replay = null;
+    sub.replaying = 0;
+    this.release(sub);
   }
 
   /** Replays are done: send the live changes held meanwhile (those not replayed). */

@@ -18,8 +18,11 @@ export const OP_UPDATE = 1;
 export const OP_DELETE = 2;
 export const OP_NAMES = ['create', 'update', 'delete'] as const;
 
-/** One change: [seq, op, type code, id, playbook id, list row JSON | null on delete]. */
-export type StreamChange = [number, number, number, number, number, string | null];
+/**
+ * One change: [seq, op, type code, id, playbook id, list row JSON | null on delete,
+ * stamp of its commit in the order of all shards' commits (src/shard/commit_order.ts; absent in logs written before it)].
+ */
+export type StreamChange = [number, number, number, number, number, string | null, number?];
 
 interface Direct { t: EventType; id: number; p: number; op: number }
 interface Derived { t: EventType; id: number; p: number; before: string }

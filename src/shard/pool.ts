@@ -44,7 +44,7 @@ export class ShardPool {
   /** set by the front: a restarted shard is ready (its ids, recovery stats) */
   onRestart: ((ready: ReadyMessage) => void) | null = null;
   /** set by the front: a shard's committed changes (live stream), in commit order per shard */
-  onChanges: ((shard: number, changes: StreamChange[]) => void) | null = null;
+  onChanges: ((shard: number, changes: StreamChange[], stamp: number) => void) | null = null;
 
   /** requests in flight per shard before send() answers 503 (src/limits.ts shardQueue) */
   private readonly queueLimit: number;
@@ -91,7 +91,7 @@ export class ShardPool {
         const msg = decode<ShardToFront>(bytes);
         if (msg.k === 'ready') { started = true; resolve(msg); return; }
         if (msg.k === 'failed') { reject(new Error(`shard ${shard}: ${msg.error}`)); return; }
-        if (msg.k === 'changes') { this.onChanges?.(shard, msg.changes); return; }
+        if (msg.k === 'changes') { this.onChanges?.(shard, msg.changes, msg.stamp); return; }
         this.onReply(msg);
       });
       worker.on('error', (err) => {

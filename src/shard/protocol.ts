@@ -171,7 +171,11 @@ export interface ReadyMessage {
  * Shard-initiated (no rid): the changes of one commit, sent once the commit is
  * durable, in commit order (src/shard/changes.ts).
  */
-export interface ChangesMessage { k: 'changes'; changes: StreamChange[] }
+export interface ChangesMessage {
+  k: 'changes'; changes: StreamChange[];
+  /** the commit's stamp in the order of all shards' commits (0: not stamped); a failed commit's comes with no changes */
+  stamp: number;
+}
 
 /** A page of a shard's change log (answer to `replay`); it leaves behind every commit staged before it. */
 export interface ReplayReply {
@@ -211,6 +215,8 @@ export interface ShardInit {
   mapSize?: number | null;
   /** live stream: changes kept per shard for `since` (LOGBOOK_STREAM_RETENTION) */
   streamRetention?: number;
+  /** live stream: the commit order shared by all shards (src/shard/commit_order.ts) */
+  streamOrder?: SharedArrayBuffer;
   /** LOGBOOK_LOG_LEVEL, for the worker's own log lines */
   logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 }

@@ -21,6 +21,7 @@ import { IdAllocator } from './ids.js';
 import type { BodyNormalizer } from '../api/validate.js';
 import { Maintenance } from './maintenance.js';
 import { ChangeCollector, ChangeLog, type ChangeStore } from './changes.js';
+import type { CommitOrder } from './commit_order.js';
 import { errText, log } from '../log.js';
 import { getHeapStatistics } from 'node:v8';
 
@@ -40,6 +41,8 @@ export interface ShardOptions {
   normalizer?: BodyNormalizer;
   /** live stream: changes kept for `since` (default 50,000) */
   streamRetention?: number;
+  /** live stream: the commit order shared by all shards (absent: commits are not stamped) */
+  order?: { shard: number; order: CommitOrder };
 }
 
 /** Changes of one command (or one ingest batch) on their way to one journal entry. */
@@ -80,6 +83,7 @@ export class Shard {
   private readonly normalizer: BodyNormalizer | null;
   /** the live stream's numbered changes (SPEC §14) */
   readonly changes: ChangeLog;
+  private readonly order: { shard: number; order: CommitOrder } | null;
 
   constructor(options: ShardOptions) {
     this.compat = options.compat;
@@ -93,6 +97,7 @@ export class Shard {
     this.normalizer = options.normalizer ?? null;
     const changeStore = 'appendChanges' in this.store ? this.store as unknown as ChangeStore : null;
     this.changes = new ChangeLog(changeStore, options.streamRetention ?? 50_000);
+    this.order = options.order ?? null;
   }
 
   /** Replace the state (recovery); the label replica is kept. */
@@ -224,12 +229,21 @@ export class Shard {
     if (staged.changes.empty) return;
     const changes = staged.changes.finish(this.state, this.serializer, this.changes.seq);
     if (!changes.length) return;
+    // the commit's place in the order of all shards' commits (src/shard/commit_order.ts), logged with it
+    const stamp = this.order === null ? 0 : this.order.order.take(this.order.shard);
+    if (stamp) for (const c of changes) c[6] = stamp;
     this.changes.append(changes);
     const last = changes[changes.length - 1]![0];
     if (durable === null) this.changes.durableUpTo(last);
     else durable.then(() => this.changes.durableUpTo(last), () => {});
-    const now = this.deliver({ k: 'changes', changes }, durable);
-    if (now) this.onReply(now);
+    const now = this.deliver({ k: 'changes', changes, stamp }, durable);
+    if (now) this.sendChanges(now);
+  }
+
+  /** A commit's changes leave (a failed commit's leave empty): the commit order learns its stamp was sent. */
+  private sendChanges(reply: ShardToFront): void {
+    this.onReply(reply);
+    if (reply.k === 'changes' && reply.stamp && this.order !== null) this.order.order.sent(this.order.shard, reply.stamp);
   }
 
   // ---- operations: retention/expiry batches and stats (src/retention.ts, src/metrics.ts) ----
@@ -292,9 +306,12 @@ export class Shard {
     while (this.waitingHead < q.length && q[this.waitingHead]!.outcome !== 'pending') {
       const entry = q[this.waitingHead]!;
       q[this.waitingHead++] = undefined as unknown as Waiting;
-      if (entry.outcome === 'durable') for (const reply of entry.replies) this.onReply(reply);
-      // a failed commit's changes were never durable: never streamed (the rebuild renumbers from disk)
-      else for (const reply of entry.replies) if (reply.k !== 'changes') this.onReply(notStored(reply, entry.why));
+      if (entry.outcome === 'durable') for (const reply of entry.replies) this.sendChanges(reply);
+      // a failed commit's changes were never durable: never streamed (the rebuild renumbers from disk);
+      // its stamp is sent with no changes, so the front stops waiting for it
+      else for (const reply of entry.replies) {
+        this.sendChanges(reply.k === 'changes' ? { k: 'changes', changes: [], stamp: reply.stamp } : notStored(reply, entry.why));
+      }
     }
     if (this.waitingHead === q.length) { this.waiting = []; this.waitingHead = 0; }
     else if (this.waitingHead > 1024 && this.waitingHead * 2 > q.length) { this.waiting = q.slice(this.waitingHead); this.waitingHead = 0; }

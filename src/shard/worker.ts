@@ -9,6 +9,8 @@ import { MemoryStore } from '../store/memory_store.js';
 import { isStorageNoise, openShardStore } from '../store/open.js';
 import type { DurableShardStore, ShardStore } from '../store/types.js';
 import { Shard } from './shard.js';
+import { CommitOrder } from './commit_order.js';
+import type { ChangeStore } from './changes.js';
 import { IdAllocator } from './ids.js';
 import { BodyNormalizer } from '../api/validate.js';
 import { compileWriteValidators } from '../api/schemas.js';
@@ -65,10 +67,12 @@ try {
     ...(testHooks && process.env.LOGBOOK_TEST_STALL_MS ? { stallMs: Number(process.env.LOGBOOK_TEST_STALL_MS) } : {}),
   });
   store = durable ?? new MemoryStore();
+  const order = init.streamOrder ? new CommitOrder(init.streamOrder) : null;
   shard = new Shard({
     compat: init.compat, store, snapshotEvery: init.snapshotEvery, onReply: post,
     ids: new IdAllocator(init.ids),
     streamRetention: init.streamRetention,
+    ...(order ? { order: { shard: init.shard, order } } : {}),
     normalizer: new BodyNormalizer(compileWriteValidators(), { ignoredFacts: init.ignoredFacts, ignoredArguments: init.ignoredArguments }),
     onStorageFailure: (err) => {
       logError('commit failed; rebuilding the shard from disk', err);
@@ -92,6 +96,13 @@ try {
     shard.replaceState(state);
   }
   shard.changes.recover();
+  if (order) {
+    // stamps continue above the highest this shard logged (no commit is staged before every shard is ready)
+    const last = shard.changes.seq;
+    const changeLog = durable && 'readChanges' in durable ? durable as unknown as ChangeStore : null;
+    const logged = last > 0 && changeLog ? changeLog.readChanges(last - 1, last, 1)[0]?.[6] : undefined;
+    order.recovered(init.shard, logged ?? 0);
+  }
   const state = shard.state;
   const ids: number[][] = [];
   for (const type of ['label', 'playbook', 'play', 'task', 'host', 'result', 'file', 'record'] as const) {
