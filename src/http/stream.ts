@@ -3,19 +3,26 @@
 // commits are durable (src/shard/changes.ts).
 //
 // Cursors. Each shard numbers its changes; a cursor is the vector of per-shard
-// positions (base64url, opaque to clients). The front keeps the vector of the
-// last change it received from every shard: a live change's cursor is that
-// vector once the change is counted, built once and shared by every subscriber.
+// positions (base64url, opaque to clients). Commits reach the front from every
+// shard and are sent on in one order, that of the stamps they took from a
+// counter all shards share (src/shard/commit_order.ts; logged with the
+// changes). A live change's cursor is the vector once the change is counted,
+// built once and shared by every subscriber.
 //
 // Resuming (`since`, SSE Last-Event-ID). The subscriber is registered at once
-// (live changes are held for it), then every shard that matters is asked for
-// its changes after the cursor's position, page by page. A replay page leaves
-// its shard behind every commit staged before it, so together with the held
-// live changes it covers everything after the cursor; duplicates are dropped by
-// comparing seqs per shard. Replayed messages carry the subscriber's running
-// vector as cursor (a valid resume point; its own shard's position is the one
-// the change had live). Held changes are sent, in arrival order, once every
-// replay is done.
+// (live changes are held for it), then every shard is asked for its changes
+// after the cursor's position, page by page, and the pages are merged by stamp
+// up to the last commit the front had sent (newer ones come live, held). The
+// merge walks the commits in the order they were sent live, so its running
+// vector is, message for message, the cursor each had live. Held changes are
+// sent, in arrival order, once the merge is done; duplicates are dropped by
+// comparing seqs per shard.
+//
+// Fan-out. A live subscriber with nothing of its own queued joins its filter's
+// channel (playbook or all, type mask): each commit's part for the filter is
+// built once, its SSE text is encoded once per write round into one Buffer
+// written to every member, and its WebSocket messages are published once on a
+// uWS topic, which uWS fans out in C++.
 //
 // Memory. A subscriber whose socket cannot take what is sent (uWS buffers it)
 // or whose held changes grow past LOGBOOK_STREAM_MAX_BUFFER bytes is cut off:
@@ -421,7 +428,7 @@ export class Stream {
     let ch = channels.get(types);
     if (ch === undefined) channels.set(types, ch = new Channel(this.app, playbook, types));
     // what the channel holds from before this subscriber's position is not for it
-    ch.flush();
+    ch.finish();
     if (!sub.sink.join(ch.topic)) return; // cut off
     this.unlist(sub);
     sub.channel = ch;
@@ -567,7 +574,7 @@ export class Stream {
     if (this.heartbeat) clearInterval(this.heartbeat);
     const subs = [...this.everyPlaybook];
     for (const set of this.byPlaybook.values()) subs.push(...set);
-    for (const ch of this.channels()) { ch.flush(); subs.push(...ch.members()); }
+    for (const ch of this.channels()) { ch.finish(); subs.push(...ch.members()); }
     for (const sub of subs) { sub.sink.end(CLOSE_GOING_AWAY); this.drop(sub); }
   }
 
@@ -691,6 +698,8 @@ class Channel implements Flushable {
   private readonly ws = new Set<Subscriber>();
   private sseText: string[] = [];
   private wsMessages: string[] = [];
+  /** an SSE round being written, a slice at a time */
+  private round: { buf: Buffer; members: Subscriber[]; next: number } | null = null;
   constructor(private readonly app: TemplatedApp | null, readonly playbook: number | null, readonly types: number) {
     this.topic = 'stream/' + (playbook ?? '*') + '/' + types;
   }
@@ -702,20 +711,15 @@ class Channel implements Flushable {
     if (!part.list.length) return;
     if (this.sse.size) this.sseText.push(part.sse);
     if (this.ws.size) for (const o of part.list) this.wsMessages.push(o.json);
-    schedule(this);
+    if (this.round === null) schedule(this);
   }
   heartbeat(): void {
     // WebSocket members are pinged by uWS
-    if (this.sse.size) { this.sseText.push(': keep-alive\n\n'); schedule(this); }
+    if (this.sse.size) { this.sseText.push(': keep-alive\n\n'); if (this.round === null) schedule(this); }
   }
+  /** Start a round: publish the WebSocket messages, start writing the SSE text. */
   flush(): number {
     let writes = 0;
-    if (this.sseText.length) {
-      const buf = Buffer.from(this.sseText.length === 1 ? this.sseText[0]! : this.sseText.join(''));
-      this.sseText = [];
-      for (const sub of this.sse) (sub.sink as SseSink).writeShared(buf);
-      writes += this.sse.size;
-    }
     if (this.wsMessages.length) {
       const messages = this.wsMessages;
       this.wsMessages = [];
@@ -724,7 +728,43 @@ class Channel implements Flushable {
       if (this.app !== null && this.ws.size) for (const m of messages) this.app.publish(this.topic, m, false);
       writes += this.ws.size;
     }
+    if (this.sseText.length && this.round === null) {
+      const buf = Buffer.from(this.sseText.length === 1 ? this.sseText[0]! : this.sseText.join(''));
+      this.sseText = [];
+      this.round = { buf, members: [...this.sse], next: 0 };
+      writes += this.round.members.length;
+      this.slice();
+    }
     return writes;
+  }
+  /**
+   * Write the round to its next members for up to SLICE_MS, then let the event
+   * loop run (requests, shard replies) before the next slice: a round to 1,000
+   * clients takes ~10 ms of syscalls, which would otherwise hold up the ingest
+   * it is reporting on.
+   */
+  private slice(): void {
+    const round = this.round;
+    if (round === null) return;
+    const t0 = performance.now();
+    const { buf, members } = round;
+    while (round.next < members.length) {
+      const sub = members[round.next++]!;
+      if (!sub.closed) (sub.sink as SseSink).writeShared(buf);
+      if ((round.next & 63) === 0 && performance.now() - t0 > SLICE_MS) { setImmediate(() => this.slice()); return; }
+    }
+    this.round = null;
+    if (this.sseText.length || this.wsMessages.length) schedule(this);
+  }
+  /** Write everything now (before a member joins, at shutdown). */
+  finish(): void {
+    if (this.round !== null) {
+      const { buf, members } = this.round;
+      for (let i = this.round.next; i < members.length; i++) if (!members[i]!.closed) (members[i]!.sink as SseSink).writeShared(buf);
+      this.round = null;
+    }
+    this.flush();
+    if (this.round !== null) this.finish();
   }
 }
 
@@ -741,6 +781,8 @@ class Channel implements Flushable {
 // machine inflates.)
 const FLUSH_INTERVAL_MS = 20;
 const MAX_INTERVAL_MS = 30;
+/** a round of writes yields to the event loop after this long */
+const SLICE_MS = 2;
 const WRITE_SPACING_MS = 0.03;
 interface Flushable {
   /** the writes it made */
