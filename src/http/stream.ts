@@ -780,10 +780,10 @@ class Channel implements Flushable {
 // thread stays bounded. (By count, not by the round's wall time, which a busy
 // machine inflates.)
 const FLUSH_INTERVAL_MS = 20;
-const MAX_INTERVAL_MS = 30;
+const MAX_INTERVAL_MS = 25;
 /** a round of writes yields to the event loop after this long */
-const SLICE_MS = 2;
-const WRITE_SPACING_MS = 0.03;
+const SLICE_MS = 4;
+const WRITE_SPACING_MS = 0.025;
 interface Flushable {
   /** the writes it made */
   flush(): number;
