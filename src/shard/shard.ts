@@ -240,10 +240,14 @@ export class Shard {
     if (now) this.sendChanges(now);
   }
 
-  /** A commit's changes leave (a failed commit's leave empty): the commit order learns its stamp was sent. */
+  /**
+   * A commit's changes leave (a failed commit's leave empty). The commit order
+   * learns its stamp was sent before the message leaves: a front that then sees
+   * it as sent and not yet received waits for the message, which is on its way.
+   */
   private sendChanges(reply: ShardToFront): void {
-    this.onReply(reply);
     if (reply.k === 'changes' && reply.stamp && this.order !== null) this.order.order.sent(this.order.shard, reply.stamp);
+    this.onReply(reply);
   }
 
   // ---- operations: retention/expiry batches and stats (src/retention.ts, src/metrics.ts) ----
