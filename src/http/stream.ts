@@ -428,7 +428,7 @@ export class Stream {
     let ch = channels.get(types);
     if (ch === undefined) channels.set(types, ch = new Channel(this.app, playbook, types));
     // what the channel holds from before this subscriber's position is not for it
-    ch.finish();
+    ch.flush();
     if (!sub.sink.join(ch.topic)) return; // cut off
     this.unlist(sub);
     sub.channel = ch;
@@ -574,7 +574,7 @@ export class Stream {
     if (this.heartbeat) clearInterval(this.heartbeat);
     const subs = [...this.everyPlaybook];
     for (const set of this.byPlaybook.values()) subs.push(...set);
-    for (const ch of this.channels()) { ch.finish(); subs.push(...ch.members()); }
+    for (const ch of this.channels()) { ch.flush(); subs.push(...ch.members()); }
     for (const sub of subs) { sub.sink.end(CLOSE_GOING_AWAY); this.drop(sub); }
   }
 
@@ -698,8 +698,6 @@ class Channel implements Flushable {
   private readonly ws = new Set<Subscriber>();
   private sseText: string[] = [];
   private wsMessages: string[] = [];
-  /** an SSE round being written, a slice at a time */
-  private round: { buf: Buffer; members: Subscriber[]; next: number } | null = null;
   constructor(private readonly app: TemplatedApp | null, readonly playbook: number | null, readonly types: number) {
     this.topic = 'stream/' + (playbook ?? '*') + '/' + types;
   }
@@ -711,103 +709,55 @@ class Channel implements Flushable {
     if (!part.list.length) return;
     if (this.sse.size) this.sseText.push(part.sse);
     if (this.ws.size) for (const o of part.list) this.wsMessages.push(o.json);
-    if (this.round === null) schedule(this);
+    schedule(this);
   }
   heartbeat(): void {
     // WebSocket members are pinged by uWS
-    if (this.sse.size) { this.sseText.push(': keep-alive\n\n'); if (this.round === null) schedule(this); }
+    if (this.sse.size) { this.sseText.push(': keep-alive\n\n'); schedule(this); }
   }
-  /** Start a round: publish the WebSocket messages, start writing the SSE text. */
-  flush(): number {
-    let writes = 0;
+  /** One round: the SSE text, encoded once, written to every SSE member; each WebSocket message published once. */
+  flush(): void {
+    if (this.sseText.length) {
+      const buf = Buffer.from(this.sseText.length === 1 ? this.sseText[0]! : this.sseText.join(''));
+      this.sseText = [];
+      for (const sub of this.sse) (sub.sink as SseSink).writeShared(buf);
+    }
     if (this.wsMessages.length) {
       const messages = this.wsMessages;
       this.wsMessages = [];
       // uWS skips a socket over its own limit silently: members past ours are cut off first
       for (const sub of this.ws) (sub.sink as WsSink).checkBound();
       if (this.app !== null && this.ws.size) for (const m of messages) this.app.publish(this.topic, m, false);
-      writes += this.ws.size;
     }
-    if (this.sseText.length && this.round === null) {
-      const buf = Buffer.from(this.sseText.length === 1 ? this.sseText[0]! : this.sseText.join(''));
-      this.sseText = [];
-      this.round = { buf, members: [...this.sse], next: 0 };
-      writes += this.round.members.length;
-      this.slice();
-    }
-    return writes;
-  }
-  /**
-   * Write the round to its next members for up to SLICE_MS, then let the event
-   * loop run (requests, shard replies) before the next slice: a round to 1,000
-   * clients takes ~10 ms of syscalls, which would otherwise hold up the ingest
-   * it is reporting on.
-   */
-  private slice(): void {
-    const round = this.round;
-    if (round === null) return;
-    const t0 = performance.now();
-    const { buf, members } = round;
-    while (round.next < members.length) {
-      const sub = members[round.next++]!;
-      if (!sub.closed) (sub.sink as SseSink).writeShared(buf);
-      if ((round.next & 63) === 0 && performance.now() - t0 > SLICE_MS) { setImmediate(() => this.slice()); return; }
-    }
-    this.round = null;
-    if (this.sseText.length || this.wsMessages.length) schedule(this);
-  }
-  /** Write everything now (before a member joins, at shutdown). */
-  finish(): void {
-    if (this.round !== null) {
-      const { buf, members } = this.round;
-      for (let i = this.round.next; i < members.length; i++) if (!members[i]!.closed) (members[i]!.sink as SseSink).writeShared(buf);
-      this.round = null;
-    }
-    this.flush();
-    if (this.round !== null) this.finish();
   }
 }
 
-// Sinks and channels queue what they are given; queues are written in rounds,
-// at most one per FLUSH_INTERVAL_MS (at once when the last round is older than
-// that). A write is a syscall per client: under a steady ingest the commits of
-// one interval reach each client in one write, so the cost of many subscribers
+// Sinks and channels queue what they are given; queues are written at most
+// once per FLUSH_INTERVAL_MS (at once when the last round is older than that).
+// A write is a syscall per client: under a steady ingest the commits of one
+// interval reach each client in one write, so the cost of many subscribers
 // follows the number of clients, not clients × commits. An idle stream's next
-// change leaves at once. A round of many writes is itself costly (on loopback
-// ~10 µs of kernel time each), so rounds are spaced further apart the more
-// clients they wrote to, WRITE_SPACING_MS per write, up to MAX_INTERVAL_MS:
-// coalescing grows with the audience and the fan-out's share of the front's
-// thread stays bounded. (By count, not by the round's wall time, which a busy
-// machine inflates.)
+// change leaves at once. (Tried and dropped: spacing rounds further apart with
+// more clients, and writing a round in slices between other events; on the
+// shared 2-core box both raised delivery latency more than they saved.)
 const FLUSH_INTERVAL_MS = 20;
-const MAX_INTERVAL_MS = 25;
-/** a round of writes yields to the event loop after this long */
-const SLICE_MS = 4;
-const WRITE_SPACING_MS = 0.025;
-interface Flushable {
-  /** the writes it made */
-  flush(): number;
-  scheduled: boolean;
-}
+interface Flushable { flush(): void; scheduled: boolean }
 let toFlush: Flushable[] = [];
-/** when the next round may start */
-let nextRound = 0;
+let lastFlush = 0;
 function schedule(sink: Flushable): void {
   if (sink.scheduled) return;
   sink.scheduled = true;
   if (toFlush.length === 0) {
-    const wait = nextRound - performance.now();
+    const wait = lastFlush + FLUSH_INTERVAL_MS - performance.now();
     if (wait <= 0) setImmediate(flushAll); else setTimeout(flushAll, wait);
   }
   toFlush.push(sink);
 }
 function flushAll(): void {
-  const start = performance.now();
+  lastFlush = performance.now();
   const sinks = toFlush;
   toFlush = [];
-  let writes = 0;
-  for (const sink of sinks) { sink.scheduled = false; writes += sink.flush(); }
-  nextRound = start + Math.min(MAX_INTERVAL_MS, Math.max(FLUSH_INTERVAL_MS, writes * WRITE_SPACING_MS));
+  for (const sink of sinks) { sink.scheduled = false; sink.flush(); }
 }
 
 class WsSink implements Sink, Flushable {
@@ -826,8 +776,8 @@ class WsSink implements Sink, Flushable {
     schedule(this);
     return true;
   }
-  flush(): number {
-    if (this.gone || !this.queued.length) return 0;
+  flush(): void {
+    if (this.gone || !this.queued.length) return;
     const queued = this.queued;
     this.queued = []; this.queuedBytes = 0;
     let dropped = false;
@@ -836,7 +786,6 @@ class WsSink implements Sink, Flushable {
     });
     // uWS refused a message (its own limit, above ours): the client would miss it, so it goes
     if (dropped && !this.gone) this.end(CLOSE_POLICY);
-    return 1;
   }
   end(code: number): void {
     if (this.gone) return;
@@ -889,14 +838,13 @@ class SseSink implements Sink, Flushable {
     schedule(this);
     return true;
   }
-  flush(): number {
-    if (this.ended || this.ex.aborted || this.queued === '') return 0;
+  flush(): void {
+    if (this.ended || this.ex.aborted || this.queued === '') return;
     const text = this.queued;
     this.queued = '';
     let ok = true;
     this.ex.res.cork(() => { ok = this.ex.res.write(text); });
     if (!ok || this.pending > 0) this.pending += text.length;
-    return 1;
   }
   send(messages: readonly Outgoing[] | null, text: string | null): boolean {
     if (text !== null && messages === null) return this.write(text);
