@@ -87,3 +87,33 @@ test('a resumed stream (every playbook, one playbook; SSE and WebSocket; after a
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+test('a write acknowledged before a client subscribes is not sent to it, while other shards commit meanwhile', async (t) => {
+  t.timeout(180_000);
+  const lb = await startLogbook({ env: SERVER_ENV });
+  let busy = true;
+  try {
+    const trees: Tree[] = [];
+    const onShard = (shard: number) => trees.filter((tr) => tr.playbook % SHARDS === shard).length;
+    while (trees.length < 40 && [...Array(SHARDS).keys()].some((shard) => onShard(shard) < 1)) trees.push(await createTree(lb.url));
+    const watched = trees.find((tr) => tr.playbook % SHARDS === 0)!;
+    const others = trees.filter((tr) => tr.playbook % SHARDS !== 0);
+    // the other shards commit all the time, so commits wait for each other in the commit order
+    const load = (async () => { while (busy) await Promise.all(others.map((tr) => createResult(lb.url, tr))); })();
+    for (let i = 0; i < 20; i++) {
+      const r = await createResult(lb.url, watched);
+      const s = await openSse(lb.url, `?playbook=${watched.playbook}&type=result`);
+      try {
+        await s.waitFor(1);
+        const marker = await createResult(lb.url, watched);
+        await s.waitFor((ms) => ms.some((m) => m.data.id === marker.id));
+        t.deepEqual(s.messages.filter(isChange).map((m) => m.data.id), [marker.id], `round ${i}: the result ${r.id} acknowledged before hello is not sent`);
+      } finally { s.close(); }
+    }
+    busy = false;
+    await load;
+  } finally {
+    busy = false;
+    await lb.stop();
+  }
+});

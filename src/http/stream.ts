@@ -34,7 +34,7 @@ import { RESOURCE_TYPES, TYPE_CODE } from '../api/resources.js';
 import { OP_NAMES, STREAM_TYPES, type StreamChange } from '../shard/changes.js';
 import type { ShardPool } from '../shard/pool.js';
 import { CommitOrder } from '../shard/commit_order.js';
-import type { ReadyMessage, Reply } from '../shard/protocol.js';
+import type { ReadyMessage, Reply, ShardToFront } from '../shard/protocol.js';
 import type { Authenticator, Denial } from './auth.js';
 import { HTTP } from '../metrics.js';
 import { log } from '../log.js';
@@ -219,6 +219,11 @@ export class Stream {
   private received: number[] = [];
   /** the stamp of the last commit sent on */
   private frontier = 0;
+  /** per shard: commits received into the inbox, and sent on, so far */
+  private receivedCommits: number[] = [];
+  private sentCommits: number[] = [];
+  /** per shard: replies held until the commits received before them are sent on (with that count) */
+  private heldReplies: Array<Array<{ reply: ShardToFront; after: number }>> = [];
   private stalled: NodeJS.Timeout | null = null;
   private readonly maxBuffer: number;
   private heartbeat: NodeJS.Timeout | null = null;
@@ -243,7 +248,12 @@ export class Stream {
     this.inbox = Array.from({ length: pool.size }, () => []);
     this.received = new Array<number>(pool.size).fill(0);
     this.frontier = this.order.current();
+    this.receivedCommits = new Array<number>(pool.size).fill(0);
+    this.sentCommits = new Array<number>(pool.size).fill(0);
+    this.heldReplies = Array.from({ length: pool.size }, () => []);
     pool.onChanges = (shard, changes, stamp) => this.incoming(shard, changes, stamp);
+    pool.holdReply = (shard, reply) => this.holdReply(shard, reply);
+    pool.releaseHeld = (shard) => this.releaseReplies(shard, true);
     const ms = this.deps.config.streamHeartbeat * 1000;
     this.heartbeat = setInterval(() => this.beat(), ms);
     this.heartbeat.unref();
@@ -270,8 +280,30 @@ export class Stream {
   private incoming(shard: number, changes: StreamChange[], stamp: number): void {
     if (!stamp) { this.changes(shard, changes); return; }
     if (stamp > this.received[shard]!) this.received[shard] = stamp;
-    if (changes.length) this.inbox[shard]!.push({ stamp, changes });
+    if (changes.length) { this.inbox[shard]!.push({ stamp, changes }); this.receivedCommits[shard]!++; }
     this.pump(false);
+  }
+
+  /**
+   * A shard's reply arrives while changes it sent before are still waiting for
+   * the commit order: it waits too. A client that has its acknowledgement and
+   * then subscribes must not be sent the write it already has (its hello
+   * cursor is past it).
+   */
+  private holdReply(shard: number, reply: ShardToFront): boolean {
+    const held = this.heldReplies[shard];
+    if (held === undefined || (this.sentCommits[shard] === this.receivedCommits[shard] && held.length === 0)) return false;
+    held.push({ reply, after: this.receivedCommits[shard]! });
+    return true;
+  }
+
+  private releaseReplies(shard: number, all: boolean): void {
+    const held = this.heldReplies[shard];
+    if (!held?.length) return;
+    let n = 0;
+    while (n < held.length && (all || held[n]!.after <= this.sentCommits[shard]!)) n++;
+    if (n === 0) return;
+    for (const { reply } of held.splice(0, n)) this.pool!.releaseReply(reply);
   }
 
   /**
@@ -306,7 +338,9 @@ export class Stream {
       force = false;
       const commit = inbox[best]!.shift()!;
       if (stamp > this.frontier) this.frontier = stamp;
+      this.sentCommits[best]!++;
       this.changes(best, commit.changes);
+      this.releaseReplies(best, false);
     }
     if (this.stalled !== null) { clearTimeout(this.stalled); this.stalled = null; }
   }

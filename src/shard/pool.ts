@@ -45,6 +45,14 @@ export class ShardPool {
   onRestart: ((ready: ReadyMessage) => void) | null = null;
   /** set by the front: a shard's committed changes (live stream), in commit order per shard */
   onChanges: ((shard: number, changes: StreamChange[], stamp: number) => void) | null = null;
+  /**
+   * set by the live stream: true when it keeps this reply until the shard's
+   * earlier changes have gone out on the stream (it hands it back through
+   * releaseReply), so a write is never acknowledged before its changes are counted
+   */
+  holdReply: ((shard: number, reply: ShardToFront) => boolean) | null = null;
+  /** set by the live stream: a worker exited; replies it holds for that shard are handed back now */
+  releaseHeld: ((shard: number) => void) | null = null;
 
   /** requests in flight per shard before send() answers 503 (src/limits.ts shardQueue) */
   private readonly queueLimit: number;
@@ -92,6 +100,7 @@ export class ShardPool {
         if (msg.k === 'ready') { started = true; resolve(msg); return; }
         if (msg.k === 'failed') { reject(new Error(`shard ${shard}: ${msg.error}`)); return; }
         if (msg.k === 'changes') { this.onChanges?.(shard, msg.changes, msg.stamp); return; }
+        if (this.holdReply?.(shard, msg)) return;
         this.onReply(msg);
       });
       worker.on('error', (err) => {
@@ -99,6 +108,7 @@ export class ShardPool {
       });
       worker.on('exit', (code) => {
         if (this.workers[shard] === worker) { this.workers[shard] = null; this.up[shard] = false; }
+        this.releaseHeld?.(shard); // answered by the worker before it died: they stand
         const failed = this.failPending(shard);
         if (!started) { reject(new Error(`shard ${shard} exited during start-up (code ${code})`)); return; }
         if (this.closing) return;
@@ -213,6 +223,9 @@ export class ShardPool {
     // a shard that is down gets the whole label catalogue when it is back
     for (let shard = 0; shard < this.size; shard++) if (this.up[shard]) this.send(shard, message, null);
   }
+
+  /** A reply the live stream held (holdReply), delivered now. */
+  releaseReply(reply: ShardToFront): void { this.onReply(reply); }
 
   private onReply(reply: ShardToFront): void {
     if (reply.k === 'ready' || reply.k === 'failed' || reply.k === 'changes') return;
