@@ -9,7 +9,7 @@ import { parseListQuery, type PageSettings } from '../api/list_query.js';
 import { DISPLAY_NAME, RESOURCE_TYPES, TYPE_TO_PATH, type ResourceType } from '../api/resources.js';
 import { compileWriteValidators } from '../api/schemas.js';
 import { BodyNormalizer } from '../api/validate.js';
-import type { ShardPool } from '../shard/pool.js';
+import type { Shards } from '../shard/shards.js';
 import type { ReadyMessage } from '../shard/protocol.js';
 import type { IdAllocator } from '../shard/ids.js';
 import type { FrontStore } from '../store/front_store.js';
@@ -53,7 +53,7 @@ export class Front {
   private readonly ingest: Ingest;
 
   /** set by recover(): the front answers 503 until the shards have recovered */
-  private pool!: ShardPool;
+  private pool!: Shards;
   // ---- operations ----
   readonly metrics = new Metrics();
   private readonly ops: Ops;
@@ -105,7 +105,7 @@ export class Front {
   }
 
   /** Rebuild the id allocators, the directory and the label replicas after recovery. */
-  recover(pool: ShardPool, ready: ReadyMessage[]): void {
+  recover(pool: Shards, ready: ReadyMessage[]): void {
     this.pool = pool;
     const maxLabel = this.labels.load();
     this.dir.observe(0, maxLabel);

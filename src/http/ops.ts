@@ -10,7 +10,7 @@ import { Errors } from '../api/errors.js';
 import { buildOpenApi } from '../api/openapi.js';
 import { errText, log } from '../log.js';
 import { ROUTE, type Metrics } from '../metrics.js';
-import type { ShardPool } from '../shard/pool.js';
+import type { Shards } from '../shard/shards.js';
 import type { StatsReply, ShardToFront } from '../shard/protocol.js';
 import { reply, replyAs, type Exchange } from './respond.js';
 
@@ -54,7 +54,7 @@ export function opsMetricRoute(route: OpsRoute): number {
 export interface OpsFront {
   ready(): boolean;
   draining(): boolean;
-  pool(): ShardPool | null;
+  pool(): Shards | null;
   labelCount(): number;
 }
 
@@ -115,7 +115,7 @@ export class Ops {
   }
 }
 
-function shardStats(pool: ShardPool): Promise<Array<StatsReply | null>> {
+function shardStats(pool: Shards): Promise<Array<StatsReply | null>> {
   return new Promise((resolve) => {
     const out = new Array<StatsReply | null>(pool.size).fill(null);
     let remaining = pool.size;

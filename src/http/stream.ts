@@ -25,7 +25,7 @@ import type { Config } from '../config.js';
 import { Errors } from '../api/errors.js';
 import { RESOURCE_TYPES, TYPE_CODE } from '../api/resources.js';
 import { OP_NAMES, STREAM_TYPES, type StreamChange } from '../shard/changes.js';
-import type { ShardPool } from '../shard/pool.js';
+import type { Shards } from '../shard/shards.js';
 import type { ReadyMessage, Reply } from '../shard/protocol.js';
 import type { Authenticator, Denial } from './auth.js';
 import { HTTP } from '../metrics.js';
@@ -170,7 +170,7 @@ export interface StreamDeps {
 }
 
 export class Stream {
-  private pool: ShardPool | null = null;
+  private pool: Shards | null = null;
   /** per shard: seq of the last change received */
   private positions: number[] = [];
   private readonly everyPlaybook = new Set<Subscriber>();
@@ -192,7 +192,7 @@ export class Stream {
   }
 
   /** The shards have recovered: their positions are where live changes start. */
-  start(pool: ShardPool, ready: readonly ReadyMessage[]): void {
+  start(pool: Shards, ready: readonly ReadyMessage[]): void {
     this.pool = pool;
     this.positions = new Array<number>(pool.size).fill(0);
     for (const msg of ready) this.positions[msg.shard] = msg.stream[0];

@@ -13,6 +13,7 @@ import { LIMITS } from '../limits.js';
 import { errText, log } from '../log.js';
 import { decode, encode, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
 import type { StreamChange } from './changes.js';
+import type { Shards } from './shards.js';
 
 /** Called with the shard's reply, or an ErrorReply (the shard is gone, overloaded, or failed the request). */
 export type ReplyHandler<C> = (reply: Reply, context: C) => void;
@@ -26,7 +27,7 @@ export type PoolOptions = Omit<ShardInit, 'shard'> & { queueLimit?: number; queu
 const STABLE_MS = 10_000;
 const MAX_BACKOFF_MS = 30_000;
 
-export class ShardPool {
+export class ShardPool implements Shards {
   readonly size: number;
   private readonly workers: Array<Worker | null> = [];
   private readonly pending = new Map<number, Pending>();

@@ -1,0 +1,35 @@
+// What the front needs from the shards, whatever runs them: a ShardPool
+// (src/shard/pool.ts: one worker thread per shard, this process) or, in cluster
+// mode, the partitions of every node (src/cluster/cluster_shards.ts: local
+// workers for the partitions this node owns, NATS request/reply for the rest).
+// A shard index is a partition number in cluster mode.
+import type { FrontToShard, ReadyMessage } from './protocol.js';
+import type { ReplyHandler } from './pool.js';
+import type { StreamChange } from './changes.js';
+
+export interface Shards {
+  /** number of shards (partitions) */
+  readonly size: number;
+  /** the shard that owns a playbook */
+  shardOf(playbookId: number): number;
+  /** send a message; `handler` gets the reply, or an ErrorReply (503 when the shard is down or overloaded) */
+  send<C>(shard: number, message: FrontToShard, handler: ReplyHandler<C> | null, context?: C): void;
+  /** a message without reply to every shard that is up (label replica changes) */
+  broadcast(message: FrontToShard): void;
+  /** requests sent and not yet answered */
+  readonly inFlight: number;
+  isUp(shard: number): boolean;
+  /** shards that are down */
+  down(): number[];
+  /** requests in flight per shard (/metrics) */
+  readonly queued: Int32Array;
+  /** restarts per shard since start-up (/metrics) */
+  readonly restarts: number[];
+  /** set by the front: a shard (re)started and recovered */
+  onRestart: ((ready: ReadyMessage) => void) | null;
+  /** set by the front: a shard's committed changes (live stream) */
+  onChanges: ((shard: number, changes: StreamChange[]) => void) | null;
+  /** test hook: make a shard's worker die */
+  crash(shard: number): boolean;
+  close(): Promise<void>;
+}
