@@ -205,7 +205,14 @@ export class PartitionLog {
     return log;
   }
 
-  private streamConfig(name: string, subjects: string[]): Partial<StreamConfig> & { name: string } {
+  /** A log on streams another PartitionLog.open() already checked (a partition's worker thread). */
+  static async attach(nc: NatsConnection, options: PartitionLogOptions): Promise<PartitionLog> {
+    const deadline = Date.now() + (options.openTimeoutMs ?? 30_000);
+    const jsm = await retrying(deadline, () => jetstreamManager(nc));
+    return new PartitionLog(nc, jsm, options);
+  }
+
+  streamConfig(name: string, subjects: string[]): Partial<StreamConfig> & { name: string } {
     return {
       name,
       subjects,
@@ -221,7 +228,7 @@ export class PartitionLog {
   }
 
   /** creates the stream unless it exists; returns its last sequence */
-  private async ensureStream(name: string, subjects: string[], deadline: number): Promise<number> {
+  async ensureStream(name: string, subjects: string[], deadline: number): Promise<number> {
     return retrying(deadline, async () => {
       try {
         return (await this.jsm.streams.info(name)).state.last_seq;
@@ -428,7 +435,7 @@ export function encodeFence(node: string, epoch: number): Uint8Array {
   return packr.pack({ node, epoch, at: new Date().toISOString() }) as Uint8Array;
 }
 
-async function retrying<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
+export async function retrying<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await fn();

@@ -3,7 +3,7 @@
 // started against stored values) lives here; stateless checks were done by the front.
 import { createHash } from 'node:crypto';
 import { DISPLAY_NAME, TYPE_CODE, WRITE_FIELDS, type ResourceType } from '../api/resources.js';
-import type { IdAllocator } from './ids.js';
+import type { Ids } from './ids.js';
 import { Errors } from '../api/errors.js';
 import type { FieldErrors, WriteCommand } from './protocol.js';
 import type { Aggregate, Event, EventType, ShardState } from './state.js';
@@ -21,7 +21,7 @@ const FK_MAP: Record<string, keyof Aggregate> = {
  * a child's always; a playbook's in cluster mode (single-process, the front
  * allocates playbook ids, since it routes by them).
  */
-export function decide(state: ShardState, cmd: WriteCommand, now: number, ids: IdAllocator): Decision {
+export function decide(state: ShardState, cmd: WriteCommand, now: number, ids: Ids): Decision {
   const { type, op } = cmd;
   if (op !== 'create') {
     const exists = type === 'playbook' ? state.aggregates.has(cmd.id) : state.index(type).has(cmd.id);

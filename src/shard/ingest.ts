@@ -12,7 +12,7 @@ import { normalizeUuid } from '../api/uuid.js';
 import type { BodyNormalizer } from '../api/validate.js';
 import { LIMITS } from '../limits.js';
 import { decide } from './decide.js';
-import type { IdAllocator } from './ids.js';
+import type { Ids } from './ids.js';
 import type { IngestCommand, WriteCommand } from './protocol.js';
 import type { Aggregate, Event, EventType, ShardState } from './state.js';
 
@@ -43,7 +43,7 @@ export class BatchRunner {
   constructor(
     private readonly state: ShardState,
     private readonly normalizer: BodyNormalizer,
-    private readonly ids: IdAllocator,
+    private readonly ids: Ids,
     private readonly stage: Stage,
   ) {}
 

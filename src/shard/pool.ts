@@ -21,7 +21,11 @@ export type ReplyHandler<C> = (reply: Reply, context: C) => void;
 /** `at`: performance.now() when sent, for the queueing delay the admission check uses */
 interface Pending { handler: ReplyHandler<unknown>; context: unknown; shard: number; at: number }
 
-export type PoolOptions = Omit<ShardInit, 'shard'> & { queueLimit?: number; queueDelayMs?: number };
+export type PoolOptions = Omit<ShardInit, 'shard'> & {
+  queueLimit?: number; queueDelayMs?: number;
+  /** restart a worker that exits (default); false: report it through onExit (cluster mode: the partition was lost) */
+  restartOnExit?: boolean;
+};
 
 /** A restart within this long of the previous one counts as a failed attempt (backoff grows). */
 const STABLE_MS = 10_000;
@@ -44,6 +48,8 @@ export class ShardPool implements Shards {
   private readonly timers: Array<NodeJS.Timeout | null>;
   /** set by the front: a restarted shard is ready (its ids, recovery stats) */
   onRestart: ((ready: ReadyMessage) => void) | null = null;
+  /** restartOnExit false: a worker exited (requests it held were answered 503) */
+  onExit: ((shard: number, code: number) => void) | null = null;
   /** set by the front: a shard's committed changes (live stream), in commit order per shard */
   onChanges: ((shard: number, changes: StreamChange[]) => void) | null = null;
 
@@ -78,11 +84,37 @@ export class ShardPool implements Shards {
     return { pool, ready };
   }
 
+  /** A pool whose workers are started one by one with open() (cluster mode: the partitions this node owns). */
+  static idle(options: PoolOptions): ShardPool {
+    return new ShardPool(options);
+  }
+
+  /** Start shard `shard`'s worker with `extra` start-up data; resolves once it has recovered and is up. */
+  async open(shard: number, extra: Partial<ShardInit>): Promise<ReadyMessage> {
+    if (this.workers[shard]) throw new Error(`shard ${shard} is already running`);
+    const ready = await this.spawn(shard, extra);
+    this.up[shard] = true;
+    return ready;
+  }
+
+  /** Stop one worker: it finishes its pending commits first (bounded), then exits. */
+  async release(shard: number): Promise<void> {
+    const worker = this.workers[shard];
+    this.up[shard] = false;
+    if (!worker) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => { void worker.terminate(); }, 10_000);
+      worker.once('exit', () => { clearTimeout(timer); resolve(); });
+      const bytes = encode({ k: 'close' } satisfies FrontToShard);
+      worker.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
+    });
+  }
+
   /** Start one worker; resolves with its ready message, rejects if it fails to start. */
-  private spawn(shard: number): Promise<ReadyMessage> {
+  private spawn(shard: number, extra: Partial<ShardInit> = {}): Promise<ReadyMessage> {
     return new Promise<ReadyMessage>((resolve, reject) => {
-      const { queueLimit: _, queueDelayMs: _d, ...shared } = this.options;
-      const init: ShardInit = { ...shared, shard };
+      const { queueLimit: _, queueDelayMs: _d, restartOnExit: _r, ...shared } = this.options;
+      const init: ShardInit = { ...shared, ...extra, shard };
       const worker = new Worker(new URL('./worker.js', import.meta.url), {
         workerData: init, resourceLimits: { maxYoungGenerationSizeMb: LIMITS.shardYoungGenerationMb },
       });
@@ -103,6 +135,7 @@ export class ShardPool implements Shards {
         const failed = this.failPending(shard);
         if (!started) { reject(new Error(`shard ${shard} exited during start-up (code ${code})`)); return; }
         if (this.closing) return;
+        if (this.options.restartOnExit === false) { this.onExit?.(shard, code); return; }
         log.error('shard worker exited; restarting it', { shard, code, requestsFailed: failed });
         this.restart(shard);
       });

@@ -211,6 +211,8 @@ export interface ShardInit {
   mapSize?: number | null;
   /** live stream: changes kept per shard for `since` (LOGBOOK_STREAM_RETENTION) */
   streamRetention?: number;
+  /** cluster mode: the partition this worker owns (its shard number) and the fence it owns it by */
+  cluster?: import('../cluster/partition_worker.js').PartitionInit;
   /** LOGBOOK_LOG_LEVEL, for the worker's own log lines */
   logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 }

@@ -6,6 +6,7 @@
 import type { FrontToShard, ReadyMessage } from './protocol.js';
 import type { ReplyHandler } from './pool.js';
 import type { StreamChange } from './changes.js';
+import type { ClusterStatus } from '../cluster/cluster_shards.js';
 
 export interface Shards {
   /** number of shards (partitions) */
@@ -32,4 +33,6 @@ export interface Shards {
   /** test hook: make a shard's worker die */
   crash(shard: number): boolean;
   close(): Promise<void>;
+  /** cluster mode: nodes, partitions owned, NATS connection (/healthz, /metrics) */
+  clusterStatus?(): ClusterStatus;
 }

@@ -1,0 +1,79 @@
+// A partition's store in cluster mode: the ShardStore a shard worker writes to
+// when its journal is the partition's JetStream stream (DESIGN.md § "Scale beyond
+// one machine"). A commit is acknowledged once its PubAck came back (a quorum of
+// NATS servers holds it): write() resolves then. Blobs are kept in memory and
+// rebuilt, like the aggregates, by replaying the stream when a node takes the
+// partition: the stream is the only source of truth, so a node's local disk
+// holds nothing that must survive (an empty disk loses nothing).
+//
+// Not built yet (README § Cluster mode): snapshots into local LMDB and standby
+// replicas tailing the stream, so that failover replays a short tail rather
+// than the partition's whole history.
+import { Packr } from 'msgpackr';
+import type { BlobKey } from '../store/blobs.js';
+import type { RecoveryStats, ShardStore } from '../store/types.js';
+import type { Event, ShardState } from '../shard/state.js';
+import type { PartitionLog, PartitionWriter } from './partition_log.js';
+
+/** journal entries must decode on their own, on any node, years later: no shared structures */
+const packr = new Packr({ useRecords: false, moreTypes: false });
+
+/** One journal entry as stored in the stream: the events and blob changes of one commit. */
+type Entry = [events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[]];
+
+export class PartitionStore implements ShardStore {
+  readonly blobs = new Map<BlobKey, string>();
+  /** no snapshots here: nothing to trim, so never due */
+  readonly journalLength = 0;
+  private writer: PartitionWriter | null = null;
+  /** commits appended and acknowledged (metrics) */
+  commits = 0;
+
+  /** Start appending after the fence this node wrote (fence.ts takeOwnership). */
+  attach(writer: PartitionWriter): void { this.writer = writer; }
+
+  get lastSequence(): number { return this.writer?.lastSequence ?? 0; }
+
+  getBlob(key: BlobKey): string | undefined { return this.blobs.get(key); }
+
+  write(events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[]): Promise<void> {
+    // encoded now: the rows these events created keep changing after this turn
+    const bytes = packr.pack([events, puts, removes] satisfies Entry) as Uint8Array;
+    const entry = Uint8Array.from(bytes);
+    this.applyBlobs(puts, removes);
+    if (this.writer === null) return Promise.reject(new Error('partition is not owned by this node'));
+    return this.writer.append(entry).then(() => { this.commits++; });
+  }
+
+  private applyBlobs(puts: Array<[BlobKey, string]>, removes: BlobKey[]): void {
+    for (const key of removes) this.blobs.delete(key);
+    for (const [key, value] of puts) this.blobs.set(key, value);
+  }
+
+  /**
+   * Rebuild `state` (empty) from partition k's stream, up to sequence `upTo`
+   * (the fence this node just wrote: everything before it is the partition).
+   */
+  async replay(log: PartitionLog, k: number, upTo: number, state: ShardState): Promise<RecoveryStats> {
+    const t0 = performance.now();
+    let journalEntries = 0;
+    let eventsApplied = 0;
+    if (upTo > 0) {
+      for await (const record of log.replay(k, 1)) {
+        if (record.seq > upTo) break;
+        if (record.kind !== 'commit') continue;
+        for (const raw of record.entries) {
+          const [events, puts, removes] = packr.unpack(raw as Uint8Array) as Entry;
+          journalEntries++;
+          for (const ev of events) { state.apply(ev); eventsApplied++; }
+          this.applyBlobs(puts, removes);
+        }
+        if (record.seq >= upTo) break;
+      }
+    }
+    state.releasedFiles = [];
+    state.dirty.clear();
+    state.sortIndexes();
+    return { snapshots: 0, journalEntries, eventsApplied, ms: performance.now() - t0 };
+  }
+}
