@@ -119,7 +119,6 @@ async function startClusterNode(config: Config): Promise<Server> {
     const plog = await PartitionLog.open(nc, { partitions: cluster.partitions, replicas: cluster.replicas });
     const labels = await ClusterLabels.open(nc, plog);
     const front = new Front(config, VERSION, labels, new ClusterDirectory(cluster.partitions, labels));
-    front.stream.disable('The live stream is not available in cluster mode yet; read the API (lists with ?updated_after=) instead.');
     const app = App();
     front.stream.register(app);
     app.any('/*', (res, req) => front.onRequest(res, req));

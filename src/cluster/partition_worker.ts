@@ -9,7 +9,6 @@
 // records between where it is and its fence: failover replays a short tail,
 // not the partition's history.
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { Packr } from 'msgpackr';
 import { ShardState } from '../shard/state.js';
 import type { RecoveryStats } from '../store/types.js';
 import { PartitionIds } from './ids.js';
@@ -38,8 +37,6 @@ export interface OpenedPartition {
   /** standby only: become the owner by the fence at `fenceSeq`; resolves with the records read since ready */
   promote(epoch: number, fenceSeq: number): Promise<{ entries: number; ms: number }>;
 }
-
-const unpackr = new Packr({ useRecords: false, moreTypes: false });
 
 export async function openPartition(k: number, init: PartitionInit): Promise<OpenedPartition> {
   const nc = await connect({ servers: init.servers, name: `logbook ${init.node} p${k}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
@@ -106,11 +103,8 @@ function follow(log: PartitionLog, k: number, store: PartitionStore, state: Shar
       for await (const record of log.replay(k, 1, { follow: true, signal: abort.signal, onPosition: moved })) {
         if (record.kind !== 'commit') continue;
         for (const raw of record.entries) {
-          const [events, puts, removes] = unpackr.unpack(raw as Uint8Array) as [Array<Parameters<ShardState['apply']>[0]>, Array<[number | string, string]>, Array<number | string>];
           f.entries++;
-          for (const ev of events) { state.apply(ev); f.events++; }
-          for (const key of removes) store.blobs.delete(key);
-          for (const [key, value] of puts) store.blobs.set(key, value);
+          f.events += store.applyEntry(raw as Uint8Array, state);
         }
       }
     })().catch((err: unknown) => {
