@@ -200,6 +200,14 @@ serial('the live stream works from any node: every node sends every partition\'s
   }
 });
 
+serial('a node started with another LOGBOOK_PARTITIONS stops with a message naming the count the cluster has', async (t) => {
+  const err = await t.throwsAsync(startLogbook({
+    env: { LOGBOOK_CLUSTER: nats.urls.join(','), LOGBOOK_NODE: 'odd', LOGBOOK_PARTITIONS: String(PARTITIONS + 1) },
+  }));
+  t.regex(err!.message, /exited with 2/);
+  t.regex(err!.message, new RegExp(`LOGBOOK_PARTITIONS=${PARTITIONS + 1} but this cluster was created with ${PARTITIONS} partitions`));
+});
+
 serial('kill -9 of a node: its partitions move, writers retrying on 503 succeed, every acknowledged write is there once', async (t) => {
   const victim = nodes.get('node3')!;
   const before = (await api(victim.url, 'GET', '/healthz')).body.cluster.owned;

@@ -42,8 +42,9 @@ export interface ClusterTimings {
 }
 export const DEFAULT_TIMINGS: ClusterTimings = { heartbeatMs: 500, leaseMs: 3000, joinGraceMs: 2000, rpcTimeoutMs: 15_000 };
 
-interface Heartbeat { node: string; owned: Array<[number, number]>; leaving?: boolean }
-interface Peer { seenAt: number; owned: Map<number, number> }
+/** owned: [partition, epoch, last sequence appended] */
+interface Heartbeat { node: string; owned: Array<[number, number, number?]>; leaving?: boolean }
+interface Peer { seenAt: number; owned: Map<number, number>; positions: Map<number, number> }
 interface Owned { epoch: number; sub: Subscription; releaseSub: Subscription; since: number }
 
 export interface ClusterStatus {
@@ -52,8 +53,8 @@ export interface ClusterStatus {
   partitions: number;
   /** partitions this node owns: partition → epoch */
   owned: Record<string, number>;
-  /** partitions this node keeps a standby of */
-  standby: number[];
+  /** partitions this node keeps a standby of, and how many stream messages each is behind its owner (null: owner unknown) */
+  standby: Array<{ partition: number; lag: number | null }>;
   /** partitions no live node owns (requests for them get 503) */
   unowned: number[];
   nats: 'connected' | 'reconnecting' | 'closed';
@@ -67,6 +68,8 @@ export class ClusterShards implements Shards {
   /** partitions this node keeps a standby of (a worker tailing the stream, not serving) */
   private readonly standbys = new Set<number>();
   private readonly startingStandby = new Set<number>();
+  /** where this node's workers are in their partitions' streams */
+  private readonly positions = new Map<number, number>();
   private readonly peers = new Map<string, Peer>();
   private joinedAt = performance.now();
   private lastBeat = performance.now();
@@ -91,6 +94,7 @@ export class ClusterShards implements Shards {
     this.size = config.partitions;
     this.pool = ShardPool.idle({ ...poolOptions, shards: config.partitions, restartOnExit: false });
     this.pool.onExit = (partition, code) => this.workerExited(partition, code);
+    this.pool.onPosition = (partition, seq) => { this.positions.set(partition, seq); };
   }
 
   get queued(): Int32Array { return this.pool.queued; }
@@ -203,14 +207,19 @@ export class ClusterShards implements Shards {
       this.joinedAt = now;
     }
     this.lastBeat = now;
-    const hb: Heartbeat = { node: this.config.node, owned: [...this.owned].map(([p, o]) => [p, o.epoch]), ...(leaving ? { leaving } : {}) };
+    const hb: Heartbeat = {
+      node: this.config.node, owned: [...this.owned].map(([p, o]) => [p, o.epoch, this.positions.get(p) ?? 0]), ...(leaving ? { leaving } : {}),
+    };
     try { this.nc.publish(HEARTBEAT_SUBJECT, encode(hb)); } catch { /* closed or reconnecting: the next beat */ }
   }
 
   private heard(hb: Heartbeat): void {
     if (hb.node === this.config.node) return;
     if (hb.leaving) { this.peers.delete(hb.node); return; }
-    this.peers.set(hb.node, { seenAt: performance.now(), owned: new Map(hb.owned) });
+    this.peers.set(hb.node, {
+      seenAt: performance.now(), owned: new Map(hb.owned.map(([p, epoch]) => [p, epoch])),
+      positions: new Map(hb.owned.map(([p, , seq]) => [p, seq ?? 0])),
+    });
     // another node owns one of ours with a higher epoch: it fenced us (we were paused); let go now
     for (const [p, epoch] of hb.owned) {
       const mine = this.owned.get(p);
@@ -363,6 +372,7 @@ export class ClusterShards implements Shards {
     const owned = this.owned.get(partition);
     if (!owned) return;
     this.owned.delete(partition);
+    this.positions.delete(partition);
     this.counters.released++;
     owned.sub.unsubscribe();
     owned.releaseSub.unsubscribe();
@@ -372,6 +382,7 @@ export class ClusterShards implements Shards {
 
   /** A partition's worker exited by itself: its commit was fenced or not acknowledged. */
   private workerExited(partition: number, code: number): void {
+    this.positions.delete(partition);
     if (this.standbys.delete(partition)) { log.warn('standby stopped', { partition, code }); return; }
     const owned = this.owned.get(partition);
     if (!owned) return; // released on purpose
@@ -383,11 +394,23 @@ export class ClusterShards implements Shards {
     this.beat();
   }
 
+  /** stream messages between the owner's last append (its heartbeat) and this node's standby */
+  private standbyLag(partition: number): number | null {
+    const owner = this.remoteOwner(partition);
+    const ownerSeq = owner ? this.peers.get(owner.node)?.positions.get(partition) : undefined;
+    if (ownerSeq === undefined) return null;
+    return Math.max(0, ownerSeq - (this.positions.get(partition) ?? 0));
+  }
+
+  /** Does this node own the partition (retention runs where the partition is)? */
+  owns(partition: number): boolean { return this.owned.has(partition) && this.pool.isUp(partition); }
+
   clusterStatus(): ClusterStatus {
     const owned: Record<string, number> = {};
     for (const [p, o] of [...this.owned].sort((a, b) => a[0] - b[0])) owned[String(p)] = o.epoch;
     return {
-      node: this.config.node, nodes: this.liveNodes(), partitions: this.size, owned, standby: [...this.standbys].sort((a, b) => a - b),
+      node: this.config.node, nodes: this.liveNodes(), partitions: this.size, owned,
+      standby: [...this.standbys].sort((a, b) => a - b).map((p) => ({ partition: p, lag: this.standbyLag(p) })),
       unowned: this.down(), nats: this.natsState,
     };
   }

@@ -34,6 +34,8 @@ export interface OpenedPartition {
   state: ShardState;
   ids: PartitionIds;
   recovery: RecoveryStats;
+  /** the last sequence appended (owner) or read (standby) */
+  position(): number;
   /** standby only: become the owner by the fence at `fenceSeq`; resolves with the records read since ready */
   promote(epoch: number, fenceSeq: number): Promise<{ entries: number; ms: number }>;
 }
@@ -54,20 +56,23 @@ export async function openPartition(k: number, init: PartitionInit): Promise<Ope
     if (!init.standby) {
       const recovery = await store.replay(log, k, init.fenceSeq, state);
       owned(init.epoch, init.fenceSeq);
-      return { nc, store, state, ids, recovery, promote: () => Promise.reject(new Error('not a standby')) };
+      return { nc, store, state, ids, recovery, position: () => store.lastSequence, promote: () => Promise.reject(new Error('not a standby')) };
     }
     const t0 = performance.now();
     const follower = follow(log, k, store, state);
     await follower.caughtUp;
     const recovery = { snapshots: 0, journalEntries: follower.entries, eventsApplied: follower.events, ms: performance.now() - t0 };
+    let promoted = false;
     return {
       nc, store, state, ids, recovery,
+      position: () => (promoted ? store.lastSequence : follower.position),
       async promote(epoch, fenceSeq) {
         const p0 = performance.now();
         const before = follower.entries;
         await follower.reach(fenceSeq);
         follower.stop();
         owned(epoch, fenceSeq);
+        promoted = true;
         return { entries: follower.entries - before, ms: performance.now() - p0 };
       },
     };
@@ -85,6 +90,7 @@ function follow(log: PartitionLog, k: number, store: PartitionStore, state: Shar
   let failed: Error | null = null;
   const f = {
     entries: 0, events: 0,
+    get position() { return position; },
     caughtUp: null as unknown as Promise<void>,
     reach(seq: number): Promise<void> {
       if (failed) return Promise.reject(failed);

@@ -129,6 +129,12 @@ try {
   process.exit(1);
 }
 
+// cluster mode: the node reports standby lag and announces owners' positions (src/cluster/cluster_shards.ts)
+if (partition) {
+  const opened = partition;
+  setInterval(() => post({ k: 'position', shard: init.shard, seq: opened.position() }), 1000).unref();
+}
+
 const snapshotTimer = setInterval(() => { if (store.journalLength > 0) shard.snapshotSoon(); }, init.snapshotIntervalMs);
 snapshotTimer.unref();
 
