@@ -14,6 +14,7 @@ import type { BlobKey } from '../store/blobs.js';
 import type { RecoveryStats, ShardStore } from '../store/types.js';
 import type { Event, ShardState } from '../shard/state.js';
 import type { PartitionLog, PartitionWriter } from './partition_log.js';
+import type { BlobMap } from './partition_blobs.js';
 
 /** journal entries must decode on their own, on any node, years later: no shared structures */
 const packr = new Packr({ useRecords: false, moreTypes: false });
@@ -26,7 +27,9 @@ const packr = new Packr({ useRecords: false, moreTypes: false });
 export type Entry = [events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[], changeSeq?: number];
 
 export class PartitionStore implements ShardStore {
-  readonly blobs = new Map<BlobKey, string>();
+  /** blobs: a throwaway local LMDB (partition_blobs.ts), or a Map when there is no data directory */
+  constructor(readonly blobs: BlobMap = new Map<BlobKey, string>()) {}
+
   /** no snapshots here: nothing to trim, so never due */
   readonly journalLength = 0;
   private writer: PartitionWriter | null = null;
@@ -41,6 +44,8 @@ export class PartitionStore implements ShardStore {
   attach(writer: PartitionWriter): void { this.writer = writer; }
 
   get lastSequence(): number { return this.writer?.lastSequence ?? 0; }
+
+  async close(): Promise<void> { await this.blobs.close?.(); }
 
   getBlob(key: BlobKey): string | undefined { return this.blobs.get(key); }
 
