@@ -45,7 +45,13 @@ export class PartitionStore implements ShardStore {
 
   get lastSequence(): number { return this.writer?.lastSequence ?? 0; }
 
-  async close(): Promise<void> { await this.blobs.close?.(); }
+  /** commits appended and not settled yet: closing waits for them (a released partition's last writes) */
+  private readonly inFlight = new Set<Promise<void>>();
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+    await this.blobs.close?.();
+  }
 
   getBlob(key: BlobKey): string | undefined { return this.blobs.get(key); }
 
@@ -56,12 +62,16 @@ export class PartitionStore implements ShardStore {
     // Encoded at the end of this turn: after the shard numbered the commit's stream
     // changes (which it does right after write()), before any later message changes
     // the rows these events hold. Entries still reach the writer in write order.
-    return new Promise<void>((resolve, reject) => {
+    const done = new Promise<void>((resolve, reject) => {
       queueMicrotask(() => {
         const entry = Uint8Array.from(packr.pack([events, puts, removes, this.changeSeq()] satisfies Entry) as Uint8Array);
         writer.append(entry).then(() => { this.commits++; resolve(); }, reject);
       });
     });
+    this.inFlight.add(done);
+    const forget = () => { this.inFlight.delete(done); };
+    done.then(forget, forget);
+    return done;
   }
 
   /** Apply one stored entry (replay, or a standby following the owner). */
