@@ -1,11 +1,14 @@
 // Configuration: LOGBOOK_* environment variables and matching --flags (flags win),
 // parsed and validated once at start-up into one frozen Config (SPEC §8). A bad
 // value stops start-up with a message naming the variable.
+import { ClusterConfigError, clusterConfigFromEnv, type ClusterConfig } from './cluster/config.js';
 import { availableParallelism } from 'node:os';
 import { authConfigProblem, loadCredentials, type CredentialKind } from './http/auth.js';
 import { LIMITS } from './limits.js';
 
 export interface Config {
+  /** cluster mode on NATS JetStream (null: the single process with its local LMDB journal) */
+  readonly cluster: ClusterConfig | null;
   readonly host: string;
   readonly port: number;
   readonly dataDir: string;
@@ -209,6 +212,13 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
   }
   const authProblem = authConfigProblem(c);
   if (authProblem) throw new ConfigError(authProblem);
+  // cluster mode (LOGBOOK_CLUSTER, LOGBOOK_NODE, LOGBOOK_PARTITIONS, LOGBOOK_REPLICAS: src/cluster/config.ts)
+  try {
+    (c as { cluster: ClusterConfig | null }).cluster = clusterConfigFromEnv(env);
+  } catch (err) {
+    if (err instanceof ClusterConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
   return Object.freeze(c);
 }
 

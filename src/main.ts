@@ -7,6 +7,7 @@ import { ConfigError, configSummary, helpText, loadConfig } from './config.js';
 import { errText, log, setLogLevel } from './log.js';
 import { startServer } from './server.js';
 import { StoreError } from './store/front_store.js';
+import { PartitionCountMismatchError } from './cluster/partition_log.js';
 import { VERSION } from './version.js';
 
 const argv = process.argv.slice(2);
@@ -37,7 +38,7 @@ let server;
 try {
   server = await startServer(config);
 } catch (err) {
-  if (err instanceof StoreError) { process.stderr.write(`logbook: ${err.message}\n`); process.exit(2); }
+  if (err instanceof StoreError || err instanceof PartitionCountMismatchError) { process.stderr.write(`logbook: ${err.message}\n`); process.exit(2); }
   log.fatal('start-up failed', { err: errText(err) });
   await log.flush();
   process.exit(1);

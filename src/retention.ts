@@ -13,7 +13,7 @@ import { nowMicros } from './api/time.js';
 import { RESOURCE_TYPES } from './api/resources.js';
 import { errText, log } from './log.js';
 import type { MaintainReply, MaintenanceTask, ShardToFront } from './shard/protocol.js';
-import type { ShardPool } from './shard/pool.js';
+import type { Shards } from './shard/shards.js';
 
 /** Where batches run: the shard pool in the server, Shard objects in unit tests. */
 export interface MaintenanceTarget {
@@ -166,7 +166,7 @@ function prefixed(prefix: string, counts: Record<string, number>): Record<string
 }
 
 /** Batches through the shard pool; what they delete leaves the front's directory via `forget`. */
-export function poolTarget(pool: ShardPool, forget: (deleted: number[][]) => void): MaintenanceTarget {
+export function poolTarget(pool: Shards, forget: (deleted: number[][]) => void): MaintenanceTarget {
   return {
     size: pool.size,
     maintain(shard, task) {

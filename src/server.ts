@@ -13,6 +13,14 @@ import { ShardPool } from './shard/pool.js';
 import { checkDataDir } from './store/data_dir.js';
 import { FrontStore, lockDataDir } from './store/front_store.js';
 import { VERSION } from './version.js';
+import type { MaintainReply } from './shard/protocol.js';
+import { connect } from '@nats-io/transport-node';
+import { join } from 'node:path';
+import { rmSync } from 'node:fs';
+import { ClusterShards } from './cluster/cluster_shards.js';
+import { ClusterDirectory } from './cluster/directory.js';
+import { ClusterLabels } from './cluster/labels.js';
+import { PartitionLog } from './cluster/partition_log.js';
 
 export interface Server {
   port: number;
@@ -21,6 +29,7 @@ export interface Server {
 }
 
 export async function startServer(config: Config): Promise<Server> {
+  if (config.cluster) return startClusterNode(config);
   const t0 = performance.now();
   const unlock = lockDataDir(config.dataDir);
   let store: FrontStore | null = null;
@@ -95,6 +104,72 @@ export async function startServer(config: Config): Promise<Server> {
     };
   } catch (err) {
     unlock();
+    throw err;
+  }
+}
+
+/**
+ * Cluster mode (LOGBOOK_CLUSTER): the journal is the partitions' JetStream
+ * streams, the labels a stream of their own; nothing on the local disk must
+ * survive, so there is no data directory to lock. Listens at once (503 until
+ * this node has joined), then takes its share of the partitions.
+ */
+async function startClusterNode(config: Config): Promise<Server> {
+  const cluster = config.cluster!;
+  const t0 = performance.now();
+  // throwaway blob stores of an earlier run of this node (the streams hold everything)
+  rmSync(join(config.dataDir, 'cluster', cluster.node), { recursive: true, force: true });
+  const nc = await connect({ servers: cluster.servers, name: `logbook ${cluster.node}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, waitOnFirstConnect: true });
+  try {
+    const plog = await PartitionLog.open(nc, { partitions: cluster.partitions, replicas: cluster.replicas });
+    const labels = await ClusterLabels.open(nc, plog);
+    const front = new Front(config, VERSION, labels, new ClusterDirectory(cluster.partitions, labels));
+    const app = App();
+    front.stream.register(app);
+    app.any('/*', (res, req) => front.onRequest(res, req));
+    const socket = await new Promise<us_listen_socket>((resolve, reject) => {
+      app.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
+    });
+    front.port = us_socket_local_port(socket);
+    log.info('joining the cluster', { node: cluster.node, partitions: cluster.partitions, replicas: cluster.replicas, port: front.port });
+    const shards = new ClusterShards(cluster, nc, plog, {
+      shards: cluster.partitions, compat: config.araCompat, dataDir: null, durability: config.durability,
+      snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000, logLevel: config.logLevel,
+      queueLimit: config.shardQueue, queueDelayMs: config.shardQueueDelay, ids: front.ids.buffer,
+      ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments, streamRetention: config.streamRetention,
+    }, () => front.labelReplica(), join(config.dataDir, 'cluster', cluster.node));
+    labels.onChange = (id, stored) => front.labelChanged(id, stored);
+    await shards.start();
+    front.recover(shards, []);
+    // retention/expiry: each node runs the batches of the partitions it owns
+    const all = poolTarget(shards, () => {});
+    const idle: MaintainReply = { k: 'maintain', rid: 0, status: 200, deleted: null, expired: [0, 0, 0], more: false };
+    const retention = new Retention({ size: all.size, maintain: (p, task) => (shards.owns(p) ? all.maintain(p, task) : Promise.resolve(idle)) }, {
+      retentionDays: config.retentionDays, expireRunningAfter: config.expireRunningAfter,
+      intervalMs: config.maintenanceInterval * 1000, sink: front.metrics,
+    });
+    retention.start();
+    const status = shards.clusterStatus();
+    log.info('joined', { node: cluster.node, ms: Math.round(performance.now() - t0), nodes: status.nodes, owned: Object.keys(status.owned).length });
+    return {
+      port: front.port,
+      async close() {
+        const stopAt = performance.now();
+        us_listen_socket_close(socket);
+        front.draining = true;
+        front.close();
+        const deadline = Date.now() + config.shutdownTimeout * 1000;
+        const stopping = retention.stop();
+        while ((HTTP.inFlight > 0 || shards.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        await Promise.race([stopping, new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())))]);
+        await shards.close();
+        labels.close();
+        await nc.drain().catch(() => {});
+        log.info('drained', { ms: Math.round(performance.now() - stopAt), unfinishedRequests: HTTP.inFlight });
+      },
+    };
+  } catch (err) {
+    await nc.close().catch(() => {});
     throw err;
   }
 }

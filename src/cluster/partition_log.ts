@@ -132,6 +132,8 @@ export interface ReplayOptions {
   /** keep tailing new records after reaching the current end (standby); stop with `signal` */
   follow?: boolean;
   signal?: AbortSignal;
+  /** called with every message's sequence once it is read (records yielded or skipped): how far the reader is */
+  onPosition?: (seq: number) => void;
 }
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -205,7 +207,14 @@ export class PartitionLog {
     return log;
   }
 
-  private streamConfig(name: string, subjects: string[]): Partial<StreamConfig> & { name: string } {
+  /** A log on streams another PartitionLog.open() already checked (a partition's worker thread). */
+  static async attach(nc: NatsConnection, options: PartitionLogOptions): Promise<PartitionLog> {
+    const deadline = Date.now() + (options.openTimeoutMs ?? 30_000);
+    const jsm = await retrying(deadline, () => jetstreamManager(nc));
+    return new PartitionLog(nc, jsm, options);
+  }
+
+  streamConfig(name: string, subjects: string[]): Partial<StreamConfig> & { name: string } {
     return {
       name,
       subjects,
@@ -221,7 +230,7 @@ export class PartitionLog {
   }
 
   /** creates the stream unless it exists; returns its last sequence */
-  private async ensureStream(name: string, subjects: string[], deadline: number): Promise<number> {
+  async ensureStream(name: string, subjects: string[], deadline: number): Promise<number> {
     return retrying(deadline, async () => {
       try {
         return (await this.jsm.streams.info(name)).state.last_seq;
@@ -401,6 +410,7 @@ export class PartitionLog {
         } else {
           chain = null;
         }
+        options.onPosition?.(m.seq);
         if (!options.follow && m.seq >= end) break;
         if (options.signal?.aborted) break;
       }
@@ -428,7 +438,7 @@ export function encodeFence(node: string, epoch: number): Uint8Array {
   return packr.pack({ node, epoch, at: new Date().toISOString() }) as Uint8Array;
 }
 
-async function retrying<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
+export async function retrying<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await fn();

@@ -5,6 +5,7 @@
 import { RESOURCE_TYPES, TYPE_CODE, type ResourceType } from '../api/resources.js';
 import { IdAllocator } from '../shard/ids.js';
 import type { ReadyMessage } from '../shard/protocol.js';
+import type { Shards } from '../shard/shards.js';
 
 const ABSENT = 0;
 
@@ -16,6 +17,19 @@ export class Directory {
   allocate(type: ResourceType): number {
     return this.ids.allocate(TYPE_CODE[type]);
   }
+
+  /** Where a new playbook goes: its id (0: the owning shard allocates it, cluster mode) and its shard. */
+  placePlaybook(shards: Shards): { id: number; shard: number } {
+    const id = this.allocate('playbook');
+    return { id, shard: shards.shardOf(id) };
+  }
+
+  /**
+   * The shard of a batch-ingest stream named by its uuid, when the shard itself
+   * finds (or creates) the stream's playbook (cluster mode: ClusterDirectory).
+   * null: the front keeps the uuid → playbook map (src/http/ingest.ts).
+   */
+  streamShard(_uuid: string): number | null { return null; }
 
   /** Ids up to `id` have been handed out (recovery raises the allocator past it). */
   observe(code: number, id: number): void {

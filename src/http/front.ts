@@ -9,17 +9,17 @@ import { parseListQuery, type PageSettings } from '../api/list_query.js';
 import { DISPLAY_NAME, RESOURCE_TYPES, TYPE_TO_PATH, type ResourceType } from '../api/resources.js';
 import { compileWriteValidators } from '../api/schemas.js';
 import { BodyNormalizer } from '../api/validate.js';
-import type { ShardPool } from '../shard/pool.js';
+import type { Shards } from '../shard/shards.js';
 import type { ReadyMessage } from '../shard/protocol.js';
 import type { IdAllocator } from '../shard/ids.js';
-import type { FrontStore } from '../store/front_store.js';
 import { log } from '../log.js';
 import { readBody, type BodyReader } from './body.js';
 import { Directory } from './directory.js';
 import { Guard } from './guard.js';
 import { Ingest } from './ingest.js';
 import { LabelResource } from './label_resource.js';
-import { LabelCatalogue } from './labels.js';
+import { LabelCatalogue, type LabelStore } from './labels.js';
+import type { StoredLabel } from '../store/front_store.js';
 import { parseQuery } from './page_links.js';
 import { Reads } from './reads.js';
 import { reply } from './respond.js';
@@ -37,7 +37,7 @@ export { parseRoute } from './routes.js';
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 export class Front {
-  private readonly dir = new Directory();
+  private readonly dir: Directory;
   private readonly labels: LabelCatalogue;
   /** false until every shard has recovered: requests get 503 meanwhile */
   ready = false;
@@ -53,7 +53,7 @@ export class Front {
   private readonly ingest: Ingest;
 
   /** set by recover(): the front answers 503 until the shards have recovered */
-  private pool!: ShardPool;
+  private pool!: Shards;
   // ---- operations ----
   readonly metrics = new Metrics();
   private readonly ops: Ops;
@@ -64,12 +64,17 @@ export class Front {
   /** the web UI's files (src/http/static.ts) */
   private readonly ui = new UiFiles();
 
-  constructor(private readonly config: Config, private readonly version: string, store: FrontStore | null) {
+  /**
+   * `labelStore`: front.mdb, or the cluster's label stream; `dir`: the routing
+   * directory (cluster mode: ClusterDirectory, which routes by id mod P).
+   */
+  constructor(private readonly config: Config, private readonly version: string, labelStore: LabelStore | null, dir?: Directory) {
+    this.dir = dir ?? new Directory();
     this.ops = new Ops(config, version, this.metrics, {
       ready: () => this.ready, draining: () => this.draining,
       pool: () => this.pool ?? null, labelCount: () => this.labels.byId.size,
     });
-    this.labels = new LabelCatalogue(store);
+    this.labels = new LabelCatalogue(labelStore);
     this.normalizer = new BodyNormalizer(compileWriteValidators(), {
       ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,
     });
@@ -105,7 +110,7 @@ export class Front {
   }
 
   /** Rebuild the id allocators, the directory and the label replicas after recovery. */
-  recover(pool: ShardPool, ready: ReadyMessage[]): void {
+  recover(pool: Shards, ready: ReadyMessage[]): void {
     this.pool = pool;
     const maxLabel = this.labels.load();
     this.dir.observe(0, maxLabel);
@@ -130,6 +135,17 @@ export class Front {
     const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
     if (upsert.length) this.pool.send(msg.shard, { k: 'labels', upsert, remove: [] }, null);
     this.metrics.shardRecovery.set({ shard: String(msg.shard) }, msg.recovery.ms / 1000);
+  }
+
+  /** The label catalogue as the shards' replicas hold it. */
+  labelReplica(): Array<[number, string]> {
+    return [...this.labels.byId.values()].map((l) => [l.id, l.name]);
+  }
+
+  /** Cluster mode: another node changed a label (the label stream): the catalogue and the local shards' replicas follow. */
+  labelChanged(id: number, stored: StoredLabel | null): void {
+    const change = this.labels.applyStored(id, stored);
+    if (change && this.pool) this.pool.broadcast({ k: 'labels', ...change });
   }
 
   /** Ids deleted outside a request (retention), per type code, leave the directory. */

@@ -12,7 +12,7 @@ import type { BodyNormalizer } from '../api/validate.js';
 import { LIMITS } from '../limits.js';
 import { log } from '../log.js';
 import { EVENT_KINDS } from '../shard/ingest.js';
-import type { ShardPool } from '../shard/pool.js';
+import type { Shards } from '../shard/shards.js';
 import type { IngestCommand, Reply } from '../shard/protocol.js';
 import { parseJsonBody } from './body.js';
 import type { Directory } from './directory.js';
@@ -28,7 +28,7 @@ interface IngestContext {
 }
 
 export interface IngestDeps {
-  pool: () => ShardPool;
+  pool: () => Shards;
   dir: Directory;
   labels: LabelCatalogue;
   normalizer: BodyNormalizer;
@@ -90,6 +90,8 @@ export class Ingest {
     // which playbook: by id, or by the stream's uuid (created by its first batch)
     let playbook: number;
     let uuid: string | null = null;
+    /** the stream's shard when it is routed by uuid (cluster mode) */
+    let routed: number | null = null;
     let create: Obj | null = null;
     const names: string[] = [];
     if (header.id !== undefined && header.uuid === undefined) {
@@ -106,21 +108,30 @@ export class Ingest {
         return reply(ex, 400, JSON.stringify({ playbook: { uuid: [msg] } }));
       }
       uuid = key;
-      const known = this.known(key);
-      if (known === null && seq !== 1) return reply(ex, 409, Errors.expectedSeq(1));
+      routed = this.deps.dir.streamShard(key);
+      const known = routed === null ? this.known(key) : null;
+      if (routed === null && known === null && seq !== 1) return reply(ex, 409, Errors.expectedSeq(1));
       if (known === null) {
-        // seq 1 of a new stream: the playbook's create fields are checked here, like POST /playbooks
+        // seq 1 of a new stream: the playbook's create fields are checked here, like POST /playbooks.
+        // Routed by uuid (cluster mode), the front cannot know whether the stream is new: it sends
+        // the create fields of a first batch, and the shard answers 409 to a later one it does not know.
         const fields: Obj = { ...header };
         delete fields.uuid;
         delete fields.id;
         const span = memberSpans(text)!.get('playbook')!;
         const n = this.deps.normalizer.normalize('playbook', 'create', fields, text, span[0], span[1]);
-        if (n.errors) return reply(ex, 400, JSON.stringify({ playbook: JSON.parse(Errors.fields(n.errors, WRITE_FIELDS.playbook)) }));
-        create = n.set;
-        if (Array.isArray(create.labels)) names.push(...(create.labels as string[]));
-        playbook = this.deps.dir.allocate('playbook');
-        this.streams.set(key, playbook);
-        this.creating.add(playbook);
+        if (n.errors && (routed === null || seq === 1)) {
+          return reply(ex, 400, JSON.stringify({ playbook: JSON.parse(Errors.fields(n.errors, WRITE_FIELDS.playbook)) }));
+        }
+        if (!n.errors) {
+          create = n.set;
+          if (Array.isArray(create.labels)) names.push(...(create.labels as string[]));
+        }
+        if (routed === null) {
+          playbook = this.deps.dir.allocate('playbook');
+          this.streams.set(key, playbook);
+          this.creating.add(playbook);
+        } else playbook = 0; // the shard finds or creates it
       } else playbook = known;
     }
 
@@ -133,7 +144,7 @@ export class Ingest {
         names.push(...(ev.labels as string[]));
       }
     }
-    const shard = this.deps.pool().shardOf(playbook);
+    const shard = routed ?? this.deps.pool().shardOf(playbook);
     const ctx: IngestContext = { ex, shard, uuid, playbook, claims: null };
     const cmd: IngestCommand = { playbook, uuid, seq, create, text, labels: [] };
     const send = (): void => this.deps.pool().send(shard, { k: 'ingest', rid: 0, cmd }, this.onReply, ctx);

@@ -2,7 +2,22 @@
 // owner (the front) keeps them, persists them (FrontStore) and broadcasts every
 // change to the shards, which hold an id → name replica for rendering playbooks.
 import { formatTimestamp } from '../api/time.js';
-import type { FrontStore } from '../store/front_store.js';
+import type { StoredLabel } from '../store/front_store.js';
+
+/** Where the catalogue keeps its labels: front.mdb (FrontStore), or the cluster's label stream (src/cluster/labels.ts). */
+export interface LabelStore {
+  putLabel(id: number, label: StoredLabel): Promise<unknown>;
+  removeLabel(id: number): Promise<unknown>;
+  /** the highest label id ever created, deleted ones included */
+  labelMaxId(): number;
+  allLabels(): Iterable<[number, StoredLabel]>;
+  /**
+   * Cluster mode: is the label stored (whoever stored it)? A provisional label
+   * that is stored stays when the write that created it fails: another node's
+   * playbook may use it by then.
+   */
+  isStored?(id: number): boolean;
+}
 
 export class Label {
   id: number; name: string; created: number; updated: number;
@@ -35,7 +50,7 @@ export class LabelCatalogue {
    */
   private readonly provisional = new Map<number, { refs: number }>();
 
-  constructor(private readonly store: FrontStore | null) {}
+  constructor(private readonly store: LabelStore | null) {}
 
   /** Load the stored catalogue; returns the highest label id ever created. */
   load(): number {
@@ -84,9 +99,33 @@ export class LabelCatalogue {
 
   remove(label: Label): Promise<unknown> | null {
     this.byId.delete(label.id);
-    this.byName.delete(label.name);
+    if (this.byName.get(label.name) === label) this.byName.delete(label.name);
     this.provisional.delete(label.id);
     return this.store ? this.store.removeLabel(label.id) : null;
+  }
+
+  /**
+   * A change another node made (cluster mode: the label stream): apply it here.
+   * Returns what the shards' replicas must learn, or null when nothing changed.
+   */
+  applyStored(id: number, stored: StoredLabel | null): { upsert: Array<[number, string]>; remove: number[] } | null {
+    const label = this.byId.get(id);
+    if (stored === null) {
+      if (!label) return null;
+      this.byId.delete(id);
+      if (this.byName.get(label.name) === label) this.byName.delete(label.name);
+      this.provisional.delete(id);
+      return { upsert: [], remove: [id] };
+    }
+    if (label && label.name === stored.name && label.updated === stored.updated && label.created === stored.created) return null;
+    if (label) {
+      if (this.byName.get(label.name) === label) this.byName.delete(label.name);
+      label.name = stored.name;
+      label.created = stored.created;
+      label.updated = stored.updated;
+      this.byName.set(label.name, label);
+    } else this.add(new Label(id, stored.name, stored.created, stored.updated));
+    return { upsert: [[id, stored.name]], remove: [] };
   }
 
   /** Names → ids for a playbook write; unknown names become provisional labels now. */
@@ -120,6 +159,7 @@ export class LabelCatalogue {
       claim.refs--;
       if (succeeded) { this.provisional.delete(id); continue; }
       const label = this.byId.get(id);
+      if (claim.refs <= 0 && label && this.store?.isStored?.(id)) { this.provisional.delete(id); continue; }
       if (claim.refs <= 0 && label) { void this.remove(label); dropped.push(label); }
     }
     return dropped;

@@ -10,7 +10,8 @@ import { Errors } from '../api/errors.js';
 import { buildOpenApi } from '../api/openapi.js';
 import { errText, log } from '../log.js';
 import { ROUTE, type Metrics } from '../metrics.js';
-import type { ShardPool } from '../shard/pool.js';
+import type { Shards } from '../shard/shards.js';
+import type { ClusterStatus } from '../cluster/cluster_shards.js';
 import type { StatsReply, ShardToFront } from '../shard/protocol.js';
 import { reply, replyAs, type Exchange } from './respond.js';
 
@@ -54,7 +55,7 @@ export function opsMetricRoute(route: OpsRoute): number {
 export interface OpsFront {
   ready(): boolean;
   draining(): boolean;
-  pool(): ShardPool | null;
+  pool(): Shards | null;
   labelCount(): number;
 }
 
@@ -98,10 +99,12 @@ export class Ops {
     if (this.front.draining()) return reply(ex, 503, '{"status":"stopping"}');
     const pool = this.front.pool()!;
     const down = pool.down();
+    const cluster = pool.clusterStatus?.();
     const body = {
       status: down.length ? 'degraded' : 'ok', version: this.version, shards: pool.size,
       ...(down.length ? { shards_down: down } : {}),
       uptime_seconds: Math.round((Date.now() - this.startedAt) / 1000),
+      ...(cluster ? { cluster } : {}),
     };
     reply(ex, down.length ? 503 : 200, JSON.stringify(body));
   }
@@ -111,11 +114,12 @@ export class Ops {
     const pool = this.front.ready() ? this.front.pool() : null;
     this.metrics.ready.set(this.front.ready() ? 1 : 0);
     if (pool) this.metrics.updateShards(pool, await shardStats(pool), this.front.labelCount());
-    return this.metrics.render();
+    const cluster = pool?.clusterStatus?.();
+    return await this.metrics.render() + (cluster ? clusterMetrics(cluster) : '');
   }
 }
 
-function shardStats(pool: ShardPool): Promise<Array<StatsReply | null>> {
+function shardStats(pool: Shards): Promise<Array<StatsReply | null>> {
   return new Promise((resolve) => {
     const out = new Array<StatsReply | null>(pool.size).fill(null);
     let remaining = pool.size;
@@ -127,4 +131,30 @@ function shardStats(pool: ShardPool): Promise<Array<StatsReply | null>> {
     };
     for (let shard = 0; shard < pool.size; shard++) pool.send(shard, { k: 'stats', rid: 0 }, done, shard);
   });
+}
+
+/** Cluster mode's gauges (per node: what this node sees and owns). */
+function clusterMetrics(c: ClusterStatus): string {
+  const node = JSON.stringify(c.node);
+  const lines = [
+    '# HELP logbook_cluster_nodes_live Nodes this node has heard from within the lease (itself included).',
+    '# TYPE logbook_cluster_nodes_live gauge',
+    `logbook_cluster_nodes_live{node=${node}} ${c.nodes.length}`,
+    '# HELP logbook_cluster_partitions_owned Partitions this node owns.',
+    '# TYPE logbook_cluster_partitions_owned gauge',
+    `logbook_cluster_partitions_owned{node=${node}} ${Object.keys(c.owned).length}`,
+    '# HELP logbook_cluster_partitions_unowned Partitions no live node owns (their requests get 503).',
+    '# TYPE logbook_cluster_partitions_unowned gauge',
+    `logbook_cluster_partitions_unowned{node=${node}} ${c.unowned.length}`,
+    '# HELP logbook_cluster_partition_epoch Fence epoch of each partition this node owns.',
+    '# TYPE logbook_cluster_partition_epoch gauge',
+    ...Object.entries(c.owned).map(([p, epoch]) => `logbook_cluster_partition_epoch{node=${node},partition="${p}"} ${epoch}`),
+    '# HELP logbook_cluster_standby_lag Stream messages a standby on this node is behind its partition\'s owner.',
+    '# TYPE logbook_cluster_standby_lag gauge',
+    ...c.standby.filter((s) => s.lag !== null).map((s) => `logbook_cluster_standby_lag{node=${node},partition="${s.partition}"} ${s.lag}`),
+    '# HELP logbook_cluster_nats_connected 1 while this node is connected to NATS.',
+    '# TYPE logbook_cluster_nats_connected gauge',
+    `logbook_cluster_nats_connected{node=${node}} ${c.nats === 'connected' ? 1 : 0}`,
+  ];
+  return lines.join('\n') + '\n';
 }

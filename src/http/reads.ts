@@ -6,7 +6,8 @@ import { Errors } from '../api/errors.js';
 import { toShardQuery, type ParsedList } from '../api/list_query.js';
 import { mergePages } from '../api/order.js';
 import { isChildType, type ResourceType } from '../api/resources.js';
-import type { ReplyHandler, ShardPool } from '../shard/pool.js';
+import type { ReplyHandler } from '../shard/pool.js';
+import type { Shards } from '../shard/shards.js';
 import type { ListReply, ListRow, Reply } from '../shard/protocol.js';
 import type { Directory } from './directory.js';
 import { pageLinks } from './page_links.js';
@@ -21,7 +22,7 @@ interface ListContext {
 }
 
 export interface ReadDeps {
-  pool: () => ShardPool;
+  pool: () => Shards;
   dir: Directory;
   /** scheme://host of the links a page carries (X-Forwarded-* when trusted) */
   origin: (ex: Req) => string;

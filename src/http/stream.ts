@@ -32,7 +32,7 @@ import type { Config } from '../config.js';
 import { Errors } from '../api/errors.js';
 import { RESOURCE_TYPES, TYPE_CODE } from '../api/resources.js';
 import { OP_NAMES, STREAM_TYPES, type StreamChange } from '../shard/changes.js';
-import type { ShardPool } from '../shard/pool.js';
+import type { Shards } from '../shard/shards.js';
 import { CommitOrder } from '../shard/commit_order.js';
 import type { ReadyMessage, Reply, ShardToFront } from '../shard/protocol.js';
 import type { Authenticator, Denial } from './auth.js';
@@ -201,7 +201,7 @@ export interface StreamDeps {
 }
 
 export class Stream {
-  private pool: ShardPool | null = null;
+  private pool: Shards | null = null;
   /** per shard: seq of the last change received */
   private positions: number[] = [];
   /** subscribers not (yet) on a channel: resuming, or holding live changes meanwhile */
@@ -241,7 +241,7 @@ export class Stream {
   }
 
   /** The shards have recovered: their positions are where live changes start. */
-  start(pool: ShardPool, ready: readonly ReadyMessage[]): void {
+  start(pool: Shards, ready: readonly ReadyMessage[]): void {
     this.pool = pool;
     this.positions = new Array<number>(pool.size).fill(0);
     for (const msg of ready) this.positions[msg.shard] = msg.stream[0];
@@ -252,8 +252,10 @@ export class Stream {
     this.sentCommits = new Array<number>(pool.size).fill(0);
     this.heldReplies = Array.from({ length: pool.size }, () => []);
     pool.onChanges = (shard, changes, stamp) => this.incoming(shard, changes, stamp);
-    pool.holdReply = (shard, reply) => this.holdReply(shard, reply);
-    pool.releaseHeld = (shard) => this.releaseReplies(shard, true);
+    if (pool.releaseReply) {
+      pool.holdReply = (shard, reply) => this.holdReply(shard, reply);
+      pool.releaseHeld = (shard) => this.releaseReplies(shard, true);
+    }
     const ms = this.deps.config.streamHeartbeat * 1000;
     this.heartbeat = setInterval(() => this.beat(), ms);
     this.heartbeat.unref();
@@ -277,7 +279,7 @@ export class Stream {
   // ---- fan-out ------------------------------------------------------------------
 
   /** A shard's commit (or a failed commit's stamp, with no changes). */
-  private incoming(shard: number, changes: StreamChange[], stamp: number): void {
+  private incoming(shard: number, changes: StreamChange[], stamp: number | undefined): void {
     if (!stamp) { this.changes(shard, changes); return; }
     if (stamp > this.received[shard]!) this.received[shard] = stamp;
     if (changes.length) { this.inbox[shard]!.push({ stamp, changes }); this.receivedCommits[shard]!++; }
@@ -303,7 +305,7 @@ export class Stream {
     let n = 0;
     while (n < held.length && (all || held[n]!.after <= this.sentCommits[shard]!)) n++;
     if (n === 0) return;
-    for (const { reply } of held.splice(0, n)) this.pool!.releaseReply(reply);
+    for (const { reply } of held.splice(0, n)) this.pool!.releaseReply?.(reply);
   }
 
   /**

@@ -8,7 +8,8 @@ import type { WriteMode } from '../api/schemas.js';
 import { nowMicros } from '../api/time.js';
 import type { BodyNormalizer, Normalized } from '../api/validate.js';
 import { log } from '../log.js';
-import type { ReplyHandler, ShardPool } from '../shard/pool.js';
+import type { ReplyHandler } from '../shard/pool.js';
+import type { Shards } from '../shard/shards.js';
 import type { Reply, WriteCommand } from '../shard/protocol.js';
 import { parseJsonBody } from './body.js';
 import type { Directory } from './directory.js';
@@ -23,7 +24,7 @@ interface WriteContext { ex: Req; shard: number; claims: number[] | null; uuid: 
 type RecordType = Exclude<ResourceType, 'label'>;
 
 export interface WriteDeps {
-  pool: () => ShardPool;
+  pool: () => Shards;
   dir: Directory;
   labels: LabelCatalogue;
   labelResource: LabelResource;
@@ -90,7 +91,7 @@ export class Writes {
     const { pool, dir, labels } = this.deps;
     const ctx: WriteContext = { ex, shard, claims: null, uuid: typeof n.set.uuid === 'string' ? n.set.uuid : null };
     const dispatch = () => {
-      if (op === 'create' && type === 'playbook') { id = dir.allocate('playbook'); ctx.shard = pool().shardOf(id); }
+      if (op === 'create' && type === 'playbook') ({ id, shard: ctx.shard } = dir.placePlaybook(pool()));
       const cmd: WriteCommand = {
         op, type, id, put, set: n.set, errors: n.errors, elsewhere: this.foreignKeys(type, n.set, ctx.shard), minimal: ex.minimal,
       };

@@ -3,7 +3,7 @@
 // started against stored values) lives here; stateless checks were done by the front.
 import { createHash } from 'node:crypto';
 import { DISPLAY_NAME, TYPE_CODE, WRITE_FIELDS, type ResourceType } from '../api/resources.js';
-import type { IdAllocator } from './ids.js';
+import type { Ids } from './ids.js';
 import { Errors } from '../api/errors.js';
 import type { FieldErrors, WriteCommand } from './protocol.js';
 import type { Aggregate, Event, EventType, ShardState } from './state.js';
@@ -17,10 +17,11 @@ const FK_MAP: Record<string, keyof Aggregate> = {
 };
 
 /**
- * `ids` allocates the id of a child record the command creates (the front sends
- * id 0 for those; a playbook's id comes from the front, which routes by it).
+ * `ids` allocates the id of a record the command creates when the front sent id 0:
+ * a child's always; a playbook's in cluster mode (single-process, the front
+ * allocates playbook ids, since it routes by them).
  */
-export function decide(state: ShardState, cmd: WriteCommand, now: number, ids: IdAllocator): Decision {
+export function decide(state: ShardState, cmd: WriteCommand, now: number, ids: Ids): Decision {
   const { type, op } = cmd;
   if (op !== 'create') {
     const exists = type === 'playbook' ? state.aggregates.has(cmd.id) : state.index(type).has(cmd.id);
@@ -86,7 +87,8 @@ export function decide(state: ShardState, cmd: WriteCommand, now: number, ids: I
   }
   if (agg && type === 'record' && agg.recordByKey.has(d.key)) return refuse(400, Errors.notUnique(['key', 'playbook']));
 
-  const id = type !== 'playbook' && cmd.id === 0 ? ids.allocate(TYPE_CODE[type]) : cmd.id;
+  // id 0: the shard allocates (children always; a playbook in cluster mode, where the owner of its partition allocates)
+  const id = cmd.id === 0 ? ids.allocate(TYPE_CODE[type]) : cmd.id;
   d.id = id;
   d.created = now;
   d.updated = now;

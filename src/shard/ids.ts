@@ -8,7 +8,13 @@
 // created (a refused create or a found host costs none).
 import { RESOURCE_TYPES } from '../api/resources.js';
 
-export class IdAllocator {
+/** What decide() and batch ingest need: fresh ids per type code, and raising the counters past ids seen. */
+export interface Ids {
+  allocate(code: number): number;
+  observe(code: number, id: number): void;
+}
+
+export class IdAllocator implements Ids {
   readonly buffer: SharedArrayBuffer;
   /** next id to hand out, per type code (BigInt64: ids outgrow 2^31 in a large fleet) */
   private readonly next: BigInt64Array;

@@ -12,7 +12,7 @@ import { normalizeUuid } from '../api/uuid.js';
 import type { BodyNormalizer } from '../api/validate.js';
 import { LIMITS } from '../limits.js';
 import { decide } from './decide.js';
-import type { IdAllocator } from './ids.js';
+import type { Ids } from './ids.js';
 import type { IngestCommand, WriteCommand } from './protocol.js';
 import type { Aggregate, Event, EventType, ShardState } from './state.js';
 
@@ -43,12 +43,13 @@ export class BatchRunner {
   constructor(
     private readonly state: ShardState,
     private readonly normalizer: BodyNormalizer,
-    private readonly ids: IdAllocator,
+    private readonly ids: Ids,
     private readonly stage: Stage,
   ) {}
 
   run(cmd: IngestCommand, now: number): BatchOutcome {
-    const pid = cmd.playbook;
+    // playbook 0: the front routed the stream by its uuid (cluster mode); find its playbook here
+    let pid = cmd.playbook === 0 && cmd.uuid !== null ? this.state.playbookByUuid(cmd.uuid) ?? 0 : cmd.playbook;
     let agg = this.state.aggregates.get(pid);
     if (agg === undefined) {
       // a stream the front believed new, or one whose playbook was deleted since
@@ -69,6 +70,7 @@ export class BatchRunner {
       const decision = decide(this.state, command('create', 'playbook', pid, set), now, this.ids);
       if (!decision.ok) return refusal(400, JSON.stringify({ playbook: JSON.parse(decision.body) }), false);
       this.stage(decision.events);
+      pid = decision.id;
       agg = this.state.aggregates.get(pid)!;
     }
 

@@ -13,6 +13,7 @@ import { LIMITS } from '../limits.js';
 import { errText, log } from '../log.js';
 import { decode, encode, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
 import type { StreamChange } from './changes.js';
+import type { Shards } from './shards.js';
 
 /** Called with the shard's reply, or an ErrorReply (the shard is gone, overloaded, or failed the request). */
 export type ReplyHandler<C> = (reply: Reply, context: C) => void;
@@ -20,13 +21,17 @@ export type ReplyHandler<C> = (reply: Reply, context: C) => void;
 /** `at`: performance.now() when sent, for the queueing delay the admission check uses */
 interface Pending { handler: ReplyHandler<unknown>; context: unknown; shard: number; at: number }
 
-export type PoolOptions = Omit<ShardInit, 'shard'> & { queueLimit?: number; queueDelayMs?: number };
+export type PoolOptions = Omit<ShardInit, 'shard'> & {
+  queueLimit?: number; queueDelayMs?: number;
+  /** restart a worker that exits (default); false: report it through onExit (cluster mode: the partition was lost) */
+  restartOnExit?: boolean;
+};
 
 /** A restart within this long of the previous one counts as a failed attempt (backoff grows). */
 const STABLE_MS = 10_000;
 const MAX_BACKOFF_MS = 30_000;
 
-export class ShardPool {
+export class ShardPool implements Shards {
   readonly size: number;
   private readonly workers: Array<Worker | null> = [];
   private readonly pending = new Map<number, Pending>();
@@ -43,8 +48,12 @@ export class ShardPool {
   private readonly timers: Array<NodeJS.Timeout | null>;
   /** set by the front: a restarted shard is ready (its ids, recovery stats) */
   onRestart: ((ready: ReadyMessage) => void) | null = null;
+  /** cluster mode: a worker's position in its partition's stream */
+  onPosition: ((shard: number, seq: number) => void) | null = null;
+  /** restartOnExit false: a worker exited (requests it held were answered 503) */
+  onExit: ((shard: number, code: number) => void) | null = null;
   /** set by the front: a shard's committed changes (live stream), in commit order per shard */
-  onChanges: ((shard: number, changes: StreamChange[], stamp: number) => void) | null = null;
+  onChanges: ((shard: number, changes: StreamChange[], stamp?: number) => void) | null = null;
   /**
    * set by the live stream: true when it keeps this reply until the shard's
    * earlier changes have gone out on the stream (it hands it back through
@@ -85,11 +94,56 @@ export class ShardPool {
     return { pool, ready };
   }
 
+  /** A pool whose workers are started one by one with open() (cluster mode: the partitions this node owns). */
+  static idle(options: PoolOptions): ShardPool {
+    return new ShardPool(options);
+  }
+
+  /** Start shard `shard`'s worker with `extra` start-up data; resolves once it has recovered and is up. */
+  async open(shard: number, extra: Partial<ShardInit>): Promise<ReadyMessage> {
+    if (this.workers[shard]) throw new Error(`shard ${shard} is already running`);
+    const ready = await this.spawn(shard, extra);
+    this.up[shard] = true;
+    return ready;
+  }
+
+  /** Start a worker that is not up for requests yet (a cluster standby); control() talks to it, markUp() opens it. */
+  async openStandby(shard: number, extra: Partial<ShardInit>): Promise<ReadyMessage> {
+    if (this.workers[shard]) throw new Error(`shard ${shard} is already running`);
+    return this.spawn(shard, extra);
+  }
+
+  /** Is a worker running for the shard (up or not)? */
+  running(shard: number): boolean { return !!this.workers[shard]; }
+
+  /** Send to a running worker whether or not it is up (a standby's promotion). */
+  control<C>(shard: number, message: FrontToShard, handler: ReplyHandler<C>, context?: C): void {
+    if (!this.workers[shard]) { queueMicrotask(() => handler(unavailable(0, shard), context as C)); return; }
+    const up = this.up[shard]!;
+    this.up[shard] = true;
+    try { this.send(shard, message, handler, context); } finally { this.up[shard] = up; }
+  }
+
+  markUp(shard: number): void { if (this.workers[shard]) this.up[shard] = true; }
+
+  /** Stop one worker: it finishes its pending commits first (bounded), then exits. */
+  async release(shard: number): Promise<void> {
+    const worker = this.workers[shard];
+    this.up[shard] = false;
+    if (!worker) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => { void worker.terminate(); }, 10_000);
+      worker.once('exit', () => { clearTimeout(timer); resolve(); });
+      const bytes = encode({ k: 'close' } satisfies FrontToShard);
+      worker.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
+    });
+  }
+
   /** Start one worker; resolves with its ready message, rejects if it fails to start. */
-  private spawn(shard: number): Promise<ReadyMessage> {
+  private spawn(shard: number, extra: Partial<ShardInit> = {}): Promise<ReadyMessage> {
     return new Promise<ReadyMessage>((resolve, reject) => {
-      const { queueLimit: _, queueDelayMs: _d, ...shared } = this.options;
-      const init: ShardInit = { ...shared, shard };
+      const { queueLimit: _, queueDelayMs: _d, restartOnExit: _r, ...shared } = this.options;
+      const init: ShardInit = { ...shared, ...extra, shard };
       const worker = new Worker(new URL('./worker.js', import.meta.url), {
         workerData: init, resourceLimits: { maxYoungGenerationSizeMb: LIMITS.shardYoungGenerationMb },
       });
@@ -100,6 +154,7 @@ export class ShardPool {
         if (msg.k === 'ready') { started = true; resolve(msg); return; }
         if (msg.k === 'failed') { reject(new Error(`shard ${shard}: ${msg.error}`)); return; }
         if (msg.k === 'changes') { this.onChanges?.(shard, msg.changes, msg.stamp); return; }
+        if (msg.k === 'position') { this.onPosition?.(shard, msg.seq); return; }
         if (this.holdReply?.(shard, msg)) return;
         this.onReply(msg);
       });
@@ -112,6 +167,7 @@ export class ShardPool {
         const failed = this.failPending(shard);
         if (!started) { reject(new Error(`shard ${shard} exited during start-up (code ${code})`)); return; }
         if (this.closing) return;
+        if (this.options.restartOnExit === false) { this.onExit?.(shard, code); return; }
         log.error('shard worker exited; restarting it', { shard, code, requestsFailed: failed });
         this.restart(shard);
       });
@@ -228,7 +284,7 @@ export class ShardPool {
   releaseReply(reply: ShardToFront): void { this.onReply(reply); }
 
   private onReply(reply: ShardToFront): void {
-    if (reply.k === 'ready' || reply.k === 'failed' || reply.k === 'changes') return;
+    if (reply.k === 'ready' || reply.k === 'failed' || reply.k === 'changes' || reply.k === 'position') return;
     const entry = this.pending.get(reply.rid);
     if (!entry) return;
     this.pending.delete(reply.rid);

@@ -71,7 +71,9 @@ export type FrontToShard =
   /** the shard's changes after seq `from` (of one playbook, if given), at most `limit` */
   | { k: 'replay'; rid: number; from: number; playbook: number | null; limit: number }
   /** test hook (LOGBOOK_TEST_HOOKS=1 only): the worker dies of an uncaught exception */
-  | { k: 'crash' };
+  | { k: 'crash' }
+  // ---- cluster mode: a standby partition becomes the owner (src/cluster/partition_worker.ts) ----
+  | { k: 'promote'; rid: number; epoch: number; fenceSeq: number };
 
 /** One bounded batch of retention and expiry work for a shard (src/retention.ts). */
 export interface MaintenanceTask {
@@ -99,6 +101,12 @@ export interface MaintainReply {
 }
 
 /** What a shard reports for /metrics. */
+/** Cluster mode, every second: how far the worker is in its partition's stream (owner: last append; standby: last read). */
+export interface PositionMessage { k: 'position'; shard: number; seq: number }
+
+/** A standby was promoted: the records it read between ready and its fence. */
+export interface PromotedReply { k: 'promoted'; rid: number; status: number; entries: number; ms: number; results: number }
+
 export interface StatsReply {
   k: 'stats';
   rid: number;
@@ -192,9 +200,9 @@ export interface ReplayReply {
 export interface FailedMessage { k: 'failed'; shard: number; error: string }
 
 export type ShardToFront = WriteReply | GetReply | ListReply | IngestReply | ErrorReply | ReadyMessage | FailedMessage
-  | StatsReply | MaintainReply | ChangesMessage | ReplayReply;
+  | StatsReply | MaintainReply | ChangesMessage | ReplayReply | PromotedReply | PositionMessage;
 /** What a request's reply handler receives: its own reply kind, or an ErrorReply. */
-export type Reply = Exclude<ShardToFront, ReadyMessage | FailedMessage | ChangesMessage>;
+export type Reply = Exclude<ShardToFront, ReadyMessage | FailedMessage | ChangesMessage | PositionMessage>;
 
 /** Worker start-up data (workerData). */
 export interface ShardInit {
@@ -217,6 +225,8 @@ export interface ShardInit {
   streamRetention?: number;
   /** live stream: the commit order shared by all shards (src/shard/commit_order.ts) */
   streamOrder?: SharedArrayBuffer;
+  /** cluster mode: the partition this worker owns (its shard number) and the fence it owns it by */
+  cluster?: import('../cluster/partition_worker.js').PartitionInit;
   /** LOGBOOK_LOG_LEVEL, for the worker's own log lines */
   logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 }

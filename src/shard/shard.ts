@@ -17,7 +17,7 @@ import type {
   FrontToShard, IngestCommand, IngestReply, MaintainReply, MaintenanceTask, ShardToFront, StatsReply, WriteCommand, WriteReply,
 } from './protocol.js';
 import { BatchRunner } from './ingest.js';
-import { IdAllocator } from './ids.js';
+import { IdAllocator, type Ids } from './ids.js';
 import type { BodyNormalizer } from '../api/validate.js';
 import { Maintenance } from './maintenance.js';
 import { ChangeCollector, ChangeLog, type ChangeStore } from './changes.js';
@@ -36,7 +36,7 @@ export interface ShardOptions {
   /** a commit failed: the shard must be rebuilt from disk */
   onStorageFailure?: (err: unknown) => void;
   /** id counters shared with the front (absent: private ones, for tests) */
-  ids?: IdAllocator;
+  ids?: Ids;
   /** validates batch-ingest events (absent: no redaction configured) */
   normalizer?: BodyNormalizer;
   /** live stream: changes kept for `since` (default 50,000) */
@@ -79,7 +79,7 @@ export class Shard {
   /** storage failures the state was rebuilt from */
   private generation = 0;
   private readonly maintenance = new Maintenance();
-  readonly ids: IdAllocator;
+  readonly ids: Ids;
   private readonly normalizer: BodyNormalizer | null;
   /** the live stream's numbered changes (SPEC §14) */
   readonly changes: ChangeLog;
@@ -135,6 +135,7 @@ export class Shard {
         return this.deliver({ k: 'replay', rid: msg.rid, status: 200, ...page }, null);
       }
       case 'crash': return null;
+      case 'promote': return null; // the worker handles it (cluster mode)
     }
   }
 

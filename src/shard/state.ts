@@ -82,6 +82,17 @@ export class ShardState {
   releasedFiles: string[] = [];
   /** playbooks changed since their last snapshot */
   readonly dirty = new Set<number>();
+  /** playbook uuid → id (batch-ingest streams; cluster mode routes a stream by its uuid, not by a front-side map) */
+  private readonly uuids = new Map<string, number>();
+
+  /** The playbook a batch-ingest stream (playbook uuid) created, if it still exists with that uuid. */
+  playbookByUuid(uuid: string): number | null {
+    const id = this.uuids.get(uuid);
+    if (id === undefined) return null;
+    if (this.aggregates.get(id)?.playbook.uuid === uuid) return id;
+    this.uuids.delete(uuid);
+    return null;
+  }
 
   index(t: EventType): Map<number, any> {
     switch (t) {
@@ -113,7 +124,9 @@ export class ShardState {
     const code = TYPE_CODE[t];
     if (d.id > this.maxIds[code]!) this.maxIds[code] = d.id;
     if (t === 'playbook') {
-      this.aggregates.set(d.id, new Aggregate(new PlaybookRow(d)));
+      const agg = new Aggregate(new PlaybookRow(d));
+      this.aggregates.set(d.id, agg);
+      if (agg.playbook.uuid !== null) this.uuids.set(agg.playbook.uuid, d.id);
       return;
     }
     const agg = this.aggregates.get(d.playbook)!;
@@ -168,6 +181,7 @@ export class ShardState {
       const row = this.aggregates.get(id)!.playbook;
       assign(row, d);
       row.summaryCache = null;
+      if (typeof d.uuid === 'string') this.uuids.set(d.uuid, id);
       return;
     }
     const row = this.index(t).get(id)!;
@@ -304,6 +318,7 @@ export class ShardState {
   load(pb: PlaybookRow, rows: { plays: PlayRow[]; tasks: TaskRow[]; hosts: HostRow[]; results: ResultRow[]; files: FileRow[]; records: RecordRow[] }): void {
     const agg = new Aggregate(pb);
     this.aggregates.set(pb.id, agg);
+    if (pb.uuid !== null) this.uuids.set(pb.uuid, pb.id);
     const bump = (code: number, id: number) => { if (id > this.maxIds[code]!) this.maxIds[code] = id; };
     bump(TYPE_CODE.playbook, pb.id);
     for (const r of rows.plays) { agg.plays.set(r.id, r); this.plays.set(r.id, r); agg.playByUuid.set(r.uuid, r); bump(TYPE_CODE.play, r.id); }

@@ -11,6 +11,7 @@ import type { DurableShardStore, ShardStore } from '../store/types.js';
 import { Shard } from './shard.js';
 import { CommitOrder } from './commit_order.js';
 import type { ChangeStore } from './changes.js';
+import { openPartition, type OpenedPartition } from '../cluster/partition_worker.js';
 import { IdAllocator } from './ids.js';
 import { BodyNormalizer } from '../api/validate.js';
 import { compileWriteValidators } from '../api/schemas.js';
@@ -45,14 +46,17 @@ process.on('unhandledRejection', (err) => {
 
 let store: ShardStore;
 let durable: DurableShardStore | null = null;
+/** cluster mode: the partition's stream is the journal (src/cluster/partition_worker.ts) */
+let partition: OpenedPartition | null = null;
 let shard: Shard;
 try {
+  if (init.cluster) partition = await openPartition(init.shard, init.cluster);
   // test hook: a slow recovery, so tests can watch the 503s that come before it
   const delay = testHooks ? Number(process.env.LOGBOOK_TEST_RECOVERY_DELAY_MS ?? 0) : 0;
   if (delay > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
   // test hook: slow snapshot slices, so a crash test can kill the process inside a round
   const sliceDelay = testHooks ? Number(process.env.LOGBOOK_TEST_SNAPSHOT_SLICE_DELAY_MS ?? 0) : 0;
-  durable = openShardStore({
+  if (!partition) durable = openShardStore({
     dataDir: init.dataDir, shard: init.shard, durability: init.durability, mapSize: init.mapSize ?? null,
     snapshotSliceDelayMs: sliceDelay, step: testHooks ? killAt(process.env.LOGBOOK_TEST_KILL_AT) : null,
     // commits stopped settling: the storage engine lost a failed transaction and
@@ -66,15 +70,23 @@ try {
     // test hook: a shorter stall bound
     ...(testHooks && process.env.LOGBOOK_TEST_STALL_MS ? { stallMs: Number(process.env.LOGBOOK_TEST_STALL_MS) } : {}),
   });
-  store = durable ?? new MemoryStore();
+  store = partition?.store ?? durable ?? new MemoryStore();
   const order = init.streamOrder ? new CommitOrder(init.streamOrder) : null;
   shard = new Shard({
     compat: init.compat, store, snapshotEvery: init.snapshotEvery, onReply: post,
-    ids: new IdAllocator(init.ids),
+    ids: partition?.ids ?? new IdAllocator(init.ids),
     streamRetention: init.streamRetention,
     ...(order ? { order: { shard: init.shard, order } } : {}),
     normalizer: new BodyNormalizer(compileWriteValidators(), { ignoredFacts: init.ignoredFacts, ignoredArguments: init.ignoredArguments }),
     onStorageFailure: (err) => {
+      if (partition) {
+        // fenced (another node took the partition) or the append's outcome is unknown:
+        // this node no longer owns it. The replies have been answered 503; exit, and the
+        // node's ownership layer decides whether to take the partition again.
+        log.warn('partition lost: its commit was not acknowledged by the log', { partition: init.shard, err: errText(err) });
+        setTimeout(() => process.exit(3), 50);
+        return;
+      }
       logError('commit failed; rebuilding the shard from disk', err);
       if (!durable) return;
       try {
@@ -90,7 +102,13 @@ try {
     },
   });
   let recovery = { snapshots: 0, journalEntries: 0, eventsApplied: 0, ms: 0 };
-  if (durable) {
+  if (partition) {
+    shard.replaceState(partition.state);
+    recovery = partition.recovery;
+    // the live stream numbers on from the partition's last journaled change
+    partition.store.changeSeq = () => shard.changes.seq;
+    shard.changes.seq = partition.store.lastChangeSeq;
+  } else if (durable) {
     const state = new ShardState();
     recovery = durable.recover(state);
     shard.replaceState(state);
@@ -122,6 +140,12 @@ try {
   process.exit(1);
 }
 
+// cluster mode: the node reports standby lag and announces owners' positions (src/cluster/cluster_shards.ts)
+if (partition) {
+  const opened = partition;
+  setInterval(() => post({ k: 'position', shard: init.shard, seq: opened.position() }), 1000).unref();
+}
+
 const snapshotTimer = setInterval(() => { if (store.journalLength > 0) shard.snapshotSoon(); }, init.snapshotIntervalMs);
 snapshotTimer.unref();
 
@@ -131,6 +155,20 @@ port.on('message', (bytes: Uint8Array) => {
     msg = decode<FrontToShard>(bytes);
     if (msg.k === 'close') { void closeStore(); return; }
     if (msg.k === 'stats') { post(shard.stats(msg.rid, init.shard)); return; }
+    if (msg.k === 'promote') {
+      const { rid, epoch, fenceSeq } = msg;
+      if (!partition) { post({ k: 'error', rid, status: 500, body: Errors.internal() }); return; }
+      const opened = partition;
+      opened.promote(epoch, fenceSeq).then(
+        (r) => {
+          shard.changes.seq = opened.store.lastChangeSeq;
+          shard.changes.recover();
+          post({ k: 'promoted', rid, status: 200, entries: r.entries, ms: r.ms, results: shard.state.results.size });
+        },
+        (err) => { logError('promotion failed', err); post({ k: 'error', rid, status: 503, body: Errors.unavailable(String((err as Error)?.message ?? err)) }); },
+      );
+      return;
+    }
     if (msg.k === 'crash') {
       // test hook: die the way a bug would, from an uncaught exception outside any handler
       if (testHooks) setImmediate(() => { throw new Error(`shard ${init.shard}: crash requested by a test hook`); });
@@ -175,5 +213,6 @@ function storageFull(limit: number): string {
 async function closeStore(): Promise<void> {
   clearInterval(snapshotTimer);
   try { await store.close?.(); } catch (err) { logError('closing the store failed', err); }
+  if (partition) await partition.nc.drain().catch(() => {});
   process.exit(0);
 }

@@ -5,6 +5,7 @@
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { LabelStore } from '../http/labels.js';
 
 /** Bump when the on-disk layout changes; older binaries refuse newer data. */
 export const FORMAT_VERSION = 1;
@@ -42,7 +43,7 @@ function alive(pid: number): boolean {
   try { process.kill(pid, 0); return true; } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM'; }
 }
 
-export class FrontStore {
+export class FrontStore implements LabelStore {
   private readonly env: RootDatabase;
   private readonly meta: Database<any, string>;
   private labelHighWater = 0;

@@ -1,0 +1,162 @@
+// The label catalogue of a cluster (DESIGN.md: "Labels: one small cluster-wide
+// catalogue"): one JetStream stream, `logbook-labels`, that every node tails
+// into its front's catalogue. Labels are unique by name cluster-wide, so every
+// label change is appended with Nats-Expected-Last-Sequence (the per-stream
+// header, which fences safely on 2.9.10): appends are serialized across the
+// cluster, and a node whose view is behind fails its append (503, retry) rather
+// than create a second label of the same name. A new label's id is the stream
+// sequence its create lands at, known before the append (the expected sequence
+// + 1): ids are small, unique and never reused.
+import { headers, type NatsConnection } from '@nats-io/transport-node';
+import { DeliverPolicy, jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import { Packr } from 'msgpackr';
+import { errText, log } from '../log.js';
+import type { LabelStore } from '../http/labels.js';
+import type { StoredLabel } from '../store/front_store.js';
+import { HDR_KIND, retrying, type PartitionLog } from './partition_log.js';
+
+export const LABEL_STREAM = 'logbook-labels';
+export const LABEL_SUBJECT = 'logbook.labels';
+const packr = new Packr({ useRecords: false, moreTypes: false });
+
+type LabelMessage = { op: 'put'; id: number; label: StoredLabel } | { op: 'remove'; id: number };
+
+export class ClusterLabels implements LabelStore {
+  private readonly labels = new Map<number, StoredLabel>();
+  private maxId = 0;
+  /** the stream sequence applied last */
+  private applied = 0;
+  /** the sequence the last append this node issued will land at */
+  private reserved = 0;
+  /** ids reserved for creates whose append has not been issued yet */
+  private readonly fresh = new Set<number>();
+  /** appends go out one after another: each expects the one before it */
+  private chain: Promise<unknown> = Promise.resolve();
+  private pending = 0;
+  private broken = false;
+  private readonly js: JetStreamClient;
+  private readonly abort = new AbortController();
+  /** a change reached this node through the stream (another node's, or our own coming back) */
+  onChange: ((id: number, label: StoredLabel | null) => void) | null = null;
+
+  private constructor(private readonly nc: NatsConnection, private readonly plog: PartitionLog) {
+    this.js = jetstream(nc);
+  }
+
+  /** Open the stream (creating it on a new cluster) and read the whole catalogue; then follow it. */
+  static async open(nc: NatsConnection, plog: PartitionLog): Promise<ClusterLabels> {
+    const labels = new ClusterLabels(nc, plog);
+    const deadline = Date.now() + 30_000;
+    let last = await plog.ensureStream(LABEL_STREAM, [LABEL_SUBJECT], deadline);
+    if (last === 0) {
+      // fenced appends expect a sequence >= 1 (see partition_log.ts): start with an init record
+      const h = headers();
+      h.set(HDR_KIND, 'init');
+      last = (await retrying(deadline, () => labels.js.publish(LABEL_SUBJECT, new Uint8Array(0), { headers: h }))).seq;
+    }
+    await labels.follow(last);
+    labels.reserved = labels.applied;
+    return labels;
+  }
+
+  /** Tail the stream; resolves once everything up to `upTo` is applied. */
+  private async follow(upTo: number): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    const messages = await retrying(deadline, async () => {
+      const consumer = await this.js.consumers.get(LABEL_STREAM, { deliver_policy: DeliverPolicy.All });
+      return consumer.consume({ max_messages: 256 });
+    });
+    this.abort.signal.addEventListener('abort', () => { void messages.close(); }, { once: true });
+    let caughtUp: () => void;
+    const done = new Promise<void>((r) => { caughtUp = r; });
+    if (upTo <= 0) caughtUp!();
+    void (async () => {
+      for await (const m of messages) {
+        if (m.seq > this.applied) {
+          this.applied = m.seq;
+          if (m.headers?.get(HDR_KIND) !== 'init' && m.data.length) {
+            try { this.apply(packr.unpack(m.data) as LabelMessage); } catch (err) { log.error('label stream: unreadable message', { seq: m.seq, err: errText(err) }); }
+          }
+        }
+        if (m.seq >= upTo) caughtUp!();
+      }
+    })().catch((err) => log.error('label stream: tail stopped', { err: errText(err) }));
+    await done;
+  }
+
+  private apply(msg: LabelMessage): void {
+    if (msg.id > this.maxId) this.maxId = msg.id;
+    if (msg.op === 'put') this.labels.set(msg.id, msg.label);
+    else this.labels.delete(msg.id);
+    this.onChange?.(msg.id, msg.op === 'put' ? msg.label : null);
+  }
+
+  /** A new label's id: the sequence its create will land at. */
+  allocateId(): number {
+    const id = this.next();
+    this.fresh.add(id);
+    return id;
+  }
+
+  putLabel(id: number, label: StoredLabel): Promise<unknown> {
+    const seq = this.fresh.delete(id) ? id : this.next();
+    return this.append(seq, { op: 'put', id, label });
+  }
+
+  removeLabel(id: number): Promise<unknown> {
+    // a label whose create never got appended (its write failed): nothing is stored
+    this.fresh.delete(id);
+    if (!this.labels.has(id)) return Promise.resolve();
+    return this.append(this.next(), { op: 'remove', id });
+  }
+
+  /** The sequence the next append will land at; starts from what the tail has seen when nothing is in flight. */
+  private next(): number {
+    if (this.pending === 0 && this.fresh.size === 0 && this.applied > this.reserved) this.reserved = this.applied;
+    return ++this.reserved;
+  }
+
+  isStored(id: number): boolean { return this.labels.has(id); }
+
+  labelMaxId(): number { return this.maxId; }
+  *allLabels(): Iterable<[number, StoredLabel]> { yield* this.labels; }
+
+  private append(seq: number, msg: LabelMessage): Promise<unknown> {
+    this.pending++;
+    const run = async () => {
+      if (this.broken) throw new Error('another node changed the labels at the same time');
+      const h = headers();
+      h.set('Nats-Expected-Last-Sequence', String(seq - 1));
+      try {
+        const ack = await this.js.publish(LABEL_SUBJECT, packr.pack(msg), { headers: h, timeout: 5000 });
+        if (ack.seq !== seq) throw new Error(`label change landed at ${ack.seq}, expected ${seq}`);
+      } catch (err) {
+        this.broken = true;
+        throw err;
+      }
+    };
+    const p = this.chain.then(run, run);
+    this.chain = p.finally(async () => {
+      if (--this.pending === 0 && this.broken) await this.resync();
+    }).catch(() => {});
+    return p;
+  }
+
+  /** After a failed append: wait for the tail to reach the stream's end, and reserve from there. */
+  private async resync(): Promise<void> {
+    try {
+      const last = (await this.plog.jsm.streams.info(LABEL_STREAM)).state.last_seq;
+      for (let i = 0; i < 100 && this.applied < last; i++) await new Promise((r) => setTimeout(r, 20));
+      if (this.pending === 0) {
+        this.reserved = Math.max(this.applied, last);
+        this.fresh.clear();
+        this.broken = false;
+      }
+    } catch (err) {
+      log.warn('label stream: resync failed; the next change retries it', { err: errText(err) });
+      this.pending === 0 && setTimeout(() => void this.resync(), 500);
+    }
+  }
+
+  close(): void { this.abort.abort(); }
+}

@@ -1,0 +1,44 @@
+// What the front needs from the shards, whatever runs them: a ShardPool
+// (src/shard/pool.ts: one worker thread per shard, this process) or, in cluster
+// mode, the partitions of every node (src/cluster/cluster_shards.ts: local
+// workers for the partitions this node owns, NATS request/reply for the rest).
+// A shard index is a partition number in cluster mode.
+import type { FrontToShard, ReadyMessage, ShardToFront } from './protocol.js';
+import type { ReplyHandler } from './pool.js';
+import type { StreamChange } from './changes.js';
+import type { ClusterStatus } from '../cluster/cluster_shards.js';
+
+export interface Shards {
+  /** number of shards (partitions) */
+  readonly size: number;
+  /** the shard that owns a playbook */
+  shardOf(playbookId: number): number;
+  /** send a message; `handler` gets the reply, or an ErrorReply (503 when the shard is down or overloaded) */
+  send<C>(shard: number, message: FrontToShard, handler: ReplyHandler<C> | null, context?: C): void;
+  /** a message without reply to every shard that is up (label replica changes) */
+  broadcast(message: FrontToShard): void;
+  /** requests sent and not yet answered */
+  readonly inFlight: number;
+  isUp(shard: number): boolean;
+  /** shards that are down */
+  down(): number[];
+  /** requests in flight per shard (/metrics) */
+  readonly queued: Int32Array;
+  /** restarts per shard since start-up (/metrics) */
+  readonly restarts: number[];
+  /** set by the front: a shard (re)started and recovered */
+  onRestart: ((ready: ReadyMessage) => void) | null;
+  /** set by the front: a shard's committed changes (live stream), with the commit's stamp in the commit order if kept (src/shard/commit_order.ts) */
+  onChanges: ((shard: number, changes: StreamChange[], stamp?: number) => void) | null;
+  /** set by the live stream where the commit order is kept (ShardPool): true when it keeps a reply until the shard's earlier changes are counted */
+  holdReply?: ((shard: number, reply: ShardToFront) => boolean) | null;
+  /** set by the live stream: a shard's worker exited; the replies it holds for it are handed back now */
+  releaseHeld?: ((shard: number) => void) | null;
+  /** a reply the live stream held, delivered now */
+  releaseReply?(reply: ShardToFront): void;
+  /** test hook: make a shard's worker die */
+  crash(shard: number): boolean;
+  close(): Promise<void>;
+  /** cluster mode: nodes, partitions owned, NATS connection (/healthz, /metrics) */
+  clusterStatus?(): ClusterStatus;
+}
