@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BatchResult } from '../scenarios/batch.js';
+import { clusterSection, type ClusterResult } from '../scenarios/cluster.js';
 import type { FootprintResult } from '../scenarios/footprint.js';
 import type { IngestResult, IngestRow, LoadRow, PayloadName, ServerName } from '../scenarios/ingest.js';
 import { MODE_LABEL, type Mode, type OverheadResult } from '../scenarios/overhead.js';
@@ -41,6 +42,7 @@ export interface BenchRun {
   footprint?: FootprintResult | null;
   overhead?: OverheadResult | null;
   overload?: OverloadResult | null;
+  cluster?: ClusterResult | null;
 }
 
 /** The p99 bound the capacity figures are given at. */
@@ -358,6 +360,7 @@ export function markdown(run: BenchRun): string {
   if (run.overhead?.shapes) out.push(overheadSection(run.overhead), '');
   if (run.footprint) out.push(footprintSection(run.footprint), '');
   if (run.overload) out.push(overloadSection(run.overload), '');
+  if (run.cluster) out.push(clusterSection(run.cluster), '');
   if (run.notes.length) out.push('## Notes from this run', '', ...run.notes.map((n) => `- ${n}`), '');
   out.push('## Reproduce', '', '```sh', 'npm run bench                  # the whole suite (≤ 15 min on 2 cores)', 'npm run bench -- --quick       # short runs, 100 k-result store (development)', 'npm run bench -- ingest read   # some scenarios: ingest, read, overhead, footprint, overload', '```', '',
     'Needs Debian `wrk`; for the ARA baseline and the overhead scenario `ansible-core python3-ara ara-server gunicorn` (a missing gunicorn is installed with apt-get when run as root, otherwise ARA is skipped with a message). Raw data: the JSON file of the same run beside this report.', '');

@@ -81,7 +81,8 @@ async function waitFor(url: string, child: ChildProcess, what: string, timeoutMs
 
 function stopper(child: ChildProcess, cleanup: () => void): () => Promise<void> {
   return async () => {
-    if (child.exitCode === null) {
+    // a child already killed by a signal (a failover benchmark's kill -9) has no exit to wait for
+    if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
       await new Promise((r) => { const t = setTimeout(() => { child.kill('SIGKILL'); r(null); }, 15_000); child.once('exit', () => { clearTimeout(t); r(null); }); });
     }
