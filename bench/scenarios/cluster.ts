@@ -95,6 +95,14 @@ export interface FailoverResult {
   otherPartitionsMaxGapMs: number;
   /** refused (503) or failed (connection) attempts while it was going on, retried elsewhere */
   retries: number;
+  /** of those: connection refused or reset (the dead node itself) */
+  connectionErrors: number;
+  /** of those: 503s whose body says why (first words of each distinct reason, with counts) */
+  unavailable: Record<string, number>;
+  /** the longest single HTTP attempt (a forwarded request its dead owner had received waits for the RPC timeout) */
+  longestAttemptMs: number;
+  /** the longest a writer of the victim's partitions waited, from the kill to its next acknowledgement */
+  writerStallMaxMs: number | null;
   acknowledgedBatches: number;
   acknowledgedResults: number;
   /** acknowledged results missing afterwards (must be 0) */
@@ -389,7 +397,8 @@ async function failover(ctx: Context, c: Cluster, quick: boolean): Promise<Failo
   const names = [...c.nodes.keys()];
   const killed = c.killed;
   const deadline = Date.now() + 180_000;
-  let retries = 0;
+  let retries = 0, connectionErrors = 0, longestAttemptMs = 0;
+  const unavailableWhy: Record<string, number> = {};
   const bodiesOf = new Map<string, ReturnType<typeof streamBodies>>();
 
   /** one batch until some node acknowledges it; a client that knows all three nodes and moves on when one fails */
@@ -399,8 +408,9 @@ async function failover(ctx: Context, c: Cluster, quick: boolean): Promise<Failo
     const sent = performance.now();
     for (let attempt = 0; ; attempt++) {
       const node = nodes[(w.node + attempt) % nodes.length]!;
+      const t0 = performance.now();
       try {
-        const reply = await postIngest(node.url, body);
+        const reply = await postIngest(node.url, body).finally(() => { longestAttemptMs = Math.max(longestAttemptMs, performance.now() - t0); });
         w.acked = seq;
         w.acks.push({ sent, at: performance.now() });
         return reply;
@@ -408,6 +418,12 @@ async function failover(ctx: Context, c: Cluster, quick: boolean): Promise<Failo
         const status = (err as { status?: number }).status;
         if (status !== undefined && status !== 503 && status !== 504) throw err;
         retries++;
+        if (status === undefined) connectionErrors++;
+        else {
+          // "Partition 2 is unavailable (no responders); retry shortly." → "unavailable (no responders)"
+          const why = /\(([^)]*)\)/.exec((err as Error).message)?.[1]?.split('\\n')[0]?.replace(/[0-9]+/g, 'N').slice(0, 60) ?? `${status}`;
+          unavailableWhy[why] = (unavailableWhy[why] ?? 0) + 1;
+        }
       }
       if (Date.now() > deadline) throw new Error(`failover: batch ${seq} of ${w.uuid} not acknowledged by any node`);
       await new Promise((r) => setTimeout(r, 50));
@@ -473,6 +489,8 @@ async function failover(ctx: Context, c: Cluster, quick: boolean): Promise<Failo
   const writesOkMs: Record<string, number | null> = {};
   for (const p of victimPartitions) writesOkMs[String(p)] = firstAckAfter(p);
   const oks = Object.values(writesOkMs);
+  const stalls = victimWriters.map((w) => w.acks.find((a) => a.at > killedAt)?.at);
+  const writerStallMaxMs = stalls.some((x) => x === undefined) ? null : Math.max(...(stalls as number[])) - killedAt;
   let gap = 0;
   for (const w of writers.filter((x) => !victimWriters.includes(x))) {
     let last = killedAt;
@@ -499,13 +517,14 @@ async function failover(ctx: Context, c: Cluster, quick: boolean): Promise<Failo
   }
   const result: FailoverResult = {
     victim: victimName, victimPartitions, writers: writers.length, resultsPerBatch: perBatch, rateBefore: (ackedBefore * perBatch) / 2,
-    ownedAgainMs, writesOkMs, writesOkMaxMs: oks.some((x) => x === null) ? null : Math.max(...(oks as number[])), otherPartitionsMaxGapMs: gap, retries,
+    ownedAgainMs, writesOkMs, writesOkMaxMs: oks.some((x) => x === null) ? null : Math.max(...(oks as number[])), otherPartitionsMaxGapMs: gap, retries, connectionErrors, unavailable: unavailableWhy, longestAttemptMs, writerStallMaxMs,
     acknowledgedBatches: ackedBatches, acknowledgedResults: ackedResults, lost, duplicated, seqMismatches,
   };
   ctx.step(`cluster: failover: all partitions owned again after ${result.ownedAgainMs === null ? 'never (90 s)' : fmt.int(result.ownedAgainMs) + ' ms'}, `
     + `writes to ${victimName}'s partitions acknowledged again after ${result.writesOkMaxMs === null ? 'never' : fmt.int(result.writesOkMaxMs) + ' ms'} `
     + `(${Object.entries(writesOkMs).map(([p, ms]) => `p${p} ${ms === null ? '–' : fmt.int(ms)}`).join(', ')}); other partitions' longest gap ${fmt.int(gap)} ms; `
-    + `${fmt.int(ackedResults)} acknowledged results: ${lost} lost, ${duplicated} duplicated, ${seqMismatches} seq mismatches; ${retries} retried attempts`);
+    + `${fmt.int(ackedResults)} acknowledged results: ${lost} lost, ${duplicated} duplicated, ${seqMismatches} seq mismatches; ${retries} retried attempts `
+    + `(${connectionErrors} connection errors, 503s: ${JSON.stringify(unavailableWhy)}), longest attempt ${fmt.int(longestAttemptMs)} ms, longest writer stall ${writerStallMaxMs === null ? '–' : fmt.int(writerStallMaxMs)} ms`);
   if (lost || duplicated || seqMismatches) ctx.note(`cluster: failover LOST ${lost} / DUPLICATED ${duplicated} acknowledged results (${seqMismatches} seq mismatches)`);
   if (result.writesOkMaxMs === null || result.ownedAgainMs === null) ctx.note('cluster: failover did not complete within 90 s');
   return result;
@@ -613,7 +632,9 @@ export function clusterSection(r: ClusterResult): string {
       ['every partition owned again (every survivor\'s /healthz)', f.ownedAgainMs === null ? 'not within 90 s' : `**${fmt.int(f.ownedAgainMs)} ms**`],
       [`writes to its partitions acknowledged again (slowest of ${f.victimPartitions.length})`, f.writesOkMaxMs === null ? 'not within 90 s' : `**${fmt.int(f.writesOkMaxMs)} ms** (${Object.entries(f.writesOkMs).map(([p, ms]) => `p${p}: ${ms === null ? '–' : fmt.int(ms)}`).join(', ')})`],
       ['longest pause of writers on the other partitions', `${fmt.int(f.otherPartitionsMaxGapMs)} ms`],
-      ['attempts refused or failed, retried', String(f.retries)],
+      ['longest wait of a writer on those partitions (kill → its next acknowledgement)', f.writerStallMaxMs === null ? '–' : `${fmt.int(f.writerStallMaxMs)} ms`],
+      ['longest single HTTP attempt', `${fmt.int(f.longestAttemptMs)} ms`],
+      ['attempts refused or failed, retried on the next node', `${f.retries}: ${f.connectionErrors} connection errors (the dead node)${Object.entries(f.unavailable).map(([why, n]) => `, ${n} × 503 "${why}"`).join('')}`],
       ['acknowledged batches / results', `${fmt.int(f.acknowledgedBatches)} / ${fmt.int(f.acknowledgedResults)}`],
       ['acknowledged results lost / duplicated', `**${f.lost} / ${f.duplicated}**` + (f.seqMismatches ? ` (${f.seqMismatches} streams expect another seq)` : '')],
     ]), '');
