@@ -549,6 +549,8 @@ export const MODEL_CORES_PER_NODE = 8;
 /** at most this share of the cores busy: a node's loss puts its load on the others (⅔ for 3 nodes), plus spikes */
 export const MODEL_UTILIZATION = 0.6;
 export const MODEL_RATES = [10e6, 100e6, 1e9];
+/** memory per stored result on a node (anonymous RSS, the footprint scenario's 2026-11-22 full run: 352 B) */
+export const MODEL_MEMORY_BYTES_PER_RESULT = 352;
 
 export function capacityModel(ingest: IngestWindow[], streamBytesPerResult: number | null): CapacityModel | null {
   const basis = ingest.find((w) => w.mode === 'batch') ?? ingest[0];
@@ -651,7 +653,8 @@ export function clusterSection(r: ClusterResult): string {
     ]), '');
     out.push(table(['results per hour', 'results/s', 'logbook cores', 'NATS cores', `nodes (${m.coresPerNode} cores each)`, 'bound by'],
       m.rows.map((x) => [hourly(x.perHour), fmt.int(x.resultsPerSecond), x.logbookCores.toFixed(1), x.natsCores.toFixed(1), `**${x.nodes}**`, x.boundBy])), '');
-    if (m.streamBytesPerResult) out.push(`Disk: the partition streams hold ${fmt.int(m.streamBytesPerResult)} B per result (one replica; commits are deflated, and the results here are all alike, so this is a lower bound: real results compress less), so ${r.replicas} replicas store ${fmt.int(m.streamBytesPerResult * r.replicas)} B per result: ${m.rows.map((x) => `${hourly(x.perHour)}/hour → ${((x.perHour * m.streamBytesPerResult! * r.replicas) / 1e9).toFixed(0)} GB/hour`).join(', ')} across the cluster, until the streams' retention drops them. Each owner also keeps its partitions' aggregates in memory (the \`footprint\` scenario measures the heap per stored result on one node): at high rates retention, not CPU, sizes the cluster.`, '');
+    if (m.streamBytesPerResult) out.push(`Disk: the partition streams hold ${fmt.int(m.streamBytesPerResult)} B per result (one replica; commits are deflated, and the results here are all alike, so this is a lower bound: real results compress less), so ${r.replicas} replicas store ${fmt.int(m.streamBytesPerResult * r.replicas)} B per result: ${m.rows.map((x) => `${hourly(x.perHour)}/hour → ${((x.perHour * m.streamBytesPerResult! * r.replicas) / 1e9).toFixed(0)} GB/hour`).join(', ')} across the cluster, until the streams' retention drops them.`, '');
+    out.push(`Memory: each owner keeps its partitions' aggregates in memory, about ${MODEL_MEMORY_BYTES_PER_RESULT} B per stored result (anonymous RSS per result measured by the \`footprint\` scenario on a single node; assumed the same per partition): ${m.rows.map((x) => `${hourly(x.perHour)}/hour → ${((x.perHour * MODEL_MEMORY_BYTES_PER_RESULT) / 1e9).toFixed(1)} GB of RAM per hour kept`).join(', ')}, across the cluster. At high rates retention, not CPU, sizes the cluster: a week of 100 M/hour is ${((168 * 100e6 * MODEL_MEMORY_BYTES_PER_RESULT) / 1e12).toFixed(1)} TB of RAM.`, '');
   }
   return out.join('\n');
 }
