@@ -113,7 +113,11 @@ export interface FailoverResult {
   seqMismatches: number;
 }
 
-export interface CapacityRow { perHour: number; resultsPerSecond: number; cores: number; logbookCores: number; natsCores: number; nodes: number; boundBy: string }
+export interface CapacityRow {
+  perHour: number; resultsPerSecond: number; cores: number; logbookCores: number; natsCores: number; nodes: number; boundBy: string;
+  /** the same rate sent per request (POST /results, as the stock ARA callback does) */
+  perRequestNodes?: number; perRequestBoundBy?: string;
+}
 
 export interface CapacityModel {
   basis: IngestWindow['mode'];
@@ -121,13 +125,13 @@ export interface CapacityModel {
   utilization: number;
   logbookResultsPerCore: number;
   natsResultsPerCore: number;
-  /** per node (one logbook + one nats-server on coresPerNode cores, at the utilization) */
+  /** per node (one logbook + one nats-server on coresPerNode cores, at the utilization; at most what its front takes) */
   resultsPerNode: number;
   /** what one node's front (a single thread) can take at the utilization */
   frontResultsPerNode: number;
   streamBytesPerResult: number | null;
   rows: CapacityRow[];
-  perRequest: { logbookResultsPerCore: number; natsResultsPerCore: number; resultsPerNode: number } | null;
+  perRequest: { logbookResultsPerCore: number; natsResultsPerCore: number; resultsPerNode: number; frontResultsPerNode: number } | null;
 }
 
 export interface ClusterResult {
@@ -552,28 +556,34 @@ export const MODEL_RATES = [10e6, 100e6, 1e9];
 /** memory per stored result on a node (anonymous RSS, the footprint scenario's 2026-11-22 full run: 352 B) */
 export const MODEL_MEMORY_BYTES_PER_RESULT = 352;
 
+/** Nodes for a rate from per-result costs (CPU seconds): cores at the utilization, the front thread, R3's minimum of 3. */
+function nodesFor(rps: number, lb: number, nt: number, front: number): { nodes: number; boundBy: string; logbookCores: number; natsCores: number } {
+  const logbookCores = (rps * lb) / MODEL_UTILIZATION, natsCores = (rps * nt) / MODEL_UTILIZATION;
+  const byCores = Math.ceil((logbookCores + natsCores) / MODEL_CORES_PER_NODE);
+  const byFront = Math.ceil((rps * front) / MODEL_UTILIZATION);
+  const nodes = Math.max(3, byCores, byFront);
+  const boundBy = byCores < 3 && byFront < 3 ? 'the minimum for R3' : byFront > byCores ? 'the front thread' : 'CPU';
+  return { nodes, boundBy, logbookCores, natsCores };
+}
+
 export function capacityModel(ingest: IngestWindow[], streamBytesPerResult: number | null): CapacityModel | null {
   const basis = ingest.find((w) => w.mode === 'batch') ?? ingest[0];
   if (!basis || !Number.isFinite(basis.logbookMsPer1000) || basis.results === 0) return null;
-  const perReq = ingest.find((w) => w.mode === 'per-request');
-  const lb = basis.logbookMsPer1000 / 1e6, nt = basis.natsMsPer1000 / 1e6, front = basis.frontMsPer1000 / 1e6; // CPU seconds per result
-  const perNode = (MODEL_CORES_PER_NODE * MODEL_UTILIZATION) / (lb + nt);
-  const frontPerNode = MODEL_UTILIZATION / Math.max(front, 1e-9);
+  const perReq = ingest.find((w) => w.mode === 'per-request' && w.results > 0);
+  const costs = (w: IngestWindow) => ({ lb: w.logbookMsPer1000 / 1e6, nt: w.natsMsPer1000 / 1e6, front: w.frontMsPer1000 / 1e6 }); // CPU seconds per result
+  const perNodeOf = (c: ReturnType<typeof costs>) => Math.min((MODEL_CORES_PER_NODE * MODEL_UTILIZATION) / (c.lb + c.nt), MODEL_UTILIZATION / Math.max(c.front, 1e-9));
+  const b = costs(basis), pr = perReq ? costs(perReq) : null;
   const rows = MODEL_RATES.map((perHour) => {
     const rps = perHour / 3600;
-    const logbookCores = (rps * lb) / MODEL_UTILIZATION, natsCores = (rps * nt) / MODEL_UTILIZATION;
-    const byCores = Math.ceil((logbookCores + natsCores) / MODEL_CORES_PER_NODE);
-    const byFront = Math.ceil(rps / frontPerNode);
-    const nodes = Math.max(3, byCores, byFront);
-    const boundBy = nodes === 3 && byCores < 3 && byFront < 3 ? 'the minimum for R3' : byFront > byCores ? 'the front thread' : 'CPU';
-    return { perHour, resultsPerSecond: rps, cores: logbookCores + natsCores, logbookCores, natsCores, nodes, boundBy };
+    const n = nodesFor(rps, b.lb, b.nt, b.front);
+    return { perHour, resultsPerSecond: rps, cores: n.logbookCores + n.natsCores, logbookCores: n.logbookCores, natsCores: n.natsCores, nodes: n.nodes, boundBy: n.boundBy,
+      ...(pr ? { perRequestNodes: nodesFor(rps, pr.lb, pr.nt, pr.front).nodes, perRequestBoundBy: nodesFor(rps, pr.lb, pr.nt, pr.front).boundBy } : {}) };
   });
   return {
     basis: basis.mode, coresPerNode: MODEL_CORES_PER_NODE, utilization: MODEL_UTILIZATION,
-    logbookResultsPerCore: 1 / lb, natsResultsPerCore: 1 / nt, resultsPerNode: perNode, frontResultsPerNode: frontPerNode, streamBytesPerResult, rows,
-    perRequest: perReq && perReq.results > 0 ? {
-      logbookResultsPerCore: 1e6 / perReq.logbookMsPer1000, natsResultsPerCore: 1e6 / perReq.natsMsPer1000,
-      resultsPerNode: (MODEL_CORES_PER_NODE * MODEL_UTILIZATION) / ((perReq.logbookMsPer1000 + perReq.natsMsPer1000) / 1e6),
+    logbookResultsPerCore: 1 / b.lb, natsResultsPerCore: 1 / b.nt, resultsPerNode: perNodeOf(b), frontResultsPerNode: MODEL_UTILIZATION / Math.max(b.front, 1e-9), streamBytesPerResult, rows,
+    perRequest: pr ? {
+      logbookResultsPerCore: 1 / pr.lb, natsResultsPerCore: 1 / pr.nt, resultsPerNode: perNodeOf(pr), frontResultsPerNode: MODEL_UTILIZATION / Math.max(pr.front, 1e-9),
     } : null,
   };
 }
@@ -643,18 +653,21 @@ export function clusterSection(r: ClusterResult): string {
       ['acknowledged results lost / duplicated', `**${f.lost} / ${f.duplicated}**` + (f.seqMismatches ? ` (${f.seqMismatches} streams expect another seq)` : '')],
     ]), '');
   }
-  const m = r.model;
+  // recomputed from the measured costs, so a re-rendered report (--report) uses the current model
+  const m = capacityModel(r.ingest, r.streamBytesPerResult);
   if (m) {
     out.push('### Capacity model (a model, not a measurement)', '');
     out.push(`Derived from the measured CPU per result of the **${MODE[m.basis]}** run above. Assumptions: CPU is the bound (the network and disks keep up; NATS fsyncs every 60 s on 2.9, so its disk writes are sequential and batched); per-result costs stay what they were here when each process has its own cores (on this box the processes competed for 2 cores, and context switches are charged to them, so the costs are if anything high); R${r.replicas}, so each result's NATS cost is paid on ${r.replicas} servers — already included, since the three servers' CPU is summed; requests reach a random node, so about ⅔ are forwarded over NATS as here; a node is one machine with ${m.coresPerNode} cores running one logbook and one nats-server, kept at most ${Math.round(m.utilization * 100)} % busy (when one of 3 nodes is lost the two others carry 1.5× their load: ${Math.round(m.utilization * 100)} % → ${Math.round(m.utilization * 150)} %); at least 3 nodes for R3. One logbook front is one thread: it caps a node at ${fmt.int(m.frontResultsPerNode)} results/s at that utilization. Partitions must outnumber the cores given to logbook (each partition is one worker thread). Memory and disk retention are not in the model (see below).`, '');
     out.push(table(['', 'results/s'], [
       ['logbook, per core', `**${fmt.int(m.logbookResultsPerCore)}**`],
       [`NATS (R${r.replicas}), per core of the cluster's nats-servers`, `**${fmt.int(m.natsResultsPerCore)}**`],
-      [`per node (${m.coresPerNode} cores, logbook + nats-server, ${Math.round(m.utilization * 100)} % busy)`, `**${fmt.int(m.resultsPerNode)}** (${fmt.int(m.resultsPerNode * 3600 / 1e6)} M/hour)`],
-      ...(m.perRequest ? [[`… with per-request ingest (\`POST /results\`) instead`, `logbook ${fmt.int(m.perRequest.logbookResultsPerCore)}/core, NATS ${fmt.int(m.perRequest.natsResultsPerCore)}/core, ${fmt.int(m.perRequest.resultsPerNode)} per node`]] : []),
+      [`per node (${m.coresPerNode} cores, logbook + nats-server, ${Math.round(m.utilization * 100)} % busy; at most what its front thread takes: ${fmt.int(m.frontResultsPerNode)})`, `**${fmt.int(m.resultsPerNode)}** (${fmt.int(m.resultsPerNode * 3600 / 1e6)} M/hour)`],
+      ...(m.perRequest ? [[`… with per-request ingest (\`POST /results\`, the stock ARA callback) instead`, `logbook ${fmt.int(m.perRequest.logbookResultsPerCore)}/core, NATS ${fmt.int(m.perRequest.natsResultsPerCore)}/core, **${fmt.int(m.perRequest.resultsPerNode)} per node** (front thread: ${fmt.int(m.perRequest.frontResultsPerNode)})`]] : []),
     ]), '');
-    out.push(table(['results per hour', 'results/s', 'logbook cores', 'NATS cores', `nodes (${m.coresPerNode} cores each)`, 'bound by'],
-      m.rows.map((x) => [hourly(x.perHour), fmt.int(x.resultsPerSecond), x.logbookCores.toFixed(1), x.natsCores.toFixed(1), `**${x.nodes}**`, x.boundBy])), '');
+    out.push(table(['results per hour', 'results/s', 'logbook cores', 'NATS cores', `nodes (${m.coresPerNode} cores each)`, 'bound by', 'nodes with per-request ingest'],
+      m.rows.map((x) => [hourly(x.perHour), fmt.int(x.resultsPerSecond), x.logbookCores.toFixed(1), x.natsCores.toFixed(1), `**${x.nodes}**`, x.boundBy,
+        x.perRequestNodes === undefined ? '–' : `${x.perRequestNodes} (${x.perRequestBoundBy})`])), '');
+    out.push('Cores are what the rate needs at that utilization (batch ingest); nodes are the most of: cores ÷ cores per node, the rate ÷ what one front thread takes, and 3.', '');
     if (m.streamBytesPerResult) out.push(`Disk: the partition streams hold ${fmt.int(m.streamBytesPerResult)} B per result (one replica; commits are deflated, and the results here are all alike, so this is a lower bound: real results compress less), so ${r.replicas} replicas store ${fmt.int(m.streamBytesPerResult * r.replicas)} B per result: ${m.rows.map((x) => `${hourly(x.perHour)}/hour → ${((x.perHour * m.streamBytesPerResult! * r.replicas) / 1e9).toFixed(0)} GB/hour`).join(', ')} across the cluster, until the streams' retention drops them.`, '');
     out.push(`Memory: each owner keeps its partitions' aggregates in memory, about ${MODEL_MEMORY_BYTES_PER_RESULT} B per stored result (anonymous RSS per result measured by the \`footprint\` scenario on a single node; assumed the same per partition): ${m.rows.map((x) => `${hourly(x.perHour)}/hour → ${((x.perHour * MODEL_MEMORY_BYTES_PER_RESULT) / 1e9).toFixed(1)} GB of RAM per hour kept`).join(', ')}, across the cluster. At high rates retention, not CPU, sizes the cluster: a week of 100 M/hour is ${((168 * 100e6 * MODEL_MEMORY_BYTES_PER_RESULT) / 1e12).toFixed(1)} TB of RAM.`, '');
   }
