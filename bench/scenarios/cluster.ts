@@ -225,10 +225,13 @@ async function startCluster(ctx: Context): Promise<Cluster> {
     },
   };
   try {
-    const started = await Promise.all(Array.from({ length: NODES }, (_, i) => startLogbook({
+    const started = await Promise.allSettled(Array.from({ length: NODES }, (_, i) => startLogbook({
       env: { LOGBOOK_CLUSTER: nats.urls.join(','), LOGBOOK_NODE: `node${i + 1}`, LOGBOOK_PARTITIONS: String(PARTITIONS), LOGBOOK_REPLICAS: String(REPLICAS), LOGBOOK_SHUTDOWN_TIMEOUT: '2', LOGBOOK_LOG_LEVEL: 'warn' },
     })));
-    started.forEach((n, i) => nodes.set(`node${i + 1}`, n));
+    // every node that did start is stopped again below if another did not
+    started.forEach((n, i) => { if (n.status === 'fulfilled') nodes.set(`node${i + 1}`, n.value); });
+    const failed = started.find((n): n is PromiseRejectedResult => n.status === 'rejected');
+    if (failed) throw failed.reason;
     await waitSettled(cluster.live());
     ctx.step(`cluster: ${NODES} nats-servers (JetStream R${REPLICAS}) + ${NODES} logbook nodes, ${PARTITIONS} partitions, settled`);
     return cluster;
@@ -242,7 +245,14 @@ async function trees(nodes: Running[]): Promise<Tree[]> {
   const covered = new Set<number>();
   // a plain POST /playbooks lands on any partition: create until each has one and there are 2P (bounded)
   for (let i = 0; (out.length < 2 * PARTITIONS || covered.size < PARTITIONS) && i < 8 * PARTITIONS; i++) {
-    const tree = await createTree(nodes[i % nodes.length]!.url, i);
+    // a partition can still change hands just after the cluster settled (a 503 then): try again
+    let tree: Tree | null = null;
+    for (let attempt = 0; !tree; attempt++) {
+      try { tree = await createTree(nodes[(i + attempt) % nodes.length]!.url, i); } catch (err) {
+        if (attempt >= 10) throw err;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
     out.push(tree);
     covered.add(tree.playbook % PARTITIONS);
   }
@@ -312,7 +322,14 @@ async function batchIngest(ctx: Context, c: Cluster, seconds: number, streams: n
   const nodes = c.live();
   const run = async (tag: string, secs: number, measure: boolean) => {
     const bodies = Array.from({ length: streams }, (_, s) => streamBodies(`cluster-${tag}-${s}-${Date.now()}`, BATCH));
-    await Promise.all(bodies.map((b, s) => postIngest(nodes[s % nodes.length]!.url, b.first)));
+    await Promise.all(bodies.map(async (b, s) => {
+      for (let attempt = 0; ; attempt++) {
+        try { return await postIngest(nodes[(s + attempt) % nodes.length]!.url, b.first); } catch (err) {
+          if (attempt >= 10 || (err as { status?: number }).status !== 503) throw err; // 503: a partition changing hands
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+    }));
     for (const n of nodes) await n.drain();
     const procs = c.procs();
     const a = sample(procs);
