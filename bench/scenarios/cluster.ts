@@ -646,8 +646,9 @@ export function clusterSection(r: ClusterResult): string {
   out.push(table(['mode', 'load', 'results/s', 'p50 ms', 'p99 ms', 'errors', 'logbook CPU ms / 1,000 results (3 nodes)', '… of which fronts (main threads)', 'NATS CPU ms / 1,000 results (3 servers)', 'generator cores'],
     r.ingest.map((w) => [MODE[w.mode], w.concurrency, `**${fmt.int(w.resultsPerSecond)}**`,
       fmt.ms(w.latencyMs.p50), fmt.ms(w.latencyMs.p99), String(w.errors), `**${fmt.int(w.logbookMsPer1000)}**`, fmt.int(w.frontMsPer1000), `**${fmt.int(w.natsMsPer1000)}**`, w.generatorCores.toFixed(2)])), '');
-  out.push('Per-request latencies are the worst node\'s wrk percentiles; batch latencies are per batch of 100. Per process (CPU seconds in the window):', '');
-  out.push(table(['mode', ...r.ingest[0]!.processes.map((p) => p.name)], r.ingest.map((w) => [MODE[w.mode], ...w.processes.map((p) => p.cpuSeconds.toFixed(2) + (p.mainThreadSeconds !== undefined ? ` (main ${p.mainThreadSeconds.toFixed(2)})` : ''))])), '');
+  out.push('Per-request latencies are the worst node\'s wrk percentiles; batch latencies are per batch of 100. Per process, CPU milliseconds per 1,000 results (a logbook node\'s main thread in brackets):', '');
+  const per1000 = (w: IngestWindow, sec: number) => fmt.int((sec * 1e6) / w.results);
+  out.push(table(['mode', ...r.ingest[0]!.processes.map((p) => p.name)], r.ingest.map((w) => [MODE[w.mode], ...w.processes.map((p) => per1000(w, p.cpuSeconds) + (p.mainThreadSeconds !== undefined ? ` (${per1000(w, p.mainThreadSeconds)})` : ''))])), '');
   if (r.reads.length) {
     out.push('### Reads through every node', '');
     out.push(table(['request', 'conn / node', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'logbook cores', 'NATS cores', 'logbook / NATS CPU ms per 1,000 reads'],
