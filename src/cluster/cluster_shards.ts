@@ -23,7 +23,7 @@ import type { StreamChange } from '../shard/changes.js';
 import type { ClusterConfig } from './config.js';
 import { takeOwnership } from './fence.js';
 import type { PartitionLog } from './partition_log.js';
-import { rendezvousOwner } from './rendezvous.js';
+import { rendezvousRanking } from './rendezvous.js';
 
 export const HEARTBEAT_SUBJECT = 'logbook.hb';
 export const rpcSubject = (partition: number): string => `logbook.rpc.${partition}`;
@@ -49,6 +49,8 @@ export interface ClusterStatus {
   partitions: number;
   /** partitions this node owns: partition → epoch */
   owned: Record<string, number>;
+  /** partitions this node keeps a standby of */
+  standby: number[];
   /** partitions no live node owns (requests for them get 503) */
   unowned: number[];
   nats: 'connected' | 'reconnecting' | 'closed';
@@ -59,6 +61,9 @@ export class ClusterShards implements Shards {
   private readonly pool: ShardPool;
   private readonly owned = new Map<number, Owned>();
   private readonly taking = new Set<number>();
+  /** partitions this node keeps a standby of (a worker tailing the stream, not serving) */
+  private readonly standbys = new Set<number>();
+  private readonly startingStandby = new Set<number>();
   private readonly peers = new Map<string, Peer>();
   private joinedAt = performance.now();
   private lastBeat = performance.now();
@@ -218,8 +223,14 @@ export class ClusterShards implements Shards {
       const graceOver = performance.now() - this.joinedAt >= this.timings.joinGraceMs;
       const takes: Array<Promise<void>> = [];
       for (let p = 0; p < this.size; p++) {
-        if (this.owned.has(p) || this.taking.has(p)) continue;
-        if (rendezvousOwner(p, live) !== this.config.node) continue;
+        if (this.owned.has(p) || this.taking.has(p) || this.startingStandby.has(p)) continue;
+        const [owner, standby] = rendezvousRanking(p, live);
+        if (owner !== this.config.node) {
+          // the second in line keeps a standby; a standby that is no longer second goes
+          if (standby === this.config.node && !this.standbys.has(p)) void this.startStandby(p);
+          else if (standby !== this.config.node && this.standbys.has(p)) void this.stopStandby(p);
+          continue;
+        }
         // a live owner keeps it until our own heartbeats have been seen for a while (no ping-pong on a blip)
         if (this.remoteOwner(p) !== null && !graceOver) continue;
         takes.push(this.take(p));
@@ -235,12 +246,18 @@ export class ClusterShards implements Shards {
     const t0 = performance.now();
     try {
       const ownership = await takeOwnership(this.log, partition, this.config.node);
-      const ready = await this.pool.open(partition, {
-        cluster: {
-          servers: this.config.servers, node: this.config.node, partitions: this.config.partitions,
-          replicas: this.config.replicas, epoch: ownership.epoch, fenceSeq: ownership.fenceSeq,
-        },
-      });
+      let ready: ReadyMessage;
+      let promoted: { entries: number; ms: number; results: number } | null = null;
+      if (this.standbys.has(partition)) {
+        // a standby has the partition up to a recent position: it reads the tail up to our fence
+        this.standbys.delete(partition);
+        promoted = await this.promote(partition, ownership.epoch, ownership.fenceSeq);
+        ready = { k: 'ready', shard: partition, maxIds: [], ids: [], streams: [], stream: [0, 0],
+          recovery: { snapshots: 0, journalEntries: promoted.entries, eventsApplied: 0, ms: promoted.ms, results: promoted.results } };
+        this.pool.markUp(partition);
+      } else {
+        ready = await this.pool.open(partition, { cluster: this.partitionInit(ownership.epoch, ownership.fenceSeq, false) });
+      }
       if (this.closing) { await this.pool.release(partition); return; }
       const labels = this.labels();
       if (labels.length) this.pool.send(partition, { k: 'labels', upsert: labels, remove: [] }, null);
@@ -250,14 +267,47 @@ export class ClusterShards implements Shards {
       this.onRestart?.(ready);
       log.info('partition taken', {
         partition, epoch: ownership.epoch, from: ownership.previous?.node ?? null, ms: Math.round(performance.now() - t0),
-        replayedEntries: ready.recovery.journalEntries, results: ready.recovery.results,
+        fromStandby: promoted !== null, replayedEntries: ready.recovery.journalEntries, results: ready.recovery.results,
       });
     } catch (err) {
       log.warn('taking a partition failed; retrying later', { partition, err: errText(err) });
-      if (this.pool.isUp(partition) && !this.owned.has(partition)) await this.pool.release(partition).catch(() => {});
+      if (this.pool.running(partition) && !this.owned.has(partition)) await this.pool.release(partition).catch(() => {});
     } finally {
       this.taking.delete(partition);
     }
+  }
+
+  private partitionInit(epoch: number, fenceSeq: number, standby: boolean) {
+    const c = this.config;
+    return { servers: c.servers, node: c.node, partitions: c.partitions, replicas: c.replicas, epoch, fenceSeq, standby };
+  }
+
+  private promote(partition: number, epoch: number, fenceSeq: number): Promise<{ entries: number; ms: number; results: number }> {
+    return new Promise((resolve, reject) => {
+      this.pool.control(partition, { k: 'promote', rid: 0, epoch, fenceSeq }, (r: Reply) => {
+        if (r.k === 'promoted') resolve(r);
+        else reject(new Error(`promotion failed: ${'body' in r ? r.body : r.k}`));
+      });
+    });
+  }
+
+  private async startStandby(partition: number): Promise<void> {
+    this.startingStandby.add(partition);
+    try {
+      const ready = await this.pool.openStandby(partition, { cluster: this.partitionInit(0, 0, true) });
+      if (this.closing) { await this.pool.release(partition); return; }
+      this.standbys.add(partition);
+      log.info('standby started', { partition, entries: ready.recovery.journalEntries, results: ready.recovery.results, ms: Math.round(ready.recovery.ms) });
+    } catch (err) {
+      log.warn('starting a standby failed; retrying later', { partition, err: errText(err) });
+    } finally {
+      this.startingStandby.delete(partition);
+    }
+  }
+
+  private async stopStandby(partition: number): Promise<void> {
+    if (!this.standbys.delete(partition)) return;
+    await this.pool.release(partition);
   }
 
   private async release(partition: number, why: string): Promise<void> {
@@ -272,6 +322,7 @@ export class ClusterShards implements Shards {
 
   /** A partition's worker exited by itself: its commit was fenced or not acknowledged. */
   private workerExited(partition: number, code: number): void {
+    if (this.standbys.delete(partition)) { log.warn('standby stopped', { partition, code }); return; }
     const owned = this.owned.get(partition);
     if (!owned) return; // released on purpose
     this.owned.delete(partition);
@@ -285,7 +336,7 @@ export class ClusterShards implements Shards {
     const owned: Record<string, number> = {};
     for (const [p, o] of [...this.owned].sort((a, b) => a[0] - b[0])) owned[String(p)] = o.epoch;
     return {
-      node: this.config.node, nodes: this.liveNodes(), partitions: this.size, owned,
+      node: this.config.node, nodes: this.liveNodes(), partitions: this.size, owned, standby: [...this.standbys].sort((a, b) => a - b),
       unowned: this.down(), nats: this.natsState,
     };
   }

@@ -132,6 +132,8 @@ export interface ReplayOptions {
   /** keep tailing new records after reaching the current end (standby); stop with `signal` */
   follow?: boolean;
   signal?: AbortSignal;
+  /** called with every message's sequence once it is read (records yielded or skipped): how far the reader is */
+  onPosition?: (seq: number) => void;
 }
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -408,6 +410,7 @@ export class PartitionLog {
         } else {
           chain = null;
         }
+        options.onPosition?.(m.seq);
         if (!options.follow && m.seq >= end) break;
         if (options.signal?.aborted) break;
       }

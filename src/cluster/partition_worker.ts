@@ -2,7 +2,14 @@
 // partition from its stream up to this node's fence, then append after it.
 // Every worker has its own NATS connection: commits leave from the thread
 // that decides them, without a hop through the main thread.
+//
+// A standby (the node second in the partition's rendezvous order) starts the
+// same way but keeps tailing the stream instead of appending, so that when it
+// is promoted (its node fenced the partition) it only has to read the few
+// records between where it is and its fence: failover replays a short tail,
+// not the partition's history.
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { Packr } from 'msgpackr';
 import { ShardState } from '../shard/state.js';
 import type { RecoveryStats } from '../store/types.js';
 import { PartitionIds } from './ids.js';
@@ -15,9 +22,11 @@ export interface PartitionInit {
   node: string;
   partitions: number;
   replicas: number;
-  /** this node's fence on the partition: its epoch and sequence */
+  /** this node's fence on the partition: its epoch and sequence (0, 0 for a standby) */
   epoch: number;
   fenceSeq: number;
+  /** tail the stream until promoted, instead of owning the partition now */
+  standby?: boolean;
 }
 
 export interface OpenedPartition {
@@ -26,7 +35,11 @@ export interface OpenedPartition {
   state: ShardState;
   ids: PartitionIds;
   recovery: RecoveryStats;
+  /** standby only: become the owner by the fence at `fenceSeq`; resolves with the records read since ready */
+  promote(epoch: number, fenceSeq: number): Promise<{ entries: number; ms: number }>;
 }
+
+const unpackr = new Packr({ useRecords: false, moreTypes: false });
 
 export async function openPartition(k: number, init: PartitionInit): Promise<OpenedPartition> {
   const nc = await connect({ servers: init.servers, name: `logbook ${init.node} p${k}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
@@ -34,13 +47,80 @@ export async function openPartition(k: number, init: PartitionInit): Promise<Ope
     const log = await PartitionLog.attach(nc, { partitions: init.partitions, replicas: init.replicas });
     const store = new PartitionStore();
     const state = new ShardState();
-    const recovery = await store.replay(log, k, init.fenceSeq, state);
     const ids = new PartitionIds(init.partitions, k);
-    state.maxIds.forEach((id, code) => ids.observe(code, id));
-    store.attach(log.writer(k, init.node, init.epoch, init.fenceSeq));
-    return { nc, store, state, ids, recovery };
+    const owned = (epoch: number, fenceSeq: number) => {
+      state.releasedFiles = [];
+      state.dirty.clear();
+      state.maxIds.forEach((id, code) => ids.observe(code, id));
+      store.attach(log.writer(k, init.node, epoch, fenceSeq));
+    };
+    if (!init.standby) {
+      const recovery = await store.replay(log, k, init.fenceSeq, state);
+      owned(init.epoch, init.fenceSeq);
+      return { nc, store, state, ids, recovery, promote: () => Promise.reject(new Error('not a standby')) };
+    }
+    const t0 = performance.now();
+    const follower = follow(log, k, store, state);
+    await follower.caughtUp;
+    const recovery = { snapshots: 0, journalEntries: follower.entries, eventsApplied: follower.events, ms: performance.now() - t0 };
+    return {
+      nc, store, state, ids, recovery,
+      async promote(epoch, fenceSeq) {
+        const p0 = performance.now();
+        const before = follower.entries;
+        await follower.reach(fenceSeq);
+        follower.stop();
+        owned(epoch, fenceSeq);
+        return { entries: follower.entries - before, ms: performance.now() - p0 };
+      },
+    };
   } catch (err) {
     await nc.close().catch(() => {});
     throw err;
   }
+}
+
+/** Tail partition k into `state` and `store`'s blobs, from its first record on. */
+function follow(log: PartitionLog, k: number, store: PartitionStore, state: ShardState) {
+  const abort = new AbortController();
+  let position = 0;
+  const waiters: Array<{ seq: number; resolve: () => void; reject: (e: Error) => void }> = [];
+  let failed: Error | null = null;
+  const f = {
+    entries: 0, events: 0,
+    caughtUp: null as unknown as Promise<void>,
+    reach(seq: number): Promise<void> {
+      if (failed) return Promise.reject(failed);
+      if (position >= seq) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => waiters.push({ seq, resolve, reject }));
+    },
+    stop() { abort.abort(); },
+  };
+  const moved = (seq: number) => {
+    position = seq;
+    for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]!.seq <= seq) { waiters[i]!.resolve(); waiters.splice(i, 1); }
+  };
+  f.caughtUp = log.lastSequence(k).then((end) => {
+    const done = f.reach(end);
+    void (async () => {
+      for await (const record of log.replay(k, 1, { follow: true, signal: abort.signal, onPosition: moved })) {
+        if (record.kind !== 'commit') continue;
+        for (const raw of record.entries) {
+          const [events, puts, removes] = unpackr.unpack(raw as Uint8Array) as [Array<Parameters<ShardState['apply']>[0]>, Array<[number | string, string]>, Array<number | string>];
+          f.entries++;
+          for (const ev of events) { state.apply(ev); f.events++; }
+          for (const key of removes) store.blobs.delete(key);
+          for (const [key, value] of puts) store.blobs.set(key, value);
+        }
+      }
+    })().catch((err: unknown) => {
+      if (abort.signal.aborted) return;
+      failed = err instanceof Error ? err : new Error(String(err));
+      for (const w of waiters.splice(0)) w.reject(failed);
+      // a standby that stopped following is no standby: the worker exits, the node may start another
+      setTimeout(() => process.exit(4), 10);
+    });
+    return done;
+  });
+  return f;
 }

@@ -18,3 +18,10 @@ export function rendezvousOwner(partition: number, nodes: Iterable<string>): str
   }
   return best;
 }
+
+/** All nodes in order of preference for `partition`: the owner first, then its standby. */
+export function rendezvousRanking(partition: number, nodes: Iterable<string>): string[] {
+  return [...nodes].map((node) => [node, weight(node, partition)] as const)
+    .sort((a, b) => (a[1] === b[1] ? (a[0] < b[0] ? -1 : 1) : a[1] > b[1] ? -1 : 1))
+    .map(([node]) => node);
+}

@@ -97,6 +97,25 @@ export class ShardPool implements Shards {
     return ready;
   }
 
+  /** Start a worker that is not up for requests yet (a cluster standby); control() talks to it, markUp() opens it. */
+  async openStandby(shard: number, extra: Partial<ShardInit>): Promise<ReadyMessage> {
+    if (this.workers[shard]) throw new Error(`shard ${shard} is already running`);
+    return this.spawn(shard, extra);
+  }
+
+  /** Is a worker running for the shard (up or not)? */
+  running(shard: number): boolean { return !!this.workers[shard]; }
+
+  /** Send to a running worker whether or not it is up (a standby's promotion). */
+  control<C>(shard: number, message: FrontToShard, handler: ReplyHandler<C>, context?: C): void {
+    if (!this.workers[shard]) { queueMicrotask(() => handler(unavailable(0, shard), context as C)); return; }
+    const up = this.up[shard]!;
+    this.up[shard] = true;
+    try { this.send(shard, message, handler, context); } finally { this.up[shard] = up; }
+  }
+
+  markUp(shard: number): void { if (this.workers[shard]) this.up[shard] = true; }
+
   /** Stop one worker: it finishes its pending commits first (bounded), then exits. */
   async release(shard: number): Promise<void> {
     const worker = this.workers[shard];

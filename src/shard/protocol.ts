@@ -71,7 +71,9 @@ export type FrontToShard =
   /** the shard's changes after seq `from` (of one playbook, if given), at most `limit` */
   | { k: 'replay'; rid: number; from: number; playbook: number | null; limit: number }
   /** test hook (LOGBOOK_TEST_HOOKS=1 only): the worker dies of an uncaught exception */
-  | { k: 'crash' };
+  | { k: 'crash' }
+  // ---- cluster mode: a standby partition becomes the owner (src/cluster/partition_worker.ts) ----
+  | { k: 'promote'; rid: number; epoch: number; fenceSeq: number };
 
 /** One bounded batch of retention and expiry work for a shard (src/retention.ts). */
 export interface MaintenanceTask {
@@ -99,6 +101,9 @@ export interface MaintainReply {
 }
 
 /** What a shard reports for /metrics. */
+/** A standby was promoted: the records it read between ready and its fence. */
+export interface PromotedReply { k: 'promoted'; rid: number; status: number; entries: number; ms: number; results: number }
+
 export interface StatsReply {
   k: 'stats';
   rid: number;
@@ -188,7 +193,7 @@ export interface ReplayReply {
 export interface FailedMessage { k: 'failed'; shard: number; error: string }
 
 export type ShardToFront = WriteReply | GetReply | ListReply | IngestReply | ErrorReply | ReadyMessage | FailedMessage
-  | StatsReply | MaintainReply | ChangesMessage | ReplayReply;
+  | StatsReply | MaintainReply | ChangesMessage | ReplayReply | PromotedReply;
 /** What a request's reply handler receives: its own reply kind, or an ErrorReply. */
 export type Reply = Exclude<ShardToFront, ReadyMessage | FailedMessage | ChangesMessage>;
 

@@ -135,6 +135,15 @@ port.on('message', (bytes: Uint8Array) => {
     msg = decode<FrontToShard>(bytes);
     if (msg.k === 'close') { void closeStore(); return; }
     if (msg.k === 'stats') { post(shard.stats(msg.rid, init.shard)); return; }
+    if (msg.k === 'promote') {
+      const { rid, epoch, fenceSeq } = msg;
+      if (!partition) { post({ k: 'error', rid, status: 500, body: Errors.internal() }); return; }
+      partition.promote(epoch, fenceSeq).then(
+        (r) => post({ k: 'promoted', rid, status: 200, entries: r.entries, ms: r.ms, results: shard.state.results.size }),
+        (err) => { logError('promotion failed', err); post({ k: 'error', rid, status: 503, body: Errors.unavailable(String((err as Error)?.message ?? err)) }); },
+      );
+      return;
+    }
     if (msg.k === 'crash') {
       // test hook: die the way a bug would, from an uncaught exception outside any handler
       if (testHooks) setImmediate(() => { throw new Error(`shard ${init.shard}: crash requested by a test hook`); });
