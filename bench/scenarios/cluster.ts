@@ -87,9 +87,13 @@ export interface FailoverResult {
   rateBefore: number;
   /** kill -9 → every partition owned by a live node, as every survivor's /healthz says */
   ownedAgainMs: number | null;
-  /** kill -9 → the first acknowledged write of each of the victim's partitions */
+  /** kill -9 → a new batch for each of the victim's partitions, sent then and retried every 50 ms, acknowledged */
+  probeMs?: Record<string, number | null>;
+  /** the slowest of probeMs: when writes to all its partitions succeeded again */
+  probeMaxMs?: number | null;
+  /** kill -9 → the first acknowledged batch of the steady writers that was sent after the kill, per partition */
   writesOkMs: Record<string, number | null>;
-  /** the slowest of writesOkMs: when writes to all its partitions succeeded again */
+  /** the slowest of writesOkMs (a writer stuck on a request the dead node had received sends nothing new meanwhile) */
   writesOkMaxMs: number | null;
   /** longest gap between acknowledgements of writers on the other partitions, from the kill on */
   otherPartitionsMaxGapMs: number;
@@ -101,6 +105,8 @@ export interface FailoverResult {
   unavailable: Record<string, number>;
   /** the longest single HTTP attempt (a forwarded request its dead owner had received waits for the RPC timeout) */
   longestAttemptMs: number;
+  /** attempts that took over 5 s (ms from the kill when they started; negative: before) */
+  slowAttempts?: { startedMs: number; ms: number; node: string; partition: number; outcome: string }[];
   /** the longest a writer of the victim's partitions waited, from the kill to its next acknowledgement */
   writerStallMaxMs: number | null;
   acknowledgedBatches: number;
@@ -311,8 +317,8 @@ async function perRequestIngest(ctx: Context, c: Cluster, seconds: number, conne
 
 // ---------- batch ingest: streams spread over the nodes ----------
 
-async function postIngest(url: string, body: string): Promise<any> {
-  const r = await fetch(`${url}/api/v1/ingest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(60_000) });
+async function postIngest(url: string, body: string, timeoutMs = 60_000): Promise<any> {
+  const r = await fetch(`${url}/api/v1/ingest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(timeoutMs) });
   const text = await r.text();
   if (r.status !== 200) throw Object.assign(new Error(`ingest → ${r.status} ${text.slice(0, 200)}`), { status: r.status });
   return JSON.parse(text);
@@ -419,19 +425,31 @@ async function failover(ctx: Context, c: Cluster, quick: boolean): Promise<Failo
   const killed = c.killed;
   const deadline = Date.now() + 180_000;
   let retries = 0, connectionErrors = 0, longestAttemptMs = 0;
+  let killedAt = Infinity;
+  /** attempts that took over 5 s: when they started (relative to the kill), where, for which partition, how they ended */
+  const slowAttempts: FailoverResult['slowAttempts'] = [];
   const unavailableWhy: Record<string, number> = {};
   const bodiesOf = new Map<string, ReturnType<typeof streamBodies>>();
 
   /** one batch until some node acknowledges it; a client that knows all three nodes and moves on when one fails */
-  const send = async (w: Writer, seq: number): Promise<any> => {
+  const send = async (w: Writer, seq: number, attemptTimeoutMs?: number): Promise<any> => {
     const b = bodiesOf.get(w.uuid)!;
     const body = seq === 1 ? b.first : b.next(seq);
     const sent = performance.now();
     for (let attempt = 0; ; attempt++) {
       const node = nodes[(w.node + attempt) % nodes.length]!;
       const t0 = performance.now();
+      const slow = (err: unknown) => {
+        const ms = performance.now() - t0;
+        if (ms < 5000) return;
+        const status = (err as { status?: number } | null)?.status;
+        slowAttempts.push({ startedMs: Math.round(t0 - killedAt), ms: Math.round(ms), node: names[(w.node + attempt) % nodes.length]!, partition: w.playbook % PARTITIONS,
+          outcome: err === null ? 'acknowledged' : status !== undefined ? `${status} ${(/\(([^)]*)\)/.exec((err as Error).message)?.[1] ?? '').split('\\n')[0]}` : String((err as Error).message).slice(0, 60) });
+      };
       try {
-        const reply = await postIngest(node.url, body).finally(() => { longestAttemptMs = Math.max(longestAttemptMs, performance.now() - t0); });
+        const reply = await postIngest(node.url, body, attemptTimeoutMs).finally(() => { longestAttemptMs = Math.max(longestAttemptMs, performance.now() - t0); })
+          .catch((err) => { slow(err); throw err; });
+        slow(null);
         w.acked = seq;
         w.acks.push({ sent, at: performance.now() });
         return reply;
@@ -451,27 +469,30 @@ async function failover(ctx: Context, c: Cluster, quick: boolean): Promise<Failo
     }
   };
 
-  // writers until every partition has two (batch ingest places a playbook by hash(uuid) mod P)
+  // two writers per partition, and one idle stream per partition for the probe (batch ingest places a
+  // playbook by hash(uuid) mod P: open streams until every partition has its three)
   const writers: Writer[] = [];
+  const spare: Writer[] = [];
+  const probeOf = new Map<number, Writer>();
   const perPartition = new Map<number, number>();
-  for (let i = 0; i < 20 * PARTITIONS && [...Array(PARTITIONS).keys()].some((p) => (perPartition.get(p) ?? 0) < 2); i++) {
+  const complete = () => [...Array(PARTITIONS).keys()].every((p) => (perPartition.get(p) ?? 0) >= 2 && probeOf.has(p));
+  for (let i = 0; i < 30 * PARTITIONS && !complete(); i++) {
     const w: Writer = { uuid: `failover-${i}-${Date.now()}`, playbook: 0, acked: 0, node: i % nodes.length, acks: [] };
     bodiesOf.set(w.uuid, streamBodies(w.uuid, perBatch));
-    const p = (await send(w, 1)).playbook as number;
-    w.playbook = p;
-    const k = p % PARTITIONS;
-    if ((perPartition.get(k) ?? 0) >= 2) continue; // enough there: this playbook stays idle (and is checked too)
-    perPartition.set(k, (perPartition.get(k) ?? 0) + 1);
-    writers.push(w);
+    w.playbook = (await send(w, 1)).playbook as number;
+    const k = w.playbook % PARTITIONS;
+    if ((perPartition.get(k) ?? 0) < 2) { perPartition.set(k, (perPartition.get(k) ?? 0) + 1); writers.push(w); }
+    else if (!probeOf.has(k)) probeOf.set(k, w);
+    else spare.push(w); // more than needed there: stays idle (and is checked too)
   }
-  const idle = [...bodiesOf.keys()].length - writers.length;
+  const idle = spare.length + probeOf.size;
 
   // the victim: the node owning the most partitions (node3 on a tie)
   const owned = await Promise.all(nodes.map(async (n) => Object.keys((await health(n.url))?.cluster?.owned ?? {}).map(Number)));
   let v = nodes.length - 1;
   owned.forEach((o, i) => { if (o.length > owned[v]!.length) v = i; });
   const victim = nodes[v]!, victimName = names[v]!, victimPartitions = owned[v]!.sort((a, b) => a - b);
-  ctx.step(`cluster: failover: ${writers.length} writers (${perBatch} results per batch, 2 per partition, ${idle} idle playbooks), kill -9 of ${victimName} (owns partitions ${victimPartitions.join(', ')}) after ${quick ? 3 : 6} s`);
+  ctx.step(`cluster: failover: ${writers.length} writers (${perBatch} results per batch, 2 per partition, ${idle} idle streams, one per partition probes after the kill), kill -9 of ${victimName} (owns partitions ${victimPartitions.join(', ')}) after ${quick ? 3 : 6} s`);
 
   let stop = false;
   const pace = 20; // ms between a writer's batches: a steady load, not a saturating one
@@ -483,11 +504,22 @@ async function failover(ctx: Context, c: Cluster, quick: boolean): Promise<Failo
   });
   const warm = quick ? 3000 : 6000;
   await new Promise((r) => setTimeout(r, warm));
-  const killedAt = performance.now();
+  killedAt = performance.now();
   const ackedBefore = writers.reduce((s, w) => s + w.acks.filter((a) => a.at > killedAt - 2000).length, 0);
   process.kill(victim.pid, 'SIGKILL');
   killed.add(victimName);
   const survivors = c.live();
+  // the probe: one new batch per victim partition, sent right after the kill and retried every 50 ms
+  // (refused, 503, or no answer within 1 s: a request forwarded to the dead node in the moment before the
+  // NATS servers noticed it is never answered) until acknowledged, the same seq each time, so exactly once:
+  // when writes to that partition succeed again
+  const probeMs: Record<string, number | null> = {};
+  const probes = victimPartitions.map(async (p) => {
+    const w = probeOf.get(p);
+    if (!w) { probeMs[String(p)] = null; return; }
+    await send(w, w.acked + 1, 1000);
+    probeMs[String(p)] = performance.now() - killedAt;
+  });
   let ownedAgainMs: number | null = null;
   const victimWriters = writers.filter((w) => victimPartitions.includes(w.playbook % PARTITIONS));
   // a batch sent after the kill and acknowledged: the victim cannot have done it
@@ -499,13 +531,13 @@ async function failover(ctx: Context, c: Cluster, quick: boolean): Promise<Failo
     const until = Date.now() + 90_000;
     while (Date.now() < until) {
       if (ownedAgainMs === null && (await settled(survivors))) ownedAgainMs = performance.now() - killedAt;
-      if (ownedAgainMs !== null && victimPartitions.every((p) => firstAckAfter(p) !== null)) break;
+      if (ownedAgainMs !== null && victimPartitions.every((p) => firstAckAfter(p) !== null && String(p) in probeMs)) break;
       await new Promise((r) => setTimeout(r, 100));
     }
     await new Promise((r) => setTimeout(r, 1000)); // a little steady state after
   } finally {
     stop = true;
-    await Promise.all(running);
+    await Promise.all([...running, ...probes]);
   }
   const writesOkMs: Record<string, number | null> = {};
   for (const p of victimPartitions) writesOkMs[String(p)] = firstAckAfter(p);
@@ -521,9 +553,7 @@ async function failover(ctx: Context, c: Cluster, quick: boolean): Promise<Failo
   // every acknowledged result is there, once
   const via = survivors[0]!.url;
   let lost = 0, duplicated = 0, seqMismatches = 0, ackedResults = 0, ackedBatches = 0;
-  const all: Writer[] = [...writers];
-  for (const uuid of bodiesOf.keys()) if (!writers.some((w) => w.uuid === uuid)) all.push({ uuid, playbook: 0, acked: 1, node: 0, acks: [] });
-  for (const w of all) {
+  for (const w of [...writers, ...probeOf.values(), ...spare]) {
     const found = (await getJson(`${via}/api/v1/playbooks?uuid=${w.uuid}`)).results as { id: number; items: { results: number } }[];
     const expected = (w.acked - 1) * perBatch;
     ackedResults += expected;
@@ -538,14 +568,16 @@ async function failover(ctx: Context, c: Cluster, quick: boolean): Promise<Failo
   }
   const result: FailoverResult = {
     victim: victimName, victimPartitions, writers: writers.length, resultsPerBatch: perBatch, rateBefore: (ackedBefore * perBatch) / 2,
-    ownedAgainMs, writesOkMs, writesOkMaxMs: oks.some((x) => x === null) ? null : Math.max(...(oks as number[])), otherPartitionsMaxGapMs: gap, retries, connectionErrors, unavailable: unavailableWhy, longestAttemptMs, writerStallMaxMs,
+    ownedAgainMs, probeMs, probeMaxMs: Object.values(probeMs).some((x) => x === null) ? null : Math.max(...(Object.values(probeMs) as number[])), writesOkMs, writesOkMaxMs: oks.some((x) => x === null) ? null : Math.max(...(oks as number[])), otherPartitionsMaxGapMs: gap, retries, connectionErrors, unavailable: unavailableWhy, longestAttemptMs, slowAttempts, writerStallMaxMs,
     acknowledgedBatches: ackedBatches, acknowledgedResults: ackedResults, lost, duplicated, seqMismatches,
   };
   ctx.step(`cluster: failover: all partitions owned again after ${result.ownedAgainMs === null ? 'never (90 s)' : fmt.int(result.ownedAgainMs) + ' ms'}, `
-    + `writes to ${victimName}'s partitions acknowledged again after ${result.writesOkMaxMs === null ? 'never' : fmt.int(result.writesOkMaxMs) + ' ms'} `
-    + `(${Object.entries(writesOkMs).map(([p, ms]) => `p${p} ${ms === null ? '–' : fmt.int(ms)}`).join(', ')}); other partitions' longest gap ${fmt.int(gap)} ms; `
+    + `a new write to each of ${victimName}'s partitions acknowledged after ${result.probeMaxMs == null ? '–' : fmt.int(result.probeMaxMs) + ' ms'} `
+    + `(${Object.entries(probeMs).map(([p, ms]) => `p${p} ${ms === null ? '–' : fmt.int(ms)}`).join(', ')}), the steady writers' first new one after `
+    + `${Object.entries(writesOkMs).map(([p, ms]) => `p${p} ${ms === null ? '–' : fmt.int(ms)}`).join(', ')} ms; other partitions' longest gap ${fmt.int(gap)} ms; `
     + `${fmt.int(ackedResults)} acknowledged results: ${lost} lost, ${duplicated} duplicated, ${seqMismatches} seq mismatches; ${retries} retried attempts `
-    + `(${connectionErrors} connection errors, 503s: ${JSON.stringify(unavailableWhy)}), longest attempt ${fmt.int(longestAttemptMs)} ms, longest writer stall ${writerStallMaxMs === null ? '–' : fmt.int(writerStallMaxMs)} ms`);
+    + `(${connectionErrors} connection errors, 503s: ${JSON.stringify(unavailableWhy)}), longest attempt ${fmt.int(longestAttemptMs)} ms, longest writer stall ${writerStallMaxMs === null ? '–' : fmt.int(writerStallMaxMs)} ms`
+    + (slowAttempts.length ? `; attempts over 5 s: ${slowAttempts.map((a) => `[p${a.partition} via ${a.node} at ${a.startedMs} ms: ${a.ms} ms, ${a.outcome}]`).join(' ')}` : ''));
   if (lost || duplicated || seqMismatches) ctx.note(`cluster: failover LOST ${lost} / DUPLICATED ${duplicated} acknowledged results (${seqMismatches} seq mismatches)`);
   if (result.writesOkMaxMs === null || result.ownedAgainMs === null) ctx.note('cluster: failover did not complete within 90 s');
   return result;
@@ -662,10 +694,13 @@ export function clusterSection(r: ClusterResult): string {
     out.push(`${f.writers} batch-ingest writers (${f.resultsPerBatch} results per batch, two per partition, each with one batch in flight and 20 ms between batches; a refused or failed attempt is retried on the next node after 50 ms), ${fmt.int(f.rateBefore)} results/s before the kill. kill -9 of **${f.victim}** (owned partitions ${f.victimPartitions.join(', ')}):`, '');
     out.push(table(['what', 'value'], [
       ['every partition owned again (every survivor\'s /healthz)', f.ownedAgainMs === null ? 'not within 90 s' : `**${fmt.int(f.ownedAgainMs)} ms**`],
-      [`writes to its partitions acknowledged again (slowest of ${f.victimPartitions.length})`, f.writesOkMaxMs === null ? 'not within 90 s' : `**${fmt.int(f.writesOkMaxMs)} ms** (${Object.entries(f.writesOkMs).map(([p, ms]) => `p${p}: ${ms === null ? '–' : fmt.int(ms)}`).join(', ')})`],
+      ...(f.probeMs ? [[`a new write to each of its partitions (sent at the kill, retried every 50 ms and after 1 s without an answer) acknowledged (slowest of ${f.victimPartitions.length})`,
+        f.probeMaxMs === null || f.probeMaxMs === undefined ? '–' : `**${fmt.int(f.probeMaxMs)} ms** (${Object.entries(f.probeMs).map(([p, ms]) => `p${p}: ${ms === null ? '–' : fmt.int(ms)}`).join(', ')})`]] : []),
+      [`the steady writers' first batch sent after the kill acknowledged, per partition`, f.writesOkMaxMs === null ? 'not within 90 s' : `${Object.entries(f.writesOkMs).map(([p, ms]) => `p${p}: ${ms === null ? '–' : fmt.int(ms)}`).join(', ')} ms`],
       ['longest pause of writers on the other partitions', `${fmt.int(f.otherPartitionsMaxGapMs)} ms`],
       ['longest wait of a writer on those partitions (kill → its next acknowledgement)', f.writerStallMaxMs === null ? '–' : `${fmt.int(f.writerStallMaxMs)} ms`],
       ['longest single HTTP attempt', `${fmt.int(f.longestAttemptMs)} ms`],
+      ...(f.slowAttempts?.length ? [['attempts over 5 s (start relative to the kill, node asked, partition: how it ended)', f.slowAttempts.map((a) => `${fmt.int(a.startedMs)} ms, ${a.node}, p${a.partition}: ${fmt.int(a.ms)} ms, ${a.outcome}`).join('; ')]] : []),
       ['attempts refused or failed, retried on the next node', `${f.retries}: ${f.connectionErrors} connection errors (the dead node)${Object.entries(f.unavailable).map(([why, n]) => `, ${n} × 503 "${why}"`).join('')}`],
       ['acknowledged batches / results', `${fmt.int(f.acknowledgedBatches)} / ${fmt.int(f.acknowledgedResults)}`],
       ['acknowledged results lost / duplicated', `**${f.lost} / ${f.duplicated}**` + (f.seqMismatches ? ` (${f.seqMismatches} streams expect another seq)` : '')],
