@@ -604,6 +604,8 @@ export const MODEL_UTILIZATION = 0.6;
 export const MODEL_RATES = [10e6, 100e6, 1e9];
 /** memory per stored result on a node (anonymous RSS, the footprint scenario's 2026-11-22 full run: 352 B) */
 export const MODEL_MEMORY_BYTES_PER_RESULT = 352;
+/** copies of a partition's state in memory: its owner's and its standby's */
+export const MODEL_MEMORY_COPIES = 2;
 
 /** Nodes for a rate from per-result costs (CPU seconds): cores at the utilization, the front thread, R3's minimum of 3. */
 function nodesFor(rps: number, lb: number, nt: number, front: number): { nodes: number; boundBy: string; logbookCores: number; natsCores: number } {
@@ -722,7 +724,8 @@ export function clusterSection(r: ClusterResult): string {
         x.perRequestNodes === undefined ? '–' : `${x.perRequestNodes} (${x.perRequestBoundBy})`])), '');
     out.push('Cores are what the rate needs at that utilization (batch ingest); nodes are the most of: cores ÷ cores per node, the rate ÷ what one front thread takes, and 3.', '');
     if (m.streamBytesPerResult) out.push(`Disk: the partition streams hold ${fmt.int(m.streamBytesPerResult)} B per result (one replica; commits are deflated, and the results here are all alike, so this is a lower bound: real results compress less), so ${r.replicas} replicas store ${fmt.int(m.streamBytesPerResult * r.replicas)} B per result: ${m.rows.map((x) => `${hourly(x.perHour)}/hour → ${((x.perHour * m.streamBytesPerResult! * r.replicas) / 1e9).toFixed(0)} GB/hour`).join(', ')} across the cluster, until the streams' retention drops them.`, '');
-    out.push(`Memory: each owner keeps its partitions' aggregates in memory, about ${MODEL_MEMORY_BYTES_PER_RESULT} B per stored result (anonymous RSS per result measured by the \`footprint\` scenario on a single node; assumed the same per partition): ${m.rows.map((x) => `${hourly(x.perHour)}/hour → ${((x.perHour * MODEL_MEMORY_BYTES_PER_RESULT) / 1e9).toFixed(1)} GB of RAM per hour kept`).join(', ')}, across the cluster. At high rates retention, not CPU, sizes the cluster: a week of 100 M/hour is ${((168 * 100e6 * MODEL_MEMORY_BYTES_PER_RESULT) / 1e12).toFixed(1)} TB of RAM.`, '');
+    const mem = MODEL_MEMORY_BYTES_PER_RESULT * MODEL_MEMORY_COPIES;
+    out.push(`Memory: a partition's state lives in the memory of its owner and of its standby (the node second in its rendezvous order, tailing its stream), about ${MODEL_MEMORY_BYTES_PER_RESULT} B per stored result on each (anonymous RSS per result measured by the \`footprint\` scenario on a single node; assumed the same per partition), so ${mem} B per result across the cluster: ${m.rows.map((x) => `${hourly(x.perHour)}/hour → ${((x.perHour * mem) / 1e9).toFixed(1)} GB of RAM per hour kept`).join(', ')}. At high rates retention, not CPU, sizes the cluster: a week of 100 M/hour is ${((168 * 100e6 * mem) / 1e12).toFixed(1)} TB of RAM.`, '');
   }
   return out.join('\n');
 }
