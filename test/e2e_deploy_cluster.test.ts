@@ -2,7 +2,8 @@
 // `nats-server -t`, and started (with hosts, ports and the store directory
 // rewritten to free loopback ports and a temp dir, nothing else) they form the
 // JetStream cluster that three logbook nodes started from logbook-N.env join;
-// every node's /healthz shows the whole cluster, and a playbook written through
+// every node's /healthz shows the whole cluster (each partition owned once, with a
+// standby on another node), and a playbook written through
 // one node reads back through another. The template unit passes
 // systemd-analyze verify and its health check waits for a cluster node.
 //
@@ -167,6 +168,18 @@ natsTest('three nats-servers from nats-N.conf and three nodes from logbook-N.env
   }
   const all = views.flatMap((v) => Object.keys(v.cluster.owned).map(Number)).sort((a, b) => a - b);
   t.deepEqual(all, Array.from({ length: partitions }, (_, p) => p), 'each partition owned once');
+  // and each has a standby (a worker tailing its stream) on another node, once those have caught up
+  for (;;) {
+    views = await Promise.all(nodes.map(async (n) => (await api(n.url, 'GET', '/healthz')).body));
+    const standbys = views.flatMap((v) => (v.cluster.standby ?? []) as number[]).sort((a, b) => a - b);
+    if (standbys.length === partitions) {
+      t.deepEqual(standbys, Array.from({ length: partitions }, (_, p) => p), 'one standby per partition');
+      for (const v of views) for (const p of v.cluster.standby) t.false(String(p) in v.cluster.owned, `${v.cluster.node} is not its own standby for ${p}`);
+      break;
+    }
+    if (Date.now() > deadline) { t.fail(`standbys: ${JSON.stringify(views.map((v) => v.cluster))}`); return; }
+    await new Promise((r) => setTimeout(r, 250));
+  }
   const metrics = await (await fetch(`${nodes[1]!.url}/metrics`)).text();
   t.regex(metrics, /^logbook_cluster_nodes_live\{node="logbook-2"\} 3$/m);
 
