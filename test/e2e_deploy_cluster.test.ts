@@ -1,7 +1,8 @@
 // deploy/cluster/ as an operator uses it: the three nats-server configs pass
-// `nats-server -t`, and started (with hosts, ports and the store directory
-// rewritten to free loopback ports and a temp dir, nothing else) they form the
-// JetStream cluster that three logbook nodes started from logbook-N.env join;
+// `nats-server -t`, and started (hosts and ports rewritten to free loopback ports,
+// the store directory to a temp dir, and the nodes' partition count to 6 so that
+// creating the streams fits a test) they form the JetStream cluster that three
+// logbook nodes started from logbook-N.env join;
 // every node's /healthz shows the whole cluster (each partition owned once, with a
 // standby on another node), and a playbook written through
 // one node reads back through another. The template unit passes
