@@ -7,13 +7,15 @@
 //  - the CPU each process spends per 1,000 results (utime+stime from /proc, and the
 //    logbook front's main thread apart: it is one thread per node, a per-node bound);
 //  - failover: kill -9 of one node under a steady batch-ingest load; time until every
-//    partition is owned again (/healthz of the survivors) and until writes to the
-//    dead node's partitions are acknowledged again; then every acknowledged result is
-//    counted back (lost and duplicated must be 0);
+//    partition is owned again (/healthz of the survivors) and until a new write to
+//    each of the dead node's partitions is acknowledged (a probe sent at the kill),
+//    how long writers stalled and why (attempts over 5 s are listed); then every
+//    acknowledged result is counted back (lost and duplicated must be 0);
 //  - JetStream bytes per stored result;
 //  - a capacity model from those per-result costs (clearly a model: every process
 //    shares this machine's cores, so the throughput measured here is not a cluster's).
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { spawnSync } from 'node:child_process';
@@ -648,7 +650,7 @@ export async function clusterScenario(ctx: Context): Promise<ClusterResult> {
   const secs = ctx.quick ? { ingest: 5, read: 3 } : { ingest: 12, read: 6 };
   const c = await startCluster(ctx);
   const out: ClusterResult = {
-    nodes: NODES, natsServers: NODES, partitions: PARTITIONS, replicas: REPLICAS, natsVersion, cores: (await import('node:os')).availableParallelism(),
+    nodes: NODES, natsServers: NODES, partitions: PARTITIONS, replicas: REPLICAS, natsVersion, cores: availableParallelism(),
     ingest: [], reads: [], failover: null, streamBytesPerResult: null, storedResults: 0, model: null,
   };
   try {
