@@ -13,6 +13,7 @@ import { ShardPool } from './shard/pool.js';
 import { checkDataDir } from './store/data_dir.js';
 import { FrontStore, lockDataDir } from './store/front_store.js';
 import { VERSION } from './version.js';
+import type { MaintainReply } from './shard/protocol.js';
 import { connect } from '@nats-io/transport-node';
 import { ClusterShards } from './cluster/cluster_shards.js';
 import { ClusterDirectory } from './cluster/directory.js';
@@ -119,7 +120,6 @@ async function startClusterNode(config: Config): Promise<Server> {
     const plog = await PartitionLog.open(nc, { partitions: cluster.partitions, replicas: cluster.replicas });
     const labels = await ClusterLabels.open(nc, plog);
     const front = new Front(config, VERSION, labels, new ClusterDirectory(cluster.partitions, labels));
-    front.stream.disable('The live stream is not available in cluster mode yet; read the API (lists with ?updated_after=) instead.');
     const app = App();
     front.stream.register(app);
     app.any('/*', (res, req) => front.onRequest(res, req));
@@ -137,6 +137,14 @@ async function startClusterNode(config: Config): Promise<Server> {
     labels.onChange = (id, stored) => front.labelChanged(id, stored);
     await shards.start();
     front.recover(shards, []);
+    // retention/expiry: each node runs the batches of the partitions it owns
+    const all = poolTarget(shards, () => {});
+    const idle: MaintainReply = { k: 'maintain', rid: 0, status: 200, deleted: null, expired: [0, 0, 0], more: false };
+    const retention = new Retention({ size: all.size, maintain: (p, task) => (shards.owns(p) ? all.maintain(p, task) : Promise.resolve(idle)) }, {
+      retentionDays: config.retentionDays, expireRunningAfter: config.expireRunningAfter,
+      intervalMs: config.maintenanceInterval * 1000, sink: front.metrics,
+    });
+    retention.start();
     const status = shards.clusterStatus();
     log.info('joined', { node: cluster.node, ms: Math.round(performance.now() - t0), nodes: status.nodes, owned: Object.keys(status.owned).length });
     return {
@@ -147,7 +155,9 @@ async function startClusterNode(config: Config): Promise<Server> {
         front.draining = true;
         front.close();
         const deadline = Date.now() + config.shutdownTimeout * 1000;
+        const stopping = retention.stop();
         while ((HTTP.inFlight > 0 || shards.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        await Promise.race([stopping, new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())))]);
         await shards.close();
         labels.close();
         await nc.drain().catch(() => {});

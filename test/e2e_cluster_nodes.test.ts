@@ -19,7 +19,9 @@ import { hasNatsServer, startNatsCluster, type NatsCluster } from './helpers/nat
 import { api, startLogbook, type Logbook } from './helpers/server.js';
 import { FIXTURE_EXIT, FIXTURE_ITEMS, hasAnsible, newestPlaybookId, runPlaybook, snapshotRun } from './helpers/ansible.js';
 import { dumpApi, listAll } from './helpers/dump.js';
+import { openSse, type StreamMessage } from './helpers/stream.js';
 import { streamName } from '../src/cluster/partition_log.js';
+import { rendezvousOwner } from '../src/cluster/rendezvous.js';
 
 const hasNats = hasNatsServer();
 if (!hasNats) console.warn('e2e_cluster_nodes: nats-server not installed; skipped (apt-get install nats-server)');
@@ -40,13 +42,17 @@ async function startNode(name: string): Promise<Logbook> {
 const live = () => [...nodes.values()].filter((n) => n.child.exitCode === null && n.child.signalCode === null);
 
 /** Until every partition is owned by a live node, as every live node sees it. */
-async function settled(timeoutMs = 60_000): Promise<void> {
+async function settled(timeoutMs = 100_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const views = await Promise.all(live().map((n) => api(n.url, 'GET', '/healthz').catch(() => null)));
     const ok = views.every((v) => v?.status === 200 && v.body.cluster.unowned.length === 0);
     const owned = views.reduce((sum, v) => sum + (v ? Object.keys(v.body.cluster?.owned ?? {}).length : 0), 0);
-    if (ok && owned === PARTITIONS) return;
+    // and balanced: each node owns what rendezvous hashing gives it (joins have taken their share)
+    const names = views.map((v) => v?.body?.cluster?.node as string);
+    const balanced = views.every((v) => v && Object.keys(v.body.cluster.owned).map(Number).sort().join()
+      === Array.from({ length: PARTITIONS }, (_, p) => p).filter((p) => rendezvousOwner(p, names) === v.body.cluster.node).join());
+    if (ok && owned === PARTITIONS && balanced) return;
     if (Date.now() > deadline) throw new Error(`cluster not settled: ${JSON.stringify(views.map((v) => v?.body))}`);
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -165,9 +171,47 @@ serial('the e2e playbook recorded through one node (stock ARA callback) reads ba
   for (const d of dumps.slice(1)) t.deepEqual(d, dumps[0], 'every list and detail is the same from every node');
 });
 
+serial('the live stream works from any node: every node sends every partition\'s changes, with the same cursors', async (t) => {
+  const streams = await Promise.all(live().map((n) => openSse(n.url, '?type=playbook')));
+  try {
+    await Promise.all(streams.map((s) => s.waitFor((m) => m.some((x) => x.data.op === 'hello'))));
+    const writer = live()[1]!;
+    const ids: number[] = [];
+    for (let i = 0; i < PARTITIONS; i++) {
+      const r = await api(writer.url, 'POST', '/api/v1/playbooks', { path: `/stream/${i}.yml`, runner_version: '2.16.0' });
+      t.is(r.status, 201, r.text);
+      ids.push(r.body.id);
+    }
+    t.is(new Set(ids.map((id) => id % PARTITIONS)).size, PARTITIONS, 'the playbooks went to every partition');
+    const created = (messages: StreamMessage[]) => messages.filter((m) => m.data.op === 'create' && ids.includes(m.data.id));
+    const seen = await Promise.all(streams.map((s) => s.waitFor((m) => created(m).length === ids.length)));
+    const cursors = seen.map((m) => created(m).map((x) => [x.data.id, x.id]));
+    for (const c of cursors.slice(1)) t.deepEqual(c.map(([id]) => id).sort(), cursors[0]!.map(([id]) => id).sort());
+    // resumed on another node from one of the first node's cursors: what follows it, nothing before
+    const [firstId, firstCursor] = cursors[0]![0]!;
+    const resumed = await openSse(live()[2]!.url, `?type=playbook&since=${encodeURIComponent(String(firstCursor))}`);
+    try {
+      const rest = ids.filter((id) => id !== firstId);
+      await resumed.waitFor((m) => rest.every((id) => created(m).some((x) => x.data.id === id)));
+      t.false(created(resumed.messages).some((x) => x.data.id === firstId), 'nothing before the cursor');
+    } finally { resumed.close(); }
+  } finally {
+    for (const s of streams) s.close();
+  }
+});
+
+serial('a node started with another LOGBOOK_PARTITIONS stops with a message naming the count the cluster has', async (t) => {
+  const err = await t.throwsAsync(startLogbook({
+    env: { LOGBOOK_CLUSTER: nats.urls.join(','), LOGBOOK_NODE: 'odd', LOGBOOK_PARTITIONS: String(PARTITIONS + 1) },
+  }));
+  t.regex(err!.message, /exited with 2/);
+  t.regex(err!.message, new RegExp(`LOGBOOK_PARTITIONS=${PARTITIONS + 1} but this cluster was created with ${PARTITIONS} partitions`));
+});
+
 serial('kill -9 of a node: its partitions move, writers retrying on 503 succeed, every acknowledged write is there once', async (t) => {
   const victim = nodes.get('node3')!;
   const before = (await api(victim.url, 'GET', '/healthz')).body.cluster.owned;
+  const logged = new Map([...nodes.values()].map((n) => [n, n.output().length]));
   await write(6, 12, async () => {
     await new Promise((r) => setTimeout(r, 1500));
     const killedAt = Date.now();
@@ -181,8 +225,9 @@ serial('kill -9 of a node: its partitions move, writers retrying on 503 succeed,
   const owners = await Promise.all(live().map(async (n) => (await api(n.url, 'GET', '/healthz')).body.cluster.owned));
   for (const p of Object.keys(before)) t.true(owners.some((o) => p in o), `partition ${p} moved to a live node`);
   // the nodes second in line kept standbys: the takeover read only the tail after them
-  const takeovers = live().flatMap((n) => n.output().split('\n').filter((l) => l.includes('"msg":"partition taken"') && l.includes('"from":"node3"')));
-  t.true(takeovers.length >= Object.keys(before).length, takeovers.join('\n'));
+  const taken = live().flatMap((n) => n.output().slice(logged.get(n)).split('\n').filter((l) => /"msg":"(partition taken|promoting)/.test(l)));
+  const takeovers = taken.filter((l) => l.includes('"from":"node3"'));
+  t.true(takeovers.length >= Object.keys(before).length, `node3 owned ${JSON.stringify(before)}:\n${taken.join('\n')}`);
   t.true(takeovers.every((l) => l.includes('"fromStandby":true')), takeovers.join('\n'));
   await checkWriters(t, live()[0]!);
   // the node comes back and takes its share again
@@ -228,7 +273,10 @@ serial('SIGSTOP of a node past its lease: its partitions move; after SIGCONT it 
     for (;;) {
       const owned = await Promise.all(others.map(async (n) => Object.keys((await api(n.url, 'GET', '/healthz')).body.cluster.owned)));
       if (lost.every((p) => owned.some((o) => o.includes(p)))) break;
-      if (Date.now() > deadline) throw new Error('partitions of the paused node were not taken over');
+      if (Date.now() > deadline) {
+        const logs = others.map((n) => n.output().split('\n').filter((l) => /partition|standby|warn|error/.test(l)).slice(-15).join('\n'));
+        throw new Error(`partitions ${lost} of the paused node were not taken over:\n${logs.join('\n---\n')}`);
+      }
       await new Promise((r) => setTimeout(r, 250));
     }
     t.log(`SIGSTOP of a node → its ${lost.length} partitions owned by the others after ${Date.now() - stoppedAt} ms`);
@@ -242,6 +290,7 @@ serial('SIGSTOP of a node past its lease: its partitions move; after SIGCONT it 
 });
 
 serial('all nodes restarted with empty local disks rebuild everything from the streams', async (t) => {
+  t.timeout(240_000); // three nodes replaying every partition with one of three NATS servers gone
   const before = await dumpApi(live()[0]!.url);
   for (const [name, n] of [...nodes]) { await n.stop('SIGKILL'); nodes.delete(name); }
   await Promise.all(['node1', 'node2', 'node3'].map(startNode));

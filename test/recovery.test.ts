@@ -200,7 +200,7 @@ test('snapshot + journal trim + replay: every list and detail is the same after 
     writes += 5;
   }
   const before = await fullDump(lb.url);
-  t.true(before.api.lists.results.length > 100, `the fill left many results (${before.api.lists.results.length})`);
+  t.true(before.api.lists.results.length > 50, `the fill left many results (${before.api.lists.results.length})`);
 
   t.is(await lb.stop('SIGTERM'), 0, 'SIGTERM exits 0');
   const journal = await journalLengths(dataDir, 3);

@@ -26,7 +26,10 @@ import type { PartitionLog } from './partition_log.js';
 import { rendezvousRanking } from './rendezvous.js';
 
 export const HEARTBEAT_SUBJECT = 'logbook.hb';
+export const CHANGES_SUBJECT = 'logbook.ev';
 export const rpcSubject = (partition: number): string => `logbook.rpc.${partition}`;
+/** a node taking a partition from a live owner asks it to let go first (a planned move, no failed writes) */
+export const releaseSubject = (partition: number): string => `logbook.release.${partition}`;
 
 export interface ClusterTimings {
   heartbeatMs: number;
@@ -39,9 +42,10 @@ export interface ClusterTimings {
 }
 export const DEFAULT_TIMINGS: ClusterTimings = { heartbeatMs: 500, leaseMs: 3000, joinGraceMs: 2000, rpcTimeoutMs: 15_000 };
 
-interface Heartbeat { node: string; owned: Array<[number, number]>; leaving?: boolean }
-interface Peer { seenAt: number; owned: Map<number, number> }
-interface Owned { epoch: number; sub: Subscription; since: number }
+/** owned: [partition, epoch, last sequence appended] */
+interface Heartbeat { node: string; owned: Array<[number, number, number?]>; leaving?: boolean }
+interface Peer { seenAt: number; owned: Map<number, number>; positions: Map<number, number> }
+interface Owned { epoch: number; sub: Subscription; releaseSub: Subscription; since: number }
 
 export interface ClusterStatus {
   node: string;
@@ -49,8 +53,8 @@ export interface ClusterStatus {
   partitions: number;
   /** partitions this node owns: partition → epoch */
   owned: Record<string, number>;
-  /** partitions this node keeps a standby of */
-  standby: number[];
+  /** partitions this node keeps a standby of, and how many stream messages each is behind its owner (null: owner unknown) */
+  standby: Array<{ partition: number; lag: number | null }>;
   /** partitions no live node owns (requests for them get 503) */
   unowned: number[];
   nats: 'connected' | 'reconnecting' | 'closed';
@@ -64,6 +68,8 @@ export class ClusterShards implements Shards {
   /** partitions this node keeps a standby of (a worker tailing the stream, not serving) */
   private readonly standbys = new Set<number>();
   private readonly startingStandby = new Set<number>();
+  /** where this node's workers are in their partitions' streams */
+  private readonly positions = new Map<number, number>();
   private readonly peers = new Map<string, Peer>();
   private joinedAt = performance.now();
   private lastBeat = performance.now();
@@ -88,17 +94,32 @@ export class ClusterShards implements Shards {
     this.size = config.partitions;
     this.pool = ShardPool.idle({ ...poolOptions, shards: config.partitions, restartOnExit: false });
     this.pool.onExit = (partition, code) => this.workerExited(partition, code);
+    this.pool.onPosition = (partition, seq) => { this.positions.set(partition, seq); };
   }
 
   get queued(): Int32Array { return this.pool.queued; }
   get restarts(): number[] { return this.pool.restarts; }
-  get onChanges(): ((shard: number, changes: StreamChange[]) => void) | null { return this.pool.onChanges; }
-  set onChanges(f: ((shard: number, changes: StreamChange[]) => void) | null) { this.pool.onChanges = f; }
+  /**
+   * Live stream: a partition's committed changes, from whichever node owns it. The
+   * owner publishes each commit's changes once on `logbook.ev.<p>` (after its
+   * PubAck: durable only); every node's front fans them out to its subscribers.
+   */
+  onChanges: ((shard: number, changes: StreamChange[]) => void) | null = null;
   get inFlight(): number { return this.pool.inFlight + this.remoteInFlight; }
 
-  /** Join: heartbeats, then take this node's share. Resolves once a first round of takeovers settled. */
+  /** Join: heartbeats, then take this node's share (in the background). */
   async start(): Promise<void> {
     this.nc.subscribe(HEARTBEAT_SUBJECT, { callback: (err, m) => { if (!err) this.heard(decode<Heartbeat>(m.data)); } });
+    this.nc.subscribe(`${CHANGES_SUBJECT}.*`, {
+      callback: (err, m) => {
+        if (err) return;
+        const partition = Number(m.subject.slice(CHANGES_SUBJECT.length + 1));
+        if (Number.isInteger(partition) && partition >= 0 && partition < this.size) this.onChanges?.(partition, decode<StreamChange[]>(m.data));
+      },
+    });
+    this.pool.onChanges = (partition, changes) => {
+      try { this.nc.publish(`${CHANGES_SUBJECT}.${partition}`, encode(changes)); } catch (err) { log.warn('publishing stream changes failed', { partition, err: errText(err) }); }
+    };
     void (async () => {
       for await (const s of this.nc.status()) {
         if (s.type === 'disconnect' || s.type === 'reconnecting') this.natsState = 'reconnecting';
@@ -110,7 +131,9 @@ export class ClusterShards implements Shards {
     this.timers.push(setInterval(() => this.beat(), this.timings.heartbeatMs));
     // hear the other nodes before deciding anything: a lease's worth, at most
     await new Promise((r) => setTimeout(r, Math.min(this.timings.leaseMs, this.timings.heartbeatMs * 3)));
-    await this.reconcile();
+    // takeovers run in the background: the node serves at once (requests for a partition
+    // being taken wait for it in forward(); /healthz lists what no node owns yet)
+    void this.reconcile();
     this.timers.push(setInterval(() => { void this.reconcile(); }, this.timings.heartbeatMs));
   }
 
@@ -138,15 +161,23 @@ export class ClusterShards implements Shards {
   private forward(partition: number, message: FrontToShard, handler: ReplyHandler<unknown>, context: unknown): void {
     this.remoteInFlight++;
     this.counters.forwarded++;
-    this.nc.request(rpcSubject(partition), encode(message), { timeout: this.timings.rpcTimeoutMs }).then((m) => {
-      this.remoteInFlight--;
-      handler(decode<Reply>(m.data), context);
-    }, (err: unknown) => {
-      this.remoteInFlight--;
-      this.counters.forwardFailed++;
-      // no responders: nobody owns it right now (a takeover is under way); a timeout: its owner is gone or stuck
-      handler(unavailable(partition, errText(err)), context);
-    });
+    const bytes = encode(message);
+    const giveUpAt = performance.now() + this.timings.leaseMs + this.timings.joinGraceMs;
+    const attempt = (): void => {
+      this.nc.request(rpcSubject(partition), bytes, { timeout: this.timings.rpcTimeoutMs }).then((m) => {
+        this.remoteInFlight--;
+        handler(decode<Reply>(m.data), context);
+      }, (err: unknown) => {
+        // No responders: nobody owns the partition this instant (it is moving): the request
+        // reached nobody, so it is safe to send again, for about as long as a takeover takes.
+        if (isNoResponders(err) && performance.now() < giveUpAt && !this.closing) { setTimeout(attempt, 100); return; }
+        this.remoteInFlight--;
+        this.counters.forwardFailed++;
+        // a timeout: its owner is gone or stuck (its lease will run out, and another node take it)
+        handler(unavailable(partition, isNoResponders(err) ? 'no node owns it right now' : errText(err)), context);
+      });
+    };
+    attempt();
   }
 
   /** Requests from other nodes' fronts for a partition this node owns. */
@@ -176,14 +207,19 @@ export class ClusterShards implements Shards {
       this.joinedAt = now;
     }
     this.lastBeat = now;
-    const hb: Heartbeat = { node: this.config.node, owned: [...this.owned].map(([p, o]) => [p, o.epoch]), ...(leaving ? { leaving } : {}) };
+    const hb: Heartbeat = {
+      node: this.config.node, owned: [...this.owned].map(([p, o]) => [p, o.epoch, this.positions.get(p) ?? 0]), ...(leaving ? { leaving } : {}),
+    };
     try { this.nc.publish(HEARTBEAT_SUBJECT, encode(hb)); } catch { /* closed or reconnecting: the next beat */ }
   }
 
   private heard(hb: Heartbeat): void {
     if (hb.node === this.config.node) return;
     if (hb.leaving) { this.peers.delete(hb.node); return; }
-    this.peers.set(hb.node, { seenAt: performance.now(), owned: new Map(hb.owned) });
+    this.peers.set(hb.node, {
+      seenAt: performance.now(), owned: new Map(hb.owned.map(([p, epoch]) => [p, epoch])),
+      positions: new Map(hb.owned.map(([p, , seq]) => [p, seq ?? 0])),
+    });
     // another node owns one of ours with a higher epoch: it fenced us (we were paused); let go now
     for (const [p, epoch] of hb.owned) {
       const mine = this.owned.get(p);
@@ -245,13 +281,27 @@ export class ClusterShards implements Shards {
     this.taking.add(partition);
     const t0 = performance.now();
     try {
+      if (this.remoteOwner(partition) !== null) {
+        // a planned move (this node joined): the owner finishes its commits and lets go first,
+        // so no write fails on the fence; requests meanwhile wait for the new owner (forward())
+        await this.nc.request(releaseSubject(partition), encode({ node: this.config.node }), { timeout: 5000 })
+          .catch((err: unknown) => log.warn('the owner did not release the partition; fencing it', { partition, err: errText(err) }));
+      }
       const ownership = await takeOwnership(this.log, partition, this.config.node);
       let ready: ReadyMessage;
       let promoted: { entries: number; ms: number; results: number } | null = null;
       if (this.standbys.has(partition)) {
         // a standby has the partition up to a recent position: it reads the tail up to our fence
         this.standbys.delete(partition);
-        promoted = await this.promote(partition, ownership.epoch, ownership.fenceSeq);
+        try {
+          promoted = await withTimeout(this.promote(partition, ownership.epoch, ownership.fenceSeq), PROMOTE_TIMEOUT_MS, 'the standby did not reach the fence');
+        } catch (err) {
+          // a stalled follower (e.g. its consumer's server died): replay from the start instead
+          log.warn('promoting the standby failed; replaying the partition', { partition, err: errText(err) });
+          await this.pool.release(partition);
+        }
+      }
+      if (promoted) {
         ready = { k: 'ready', shard: partition, maxIds: [], ids: [], streams: [], stream: [0, 0],
           recovery: { snapshots: 0, journalEntries: promoted.entries, eventsApplied: 0, ms: promoted.ms, results: promoted.results } };
         this.pool.markUp(partition);
@@ -261,7 +311,15 @@ export class ClusterShards implements Shards {
       if (this.closing) { await this.pool.release(partition); return; }
       const labels = this.labels();
       if (labels.length) this.pool.send(partition, { k: 'labels', upsert: labels, remove: [] }, null);
-      this.owned.set(partition, { epoch: ownership.epoch, sub: this.serve(partition), since: Date.now() });
+      this.owned.set(partition, {
+        epoch: ownership.epoch, sub: this.serve(partition), since: Date.now(),
+        releaseSub: this.nc.subscribe(releaseSubject(partition), {
+          callback: (err, m) => {
+            if (err) return;
+            void this.release(partition, 'a node that should own it asked for it').finally(() => { try { m.respond(encode({ released: true })); } catch { /* asker gone */ } });
+          },
+        }),
+      });
       this.counters.takeovers++;
       this.beat();
       this.onRestart?.(ready);
@@ -314,29 +372,45 @@ export class ClusterShards implements Shards {
     const owned = this.owned.get(partition);
     if (!owned) return;
     this.owned.delete(partition);
+    this.positions.delete(partition);
     this.counters.released++;
     owned.sub.unsubscribe();
+    owned.releaseSub.unsubscribe();
     log.warn('partition released', { partition, epoch: owned.epoch, why });
     await this.pool.release(partition);
   }
 
   /** A partition's worker exited by itself: its commit was fenced or not acknowledged. */
   private workerExited(partition: number, code: number): void {
+    this.positions.delete(partition);
     if (this.standbys.delete(partition)) { log.warn('standby stopped', { partition, code }); return; }
     const owned = this.owned.get(partition);
     if (!owned) return; // released on purpose
     this.owned.delete(partition);
     owned.sub.unsubscribe();
+    owned.releaseSub.unsubscribe();
     this.counters.lost++;
     log.warn('partition lost (its worker stopped)', { partition, epoch: owned.epoch, code });
     this.beat();
   }
 
+  /** stream messages between the owner's last append (its heartbeat) and this node's standby */
+  private standbyLag(partition: number): number | null {
+    const owner = this.remoteOwner(partition);
+    const ownerSeq = owner ? this.peers.get(owner.node)?.positions.get(partition) : undefined;
+    if (ownerSeq === undefined) return null;
+    return Math.max(0, ownerSeq - (this.positions.get(partition) ?? 0));
+  }
+
+  /** Does this node own the partition (retention runs where the partition is)? */
+  owns(partition: number): boolean { return this.owned.has(partition) && this.pool.isUp(partition); }
+
   clusterStatus(): ClusterStatus {
     const owned: Record<string, number> = {};
     for (const [p, o] of [...this.owned].sort((a, b) => a[0] - b[0])) owned[String(p)] = o.epoch;
     return {
-      node: this.config.node, nodes: this.liveNodes(), partitions: this.size, owned, standby: [...this.standbys].sort((a, b) => a - b),
+      node: this.config.node, nodes: this.liveNodes(), partitions: this.size, owned,
+      standby: [...this.standbys].sort((a, b) => a - b).map((p) => ({ partition: p, lag: this.standbyLag(p) })),
       unowned: this.down(), nats: this.natsState,
     };
   }
@@ -345,11 +419,25 @@ export class ClusterShards implements Shards {
   async close(): Promise<void> {
     this.closing = true;
     for (const t of this.timers) clearInterval(t);
-    for (const o of this.owned.values()) o.sub.unsubscribe();
+    for (const o of this.owned.values()) { o.sub.unsubscribe(); o.releaseSub.unsubscribe(); }
     this.owned.clear();
     this.beat(true);
     await this.pool.close();
   }
+}
+
+/** How long a standby may take to read up to the fence before the taker replays from the start. */
+const PROMOTE_TIMEOUT_MS = 3_000;
+
+function withTimeout<T>(p: Promise<T>, ms: number, why: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${why} within ${ms} ms`)), ms);
+    p.then((v) => { clearTimeout(timer); resolve(v); }, (e) => { clearTimeout(timer); reject(e); });
+  });
+}
+
+function isNoResponders(err: unknown): boolean {
+  return typeof (err as { isNoResponders?: unknown })?.isNoResponders === 'function' && (err as { isNoResponders(): boolean }).isNoResponders();
 }
 
 function unavailable(partition: number, why: string): ErrorReply {

@@ -105,8 +105,8 @@ export class ClusterLabels implements LabelStore {
 
   removeLabel(id: number): Promise<unknown> {
     // a label whose create never got appended (its write failed): nothing is stored
-    if (!this.labels.has(id) && this.fresh.delete(id)) return Promise.resolve();
-    if (!this.labels.has(id) && id > this.applied) return Promise.resolve();
+    this.fresh.delete(id);
+    if (!this.labels.has(id)) return Promise.resolve();
     return this.append(this.next(), { op: 'remove', id });
   }
 
@@ -115,6 +115,8 @@ export class ClusterLabels implements LabelStore {
     if (this.pending === 0 && this.fresh.size === 0 && this.applied > this.reserved) this.reserved = this.applied;
     return ++this.reserved;
   }
+
+  isStored(id: number): boolean { return this.labels.has(id); }
 
   labelMaxId(): number { return this.maxId; }
   *allLabels(): Iterable<[number, StoredLabel]> { yield* this.labels; }

@@ -18,8 +18,12 @@ import type { PartitionLog, PartitionWriter } from './partition_log.js';
 /** journal entries must decode on their own, on any node, years later: no shared structures */
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
-/** One journal entry as stored in the stream: the events and blob changes of one commit. */
-type Entry = [events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[]];
+/**
+ * One journal entry as stored in the stream: the events and blob changes of one
+ * commit, and the live stream's change seq after it (a new owner numbers on from
+ * there, so stream cursors never go back when a partition moves).
+ */
+export type Entry = [events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[], changeSeq?: number];
 
 export class PartitionStore implements ShardStore {
   readonly blobs = new Map<BlobKey, string>();
@@ -28,6 +32,10 @@ export class PartitionStore implements ShardStore {
   private writer: PartitionWriter | null = null;
   /** commits appended and acknowledged (metrics) */
   commits = 0;
+  /** the live stream's change seq (the shard's ChangeLog), read when an entry is encoded */
+  changeSeq: () => number = () => 0;
+  /** the highest change seq replayed */
+  lastChangeSeq = 0;
 
   /** Start appending after the fence this node wrote (fence.ts takeOwnership). */
   attach(writer: PartitionWriter): void { this.writer = writer; }
@@ -37,12 +45,27 @@ export class PartitionStore implements ShardStore {
   getBlob(key: BlobKey): string | undefined { return this.blobs.get(key); }
 
   write(events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[]): Promise<void> {
-    // encoded now: the rows these events created keep changing after this turn
-    const bytes = packr.pack([events, puts, removes] satisfies Entry) as Uint8Array;
-    const entry = Uint8Array.from(bytes);
     this.applyBlobs(puts, removes);
-    if (this.writer === null) return Promise.reject(new Error('partition is not owned by this node'));
-    return this.writer.append(entry).then(() => { this.commits++; });
+    const writer = this.writer;
+    if (writer === null) return Promise.reject(new Error('partition is not owned by this node'));
+    // Encoded at the end of this turn: after the shard numbered the commit's stream
+    // changes (which it does right after write()), before any later message changes
+    // the rows these events hold. Entries still reach the writer in write order.
+    return new Promise<void>((resolve, reject) => {
+      queueMicrotask(() => {
+        const entry = Uint8Array.from(packr.pack([events, puts, removes, this.changeSeq()] satisfies Entry) as Uint8Array);
+        writer.append(entry).then(() => { this.commits++; resolve(); }, reject);
+      });
+    });
+  }
+
+  /** Apply one stored entry (replay, or a standby following the owner). */
+  applyEntry(raw: Uint8Array, state: ShardState): number {
+    const [events, puts, removes, changeSeq] = packr.unpack(raw) as Entry;
+    for (const ev of events) state.apply(ev);
+    this.applyBlobs(puts, removes);
+    if (typeof changeSeq === 'number' && changeSeq > this.lastChangeSeq) this.lastChangeSeq = changeSeq;
+    return events.length;
   }
 
   private applyBlobs(puts: Array<[BlobKey, string]>, removes: BlobKey[]): void {
@@ -63,10 +86,8 @@ export class PartitionStore implements ShardStore {
         if (record.seq > upTo) break;
         if (record.kind !== 'commit') continue;
         for (const raw of record.entries) {
-          const [events, puts, removes] = packr.unpack(raw as Uint8Array) as Entry;
           journalEntries++;
-          for (const ev of events) { state.apply(ev); eventsApplied++; }
-          this.applyBlobs(puts, removes);
+          eventsApplied += this.applyEntry(raw as Uint8Array, state);
         }
         if (record.seq >= upTo) break;
       }

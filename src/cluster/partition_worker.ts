@@ -9,7 +9,6 @@
 // records between where it is and its fence: failover replays a short tail,
 // not the partition's history.
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { Packr } from 'msgpackr';
 import { ShardState } from '../shard/state.js';
 import type { RecoveryStats } from '../store/types.js';
 import { PartitionIds } from './ids.js';
@@ -35,11 +34,11 @@ export interface OpenedPartition {
   state: ShardState;
   ids: PartitionIds;
   recovery: RecoveryStats;
+  /** the last sequence appended (owner) or read (standby) */
+  position(): number;
   /** standby only: become the owner by the fence at `fenceSeq`; resolves with the records read since ready */
   promote(epoch: number, fenceSeq: number): Promise<{ entries: number; ms: number }>;
 }
-
-const unpackr = new Packr({ useRecords: false, moreTypes: false });
 
 export async function openPartition(k: number, init: PartitionInit): Promise<OpenedPartition> {
   const nc = await connect({ servers: init.servers, name: `logbook ${init.node} p${k}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
@@ -57,20 +56,23 @@ export async function openPartition(k: number, init: PartitionInit): Promise<Ope
     if (!init.standby) {
       const recovery = await store.replay(log, k, init.fenceSeq, state);
       owned(init.epoch, init.fenceSeq);
-      return { nc, store, state, ids, recovery, promote: () => Promise.reject(new Error('not a standby')) };
+      return { nc, store, state, ids, recovery, position: () => store.lastSequence, promote: () => Promise.reject(new Error('not a standby')) };
     }
     const t0 = performance.now();
     const follower = follow(log, k, store, state);
     await follower.caughtUp;
     const recovery = { snapshots: 0, journalEntries: follower.entries, eventsApplied: follower.events, ms: performance.now() - t0 };
+    let promoted = false;
     return {
       nc, store, state, ids, recovery,
+      position: () => (promoted ? store.lastSequence : follower.position),
       async promote(epoch, fenceSeq) {
         const p0 = performance.now();
         const before = follower.entries;
         await follower.reach(fenceSeq);
         follower.stop();
         owned(epoch, fenceSeq);
+        promoted = true;
         return { entries: follower.entries - before, ms: performance.now() - p0 };
       },
     };
@@ -88,6 +90,7 @@ function follow(log: PartitionLog, k: number, store: PartitionStore, state: Shar
   let failed: Error | null = null;
   const f = {
     entries: 0, events: 0,
+    get position() { return position; },
     caughtUp: null as unknown as Promise<void>,
     reach(seq: number): Promise<void> {
       if (failed) return Promise.reject(failed);
@@ -106,11 +109,8 @@ function follow(log: PartitionLog, k: number, store: PartitionStore, state: Shar
       for await (const record of log.replay(k, 1, { follow: true, signal: abort.signal, onPosition: moved })) {
         if (record.kind !== 'commit') continue;
         for (const raw of record.entries) {
-          const [events, puts, removes] = unpackr.unpack(raw as Uint8Array) as [Array<Parameters<ShardState['apply']>[0]>, Array<[number | string, string]>, Array<number | string>];
           f.entries++;
-          for (const ev of events) { state.apply(ev); f.events++; }
-          for (const key of removes) store.blobs.delete(key);
-          for (const [key, value] of puts) store.blobs.set(key, value);
+          f.events += store.applyEntry(raw as Uint8Array, state);
         }
       }
     })().catch((err: unknown) => {

@@ -11,6 +11,12 @@ export interface LabelStore {
   /** the highest label id ever created, deleted ones included */
   labelMaxId(): number;
   allLabels(): Iterable<[number, StoredLabel]>;
+  /**
+   * Cluster mode: is the label stored (whoever stored it)? A provisional label
+   * that is stored stays when the write that created it fails: another node's
+   * playbook may use it by then.
+   */
+  isStored?(id: number): boolean;
 }
 
 export class Label {
@@ -111,10 +117,11 @@ export class LabelCatalogue {
       this.provisional.delete(id);
       return { upsert: [], remove: [id] };
     }
-    if (label && label.name === stored.name && label.updated === stored.updated) return null;
+    if (label && label.name === stored.name && label.updated === stored.updated && label.created === stored.created) return null;
     if (label) {
       if (this.byName.get(label.name) === label) this.byName.delete(label.name);
       label.name = stored.name;
+      label.created = stored.created;
       label.updated = stored.updated;
       this.byName.set(label.name, label);
     } else this.add(new Label(id, stored.name, stored.created, stored.updated));
@@ -152,6 +159,7 @@ export class LabelCatalogue {
       claim.refs--;
       if (succeeded) { this.provisional.delete(id); continue; }
       const label = this.byId.get(id);
+      if (claim.refs <= 0 && label && this.store?.isStored?.(id)) { this.provisional.delete(id); continue; }
       if (claim.refs <= 0 && label) { void this.remove(label); dropped.push(label); }
     }
     return dropped;

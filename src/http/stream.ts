@@ -191,10 +191,6 @@ export class Stream {
     return n;
   }
 
-  /** why the stream is not served (cluster mode, for now), null when it is */
-  private disabled: string | null = null;
-  disable(why: string): void { this.disabled = why; }
-
   /** The shards have recovered: their positions are where live changes start. */
   start(pool: Shards, ready: readonly ReadyMessage[]): void {
     this.pool = pool;
@@ -396,7 +392,6 @@ export class Stream {
 
   /** GET /api/v1/stream with Accept: text/event-stream (the request passed the guard). */
   serveSse(ex: Exchange & { onAbort: (() => void) | null }, query: string, lastEventId: string): void {
-    if (this.disabled !== null) return reply(ex, 501, Errors.unavailable(this.disabled));
     if (this.pool === null) return reply(ex, 503, Errors.unavailable('logbook is recovering its data; retry shortly.'));
     const parsed = parseStreamQuery(query, lastEventId, this.pool.size);
     if (!parsed.ok) return reply(ex, 400, parsed.body);
@@ -452,7 +447,6 @@ export class Stream {
       });
     };
     if (this.deps.draining()) return refuse('503 Service Unavailable', Errors.unavailable('logbook is shutting down; retry shortly.'), [['Retry-After', '1']]);
-    if (this.disabled !== null) return refuse('501 Not Implemented', Errors.unavailable(this.disabled), []);
     if (!this.deps.ready() || this.pool === null) return refuse('503 Service Unavailable', Errors.unavailable('logbook is recovering its data; retry shortly.'), [['Retry-After', '1']]);
     const proceed = (denial: Denial | null) => {
       if (state.aborted) return;

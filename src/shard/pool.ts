@@ -48,6 +48,8 @@ export class ShardPool implements Shards {
   private readonly timers: Array<NodeJS.Timeout | null>;
   /** set by the front: a restarted shard is ready (its ids, recovery stats) */
   onRestart: ((ready: ReadyMessage) => void) | null = null;
+  /** cluster mode: a worker's position in its partition's stream */
+  onPosition: ((shard: number, seq: number) => void) | null = null;
   /** restartOnExit false: a worker exited (requests it held were answered 503) */
   onExit: ((shard: number, code: number) => void) | null = null;
   /** set by the front: a shard's committed changes (live stream), in commit order per shard */
@@ -144,6 +146,7 @@ export class ShardPool implements Shards {
         if (msg.k === 'ready') { started = true; resolve(msg); return; }
         if (msg.k === 'failed') { reject(new Error(`shard ${shard}: ${msg.error}`)); return; }
         if (msg.k === 'changes') { this.onChanges?.(shard, msg.changes); return; }
+        if (msg.k === 'position') { this.onPosition?.(shard, msg.seq); return; }
         this.onReply(msg);
       });
       worker.on('error', (err) => {
@@ -268,7 +271,7 @@ export class ShardPool implements Shards {
   }
 
   private onReply(reply: ShardToFront): void {
-    if (reply.k === 'ready' || reply.k === 'failed' || reply.k === 'changes') return;
+    if (reply.k === 'ready' || reply.k === 'failed' || reply.k === 'changes' || reply.k === 'position') return;
     const entry = this.pending.get(reply.rid);
     if (!entry) return;
     this.pending.delete(reply.rid);

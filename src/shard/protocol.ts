@@ -101,6 +101,9 @@ export interface MaintainReply {
 }
 
 /** What a shard reports for /metrics. */
+/** Cluster mode, every second: how far the worker is in its partition's stream (owner: last append; standby: last read). */
+export interface PositionMessage { k: 'position'; shard: number; seq: number }
+
 /** A standby was promoted: the records it read between ready and its fence. */
 export interface PromotedReply { k: 'promoted'; rid: number; status: number; entries: number; ms: number; results: number }
 
@@ -193,9 +196,9 @@ export interface ReplayReply {
 export interface FailedMessage { k: 'failed'; shard: number; error: string }
 
 export type ShardToFront = WriteReply | GetReply | ListReply | IngestReply | ErrorReply | ReadyMessage | FailedMessage
-  | StatsReply | MaintainReply | ChangesMessage | ReplayReply | PromotedReply;
+  | StatsReply | MaintainReply | ChangesMessage | ReplayReply | PromotedReply | PositionMessage;
 /** What a request's reply handler receives: its own reply kind, or an ErrorReply. */
-export type Reply = Exclude<ShardToFront, ReadyMessage | FailedMessage | ChangesMessage>;
+export type Reply = Exclude<ShardToFront, ReadyMessage | FailedMessage | ChangesMessage | PositionMessage>;
 
 /** Worker start-up data (workerData). */
 export interface ShardInit {

@@ -101,6 +101,9 @@ try {
   if (partition) {
     shard.replaceState(partition.state);
     recovery = partition.recovery;
+    // the live stream numbers on from the partition's last journaled change
+    partition.store.changeSeq = () => shard.changes.seq;
+    shard.changes.seq = partition.store.lastChangeSeq;
   } else if (durable) {
     const state = new ShardState();
     recovery = durable.recover(state);
@@ -126,6 +129,12 @@ try {
   process.exit(1);
 }
 
+// cluster mode: the node reports standby lag and announces owners' positions (src/cluster/cluster_shards.ts)
+if (partition) {
+  const opened = partition;
+  setInterval(() => post({ k: 'position', shard: init.shard, seq: opened.position() }), 1000).unref();
+}
+
 const snapshotTimer = setInterval(() => { if (store.journalLength > 0) shard.snapshotSoon(); }, init.snapshotIntervalMs);
 snapshotTimer.unref();
 
@@ -138,8 +147,13 @@ port.on('message', (bytes: Uint8Array) => {
     if (msg.k === 'promote') {
       const { rid, epoch, fenceSeq } = msg;
       if (!partition) { post({ k: 'error', rid, status: 500, body: Errors.internal() }); return; }
-      partition.promote(epoch, fenceSeq).then(
-        (r) => post({ k: 'promoted', rid, status: 200, entries: r.entries, ms: r.ms, results: shard.state.results.size }),
+      const opened = partition;
+      opened.promote(epoch, fenceSeq).then(
+        (r) => {
+          shard.changes.seq = opened.store.lastChangeSeq;
+          shard.changes.recover();
+          post({ k: 'promoted', rid, status: 200, entries: r.entries, ms: r.ms, results: shard.state.results.size });
+        },
         (err) => { logError('promotion failed', err); post({ k: 'error', rid, status: 503, body: Errors.unavailable(String((err as Error)?.message ?? err)) }); },
       );
       return;
