@@ -164,17 +164,33 @@ export class ClusterShards implements Shards {
     const bytes = encode(message);
     const giveUpAt = performance.now() + this.timings.leaseMs + this.timings.joinGraceMs;
     const attempt = (): void => {
+      // a request the owner took and will never answer (it died): failed when its lease runs
+      // out rather than at the request timeout (the outcome is as unknown either way)
+      const owner = this.remoteOwner(partition)?.node ?? null;
+      let settled = false;
+      const abandon = (why: string) => {
+        if (settled) return;
+        settled = true;
+        this.remoteInFlight--;
+        this.counters.forwardFailed++;
+        handler(unavailable(partition, why), context);
+      };
+      const waiting = owner === null ? null : this.forwardsTo(owner);
+      waiting?.add(abandon);
       this.nc.request(rpcSubject(partition), bytes, { timeout: this.timings.rpcTimeoutMs }).then((m) => {
+        waiting?.delete(abandon);
+        if (settled) return;
+        settled = true;
         this.remoteInFlight--;
         handler(decode<Reply>(m.data), context);
       }, (err: unknown) => {
+        waiting?.delete(abandon);
+        if (settled) return;
         // No responders: nobody owns the partition this instant (it is moving): the request
         // reached nobody, so it is safe to send again, for about as long as a takeover takes.
         if (isNoResponders(err) && performance.now() < giveUpAt && !this.closing) { setTimeout(attempt, 100); return; }
-        this.remoteInFlight--;
-        this.counters.forwardFailed++;
         // a timeout: its owner is gone or stuck (its lease will run out, and another node take it)
-        handler(unavailable(partition, isNoResponders(err) ? 'no node owns it right now' : errText(err)), context);
+        abandon(isNoResponders(err) ? 'no node owns it right now' : errText(err));
       });
     };
     attempt();
@@ -215,7 +231,7 @@ export class ClusterShards implements Shards {
 
   private heard(hb: Heartbeat): void {
     if (hb.node === this.config.node) return;
-    if (hb.leaving) { this.peers.delete(hb.node); return; }
+    if (hb.leaving) { this.peers.delete(hb.node); this.gone(hb.node); return; }
     this.peers.set(hb.node, {
       seenAt: performance.now(), owned: new Map(hb.owned.map(([p, epoch]) => [p, epoch])),
       positions: new Map(hb.owned.map(([p, , seq]) => [p, seq ?? 0])),
@@ -231,10 +247,28 @@ export class ClusterShards implements Shards {
     const now = performance.now();
     const nodes = [this.config.node];
     for (const [node, peer] of this.peers) {
-      if (now - peer.seenAt <= this.timings.leaseMs) nodes.push(node);
-      else if (now - peer.seenAt > this.timings.leaseMs * 20) this.peers.delete(node);
+      if (now - peer.seenAt <= this.timings.leaseMs) { nodes.push(node); continue; }
+      this.gone(node);
+      if (now - peer.seenAt > this.timings.leaseMs * 20) this.peers.delete(node);
     }
     return nodes.sort();
+  }
+
+  /** requests forwarded to each node and not answered yet: how to fail them */
+  private readonly forwards = new Map<string, Set<(why: string) => void>>();
+  private forwardsTo(node: string): Set<(why: string) => void> {
+    let set = this.forwards.get(node);
+    if (!set) this.forwards.set(node, set = new Set());
+    return set;
+  }
+
+  /** A node's lease ran out (or it left): what it was asked and did not answer gets 503 now. */
+  private gone(node: string): void {
+    const set = this.forwards.get(node);
+    if (!set?.size) return;
+    const pending = [...set];
+    set.clear();
+    for (const abandon of pending) abandon(`its owner ${node} stopped answering; the outcome of a write is unknown`);
   }
 
   /** The live node (not this one) that announces the highest epoch for a partition. */
