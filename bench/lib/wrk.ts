@@ -89,7 +89,8 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
       let text = '';
       child.stdout.on('data', (d) => { text += d; });
       child.stderr.on('data', (d) => { text += d; });
-      child.on('exit', (code) => (code === 0 && text.includes('JSON {') ? resolve(text) : reject(new Error(`wrk failed (${code}): ${text}`))));
+      // 'close', not 'exit': exit can come before the last of stdout has been read (seen on a loaded box)
+      child.on('close', (code) => (code === 0 && text.includes('JSON {') ? resolve(text) : reject(new Error(`wrk failed (${code}): ${text}`))));
     });
     const json = JSON.parse(/JSON (\{.*\})/.exec(out)![1]!);
     const wall = json.us > 0 ? json.us / 1e6 : spec.seconds;
