@@ -15,6 +15,8 @@ import { FrontStore, lockDataDir } from './store/front_store.js';
 import { VERSION } from './version.js';
 import type { MaintainReply } from './shard/protocol.js';
 import { connect } from '@nats-io/transport-node';
+import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { ClusterShards } from './cluster/cluster_shards.js';
 import { ClusterDirectory } from './cluster/directory.js';
 import { ClusterLabels } from './cluster/labels.js';
@@ -115,6 +117,8 @@ export async function startServer(config: Config): Promise<Server> {
 async function startClusterNode(config: Config): Promise<Server> {
   const cluster = config.cluster!;
   const t0 = performance.now();
+  // throwaway blob stores of an earlier run of this node (the streams hold everything)
+  rmSync(join(config.dataDir, 'cluster', cluster.node), { recursive: true, force: true });
   const nc = await connect({ servers: cluster.servers, name: `logbook ${cluster.node}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, waitOnFirstConnect: true });
   try {
     const plog = await PartitionLog.open(nc, { partitions: cluster.partitions, replicas: cluster.replicas });
@@ -133,7 +137,7 @@ async function startClusterNode(config: Config): Promise<Server> {
       snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000, logLevel: config.logLevel,
       queueLimit: config.shardQueue, queueDelayMs: config.shardQueueDelay, ids: front.ids.buffer,
       ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments, streamRetention: config.streamRetention,
-    }, () => front.labelReplica());
+    }, () => front.labelReplica(), join(config.dataDir, 'cluster', cluster.node));
     labels.onChange = (id, stored) => front.labelChanged(id, stored);
     await shards.start();
     front.recover(shards, []);

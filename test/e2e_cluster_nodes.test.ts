@@ -200,6 +200,29 @@ serial('the live stream works from any node: every node sends every partition\'s
   }
 });
 
+serial('labels are one catalogue: created on one node, renamed on another, deleted on a third; every node agrees', async (t) => {
+  const [a, b, c] = live();
+  const created = await api(a!.url, 'POST', '/api/v1/labels', { name: 'cluster-wide' });
+  t.is(created.status, 201, created.text);
+  const id = created.body.id;
+  // every node follows the label stream (a node that has not seen a change yet refuses a conflicting one with 503)
+  for (let i = 0; i < 100 && (await api(b!.url, 'GET', `/api/v1/labels/${id}`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 50));
+  const taken = await api(b!.url, 'POST', '/api/v1/labels', { name: 'cluster-wide' });
+  t.is(taken.status, 400, 'the name is taken on every node');
+  const renamed = await api(b!.url, 'PATCH', `/api/v1/labels/${id}`, { name: 'cluster-wide-2' });
+  t.is(renamed.status, 200, renamed.text);
+  const names = async () => Promise.all(live().map(async (n) => (await listAll(n.url, 'labels')).map((l) => `${l.id}:${l.name}`).sort().join()));
+  const until = async (pred: (views: string[]) => boolean) => {
+    for (let i = 0; i < 100; i++) { const v = await names(); if (pred(v)) return v; await new Promise((r) => setTimeout(r, 100)); }
+    return names();
+  };
+  let views = await until((v) => v.every((x) => x.includes(`${id}:cluster-wide-2`)));
+  t.true(views.every((v) => v === views[0] && v.includes(`${id}:cluster-wide-2`)), JSON.stringify(views));
+  t.is((await api(c!.url, 'DELETE', `/api/v1/labels/${id}`)).status, 204);
+  views = await until((v) => v.every((x) => !x.includes(`${id}:`)));
+  t.true(views.every((v) => v === views[0] && !v.includes(`${id}:`)), JSON.stringify(views));
+});
+
 serial('a node started with another LOGBOOK_PARTITIONS stops with a message naming the count the cluster has', async (t) => {
   const err = await t.throwsAsync(startLogbook({
     env: { LOGBOOK_CLUSTER: nats.urls.join(','), LOGBOOK_NODE: 'odd', LOGBOOK_PARTITIONS: String(PARTITIONS + 1) },

@@ -89,6 +89,8 @@ export class ClusterShards implements Shards {
     poolOptions: PoolOptions,
     /** the label catalogue, for a partition's worker once it has started (its replica) */
     private readonly labels: () => Array<[number, string]>,
+    /** throwaway local blob stores go under here (null: in memory) */
+    private readonly blobDir: string | null = null,
     private readonly timings: ClusterTimings = DEFAULT_TIMINGS,
   ) {
     this.size = config.partitions;
@@ -371,7 +373,7 @@ export class ClusterShards implements Shards {
 
   private partitionInit(epoch: number, fenceSeq: number, standby: boolean) {
     const c = this.config;
-    return { servers: c.servers, node: c.node, partitions: c.partitions, replicas: c.replicas, epoch, fenceSeq, standby };
+    return { servers: c.servers, node: c.node, partitions: c.partitions, replicas: c.replicas, epoch, fenceSeq, standby, blobDir: this.blobDir };
   }
 
   private promote(partition: number, epoch: number, fenceSeq: number): Promise<{ entries: number; ms: number; results: number }> {

@@ -14,6 +14,7 @@ import type { BlobKey } from '../store/blobs.js';
 import type { RecoveryStats, ShardStore } from '../store/types.js';
 import type { Event, ShardState } from '../shard/state.js';
 import type { PartitionLog, PartitionWriter } from './partition_log.js';
+import type { BlobMap } from './partition_blobs.js';
 
 /** journal entries must decode on their own, on any node, years later: no shared structures */
 const packr = new Packr({ useRecords: false, moreTypes: false });
@@ -26,7 +27,9 @@ const packr = new Packr({ useRecords: false, moreTypes: false });
 export type Entry = [events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[], changeSeq?: number];
 
 export class PartitionStore implements ShardStore {
-  readonly blobs = new Map<BlobKey, string>();
+  /** blobs: a throwaway local LMDB (partition_blobs.ts), or a Map when there is no data directory */
+  constructor(readonly blobs: BlobMap = new Map<BlobKey, string>()) {}
+
   /** no snapshots here: nothing to trim, so never due */
   readonly journalLength = 0;
   private writer: PartitionWriter | null = null;
@@ -42,6 +45,14 @@ export class PartitionStore implements ShardStore {
 
   get lastSequence(): number { return this.writer?.lastSequence ?? 0; }
 
+  /** commits appended and not settled yet: closing waits for them (a released partition's last writes) */
+  private readonly inFlight = new Set<Promise<void>>();
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+    await this.blobs.close?.();
+  }
+
   getBlob(key: BlobKey): string | undefined { return this.blobs.get(key); }
 
   write(events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[]): Promise<void> {
@@ -51,12 +62,16 @@ export class PartitionStore implements ShardStore {
     // Encoded at the end of this turn: after the shard numbered the commit's stream
     // changes (which it does right after write()), before any later message changes
     // the rows these events hold. Entries still reach the writer in write order.
-    return new Promise<void>((resolve, reject) => {
+    const done = new Promise<void>((resolve, reject) => {
       queueMicrotask(() => {
         const entry = Uint8Array.from(packr.pack([events, puts, removes, this.changeSeq()] satisfies Entry) as Uint8Array);
         writer.append(entry).then(() => { this.commits++; resolve(); }, reject);
       });
     });
+    this.inFlight.add(done);
+    const forget = () => { this.inFlight.delete(done); };
+    done.then(forget, forget);
+    return done;
   }
 
   /** Apply one stored entry (replay, or a standby following the owner). */

@@ -14,6 +14,8 @@ import type { RecoveryStats } from '../store/types.js';
 import { PartitionIds } from './ids.js';
 import { PartitionLog } from './partition_log.js';
 import { PartitionStore } from './partition_store.js';
+import { LocalBlobs } from './partition_blobs.js';
+import { join } from 'node:path';
 
 /** What the node's ownership layer hands a partition's worker (ShardInit.cluster). */
 export interface PartitionInit {
@@ -26,6 +28,8 @@ export interface PartitionInit {
   fenceSeq: number;
   /** tail the stream until promoted, instead of owning the partition now */
   standby?: boolean;
+  /** where this node keeps throwaway local blob stores (under the data directory); null: in memory */
+  blobDir: string | null;
 }
 
 export interface OpenedPartition {
@@ -44,7 +48,8 @@ export async function openPartition(k: number, init: PartitionInit): Promise<Ope
   const nc = await connect({ servers: init.servers, name: `logbook ${init.node} p${k}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   try {
     const log = await PartitionLog.attach(nc, { partitions: init.partitions, replicas: init.replicas });
-    const store = new PartitionStore();
+    const store = new PartitionStore(init.blobDir === null ? undefined
+      : new LocalBlobs(join(init.blobDir, `p${k}${init.standby ? '-standby' : ''}`)));
     const state = new ShardState();
     const ids = new PartitionIds(init.partitions, k);
     const owned = (epoch: number, fenceSeq: number) => {
