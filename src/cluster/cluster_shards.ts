@@ -192,7 +192,7 @@ export class ClusterShards implements Shards {
         // reached nobody, so it is safe to send again, for about as long as a takeover takes.
         if (isNoResponders(err) && performance.now() < giveUpAt && !this.closing) { setTimeout(attempt, 100); return; }
         // a timeout: its owner is gone or stuck (its lease will run out, and another node take it)
-        abandon(isNoResponders(err) ? 'no node owns it right now' : errText(err));
+        abandon(isNoResponders(err) ? 'no node owns it right now' : (err instanceof Error ? err.message : String(err)));
       });
     };
     attempt();
