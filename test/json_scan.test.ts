@@ -5,7 +5,8 @@
 // valid and mutated (replay with JSON_SCAN_SEED=<seed>).
 import test from 'ava';
 import { isDeepStrictEqual } from 'node:util';
-import { scanBatchBody } from '../src/api/json_scan.js';
+import { eventSpans, scanBatchBody } from '../src/api/json_scan.js';
+import { arrayMemberSpans, minify, type ElementSpans } from '../src/api/json_text.js';
 import { nestedDeeperThan } from '../src/http/body.js';
 import { mulberry32, seedFrom } from './helpers/random.js';
 
@@ -27,8 +28,14 @@ function disagreement(text: string, maxDepth: number): string | null {
   }
   const events = parsed.events;
   if (Array.isArray(events) !== (scan.events !== null)) return 'events found or not';
-  if (scan.events === null) return null;
+  if (scan.events === null) return scan.spans === null ? null : 'spans without events';
   if (scan.events.length !== (events as unknown[]).length) return 'event count';
+  // the shard's view (eventSpans) is what its own scan (arrayMemberSpans) finds, and `compact` is only said of compact values
+  const shardView = eventSpans(text, scan.spans!);
+  const own = arrayMemberSpans(text, 'events')!;
+  const plain = (list: ElementSpans[]) => list.map((e) => [e.span, e.members && [...e.members].map(([k, [a, b]]) => [k, a, b])]);
+  if (!isDeepStrictEqual(plain(shardView), plain(own))) return 'eventSpans differ from arrayMemberSpans';
+  for (const e of shardView) for (const [, [a, b, compact]] of e.members ?? []) if (compact && minify(text, a, b) !== text.slice(a, b)) return 'compact value that is not';
   for (let i = 0; i < scan.events.length; i++) {
     const ev = (events as unknown[])[i];
     const at = scan.events[i]!;
@@ -61,6 +68,10 @@ test('answers for compact and spaced batch bodies, with the members JSON.parse g
   t.deepEqual([...scan.members.keys()], ['playbook', 'seq', 'events']);
   t.deepEqual(scan.events!.map((e) => e.object), [true, true, false, false, true, true]);
   t.is(compact.slice(...scan.events![1]!.labels!), '["x","y"]');
+  // compact values need no minify pass in the shard; spaced ones do
+  const content = (text: string) => eventSpans(text, scanBatchBody(text, 512)!.spans!)[0]!.members!.get('content')!;
+  t.true(content(compact)[2]);
+  t.falsy(content(spaced)[2]);
 });
 
 test('leaves to JSON.parse what it does not handle', (t) => {

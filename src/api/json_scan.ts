@@ -12,6 +12,8 @@
 // the caller then takes the JSON.parse path, which gives the exact error. So a
 // pretty-printed body costs what it did before, and no error message changes.
 
+import type { ElementSpans, MemberSpan } from './json_text.js';
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
@@ -43,7 +45,20 @@ export interface ScannedBody {
   members: Map<string, [number, number]>;
   /** the elements of the last top-level `events` member, when it is an array */
   events: ScannedEvent[] | null;
+  /**
+   * The same elements with every member of each, for the shard (which would
+   * otherwise scan the text again to find them): see eventSpans().
+   */
+  spans: Int32Array | null;
 }
+
+/*
+ * Layout of ScannedBody.spans, per event: start, end, member count (-1: not an
+ * object), then per member: key start (at its quote), key end (past its quote),
+ * value start, value end, flags (KEY_ESCAPED, VALUE_SPACED).
+ */
+const KEY_ESCAPED = 1;
+const VALUE_SPACED = 2;
 
 class Invalid extends Error {}
 const INVALID = new Invalid();
@@ -83,15 +98,16 @@ class Scanner {
     this.i++;
     const members = new Map<string, [number, number]>();
     let events: ScannedEvent[] | null = null;
+    let spans: SpanWriter | null = null;
     this.ws();
     if (text.charCodeAt(this.i) === RBRACE) this.i++;
     else {
       for (;;) {
         const key = this.key();
         const start = this.i;
-        if (key === 'events' && text.charCodeAt(start) === LBRACKET) events = this.events();
+        if (key === 'events' && text.charCodeAt(start) === LBRACKET) { spans = new SpanWriter(); events = this.events(spans); }
         else {
-          if (key === 'events') events = null;
+          if (key === 'events') { events = null; spans = null; }
           this.value(1);
         }
         members.set(key, [start, this.i]);
@@ -100,7 +116,7 @@ class Scanner {
     }
     this.ws();
     if (this.i !== this.end) throw INVALID;
-    return { members, events };
+    return { members, events, spans: spans === null ? null : spans.done() };
   }
 
   /** At a key's opening quote: its decoded name; leaves `i` at the first character of its value. */
@@ -138,8 +154,11 @@ class Scanner {
     return false;
   }
 
-  /** At `[` of the top-level `events`: each element, with the spans of an object element's `kind` and `labels`. */
-  private events(): ScannedEvent[] {
+  /**
+   * At `[` of the top-level `events`: each element, with the spans of an object
+   * element's `kind` and `labels`; every member's spans go to `spans`.
+   */
+  private events(spans: SpanWriter): ScannedEvent[] {
     const { text } = this;
     const out: ScannedEvent[] = [];
     if (2 > this.maxDepth) throw INVALID;
@@ -149,24 +168,37 @@ class Scanner {
     for (;;) {
       const start = this.i;
       const ev: ScannedEvent = { start, end: start, object: false, kind: null, labels: null };
+      const head = spans.length;
+      spans.push3(start, start, -1);
       if (text.charCodeAt(start) === LBRACE) {
         if (3 > this.maxDepth) throw INVALID;
         ev.object = true;
+        let count = 0;
         this.i++;
         this.ws();
         if (text.charCodeAt(this.i) === RBRACE) this.i++;
         else {
           for (;;) {
-            const key = this.key();
+            const keyStart = this.i;
+            const escaped = this.skipKey();
+            const keyEnd = this.keyEnd;
             const at = this.i;
+            const spaces = this.spaces;
             this.value(3);
+            spans.push5(keyStart, keyEnd, at, this.i, (escaped ? KEY_ESCAPED : 0) | (this.spaces !== spaces ? VALUE_SPACED : 0));
+            count++;
+            // only `kind` and `labels` matter here (a key without escapes is compared in place)
+            const key = escaped ? JSON.parse(text.slice(keyStart, keyEnd)) as string
+              : text.startsWith('kind"', keyStart + 1) ? 'kind' : text.startsWith('labels"', keyStart + 1) ? 'labels' : '';
             if (key === 'kind') ev.kind = [at, this.i];
             else if (key === 'labels') ev.labels = [at, this.i];
             if (this.afterMember()) break;
           }
         }
+        spans.set(head + 2, count);
       } else this.value(2);
       ev.end = this.i;
+      spans.set(head + 1, this.i);
       out.push(ev);
       this.ws();
       const c = text.charCodeAt(this.i++);
@@ -287,10 +319,47 @@ class Scanner {
     }
   }
 
+  /** whitespace characters skipped so far (a value is compact when none were skipped inside it) */
+  private spaces = 0;
+
   private ws(): void {
     // tab, newline and CR never reach here (the control-character test), so JSON whitespace is a space
+    const from = this.i;
     while (this.text.charCodeAt(this.i) === SPACE) this.i++;
+    this.spaces += this.i - from;
   }
+}
+
+/** An Int32Array filled from the front, grown by doubling. */
+class SpanWriter {
+  private a = new Int32Array(4096);
+  length = 0;
+
+  private room(n: number): Int32Array {
+    if (this.length + n > this.a.length) {
+      const grown = new Int32Array(this.a.length * 2);
+      grown.set(this.a);
+      this.a = grown;
+    }
+    return this.a;
+  }
+
+  push3(x: number, y: number, z: number): void {
+    const a = this.room(3);
+    a[this.length] = x; a[this.length + 1] = y; a[this.length + 2] = z;
+    this.length += 3;
+  }
+
+  push5(x: number, y: number, z: number, u: number, v: number): void {
+    const a = this.room(5);
+    const n = this.length;
+    a[n] = x; a[n + 1] = y; a[n + 2] = z; a[n + 3] = u; a[n + 4] = v;
+    this.length = n + 5;
+  }
+
+  set(at: number, value: number): void { this.a[at] = value; }
+
+  done(): Int32Array { return this.a.subarray(0, this.length); }
 }
 
 function isDigit(c: number): boolean {
@@ -299,4 +368,32 @@ function isDigit(c: number): boolean {
 
 function isHex(c: number): boolean {
   return (c >= ZERO && c <= NINE) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46);
+}
+
+/**
+ * The events of a batch as ScannedBody.spans describes them, in the shape
+ * arrayMemberSpans() gives (api/json_text.ts): the shard's view of the events
+ * without a second scan of the text. A member value the scan saw no whitespace
+ * in is marked compact (its stored text needs no minify pass).
+ */
+export function eventSpans(text: string, spans: Int32Array): ElementSpans[] {
+  const out: ElementSpans[] = [];
+  let i = 0;
+  while (i < spans.length) {
+    const start = spans[i]!;
+    const end = spans[i + 1]!;
+    const count = spans[i + 2]!;
+    i += 3;
+    if (count < 0) { out.push({ span: [start, end], members: undefined }); continue; }
+    const members = new Map<string, MemberSpan>();
+    for (let m = 0; m < count; m++, i += 5) {
+      const keyStart = spans[i]!;
+      const keyEnd = spans[i + 1]!;
+      const flags = spans[i + 4]!;
+      const key = flags & KEY_ESCAPED ? JSON.parse(text.slice(keyStart, keyEnd)) as string : text.slice(keyStart + 1, keyEnd - 1);
+      members.set(key, flags & VALUE_SPACED ? [spans[i + 2]!, spans[i + 3]!] : [spans[i + 2]!, spans[i + 3]!, true]);
+    }
+    out.push({ span: [start, end], members });
+  }
+  return out;
 }

@@ -86,6 +86,7 @@ export class Ingest {
     const parsed = envelopeOf(text);
     if (!parsed.ok) return reply(ex, parsed.status, parsed.body);
     const { value } = parsed;
+    const spans = 'spans' in parsed ? parsed.spans ?? null : null;
     const envelope = checkEnvelope(value);
     if (typeof envelope === 'string') return reply(ex, envelope === TOO_MANY ? 413 : 400, envelope === TOO_MANY ? Errors.tooManyEvents(LIMITS.ingestEvents) : envelope);
     const { seq, events } = envelope;
@@ -139,7 +140,7 @@ export class Ingest {
     }
     const shard = this.deps.pool().shardOf(playbook);
     const ctx: IngestContext = { ex, shard, uuid, playbook, claims: null };
-    const cmd: IngestCommand = { playbook, uuid, seq, create, text, labels: [] };
+    const cmd: IngestCommand = { playbook, uuid, seq, create, text, labels: [], spans };
     const send = (): void => this.deps.pool().send(shard, { k: 'ingest', rid: 0, cmd }, this.onReply, ctx);
     if (names.length === 0) return send();
 
@@ -193,7 +194,7 @@ export class Ingest {
  * JSON.parse accepts (api/json_scan.ts); otherwise by JSON.parse, whose errors
  * are the answer. Either way the values are the ones JSON.parse would give.
  */
-function envelopeOf(text: string): { ok: true; value: Obj } | { ok: false; status: number; body: string } {
+function envelopeOf(text: string): { ok: true; value: Obj; spans?: Uint8Array | null } | { ok: false; status: number; body: string } {
   const scan = scanBatchBody(text, LIMITS.jsonDepth);
   if (scan === null) return parseJsonText(text);
   const value: Obj = {};
@@ -210,7 +211,8 @@ function envelopeOf(text: string): { ok: true; value: Obj } | { ok: false; statu
       return stub;
     });
   }
-  return { ok: true, value };
+  const spans = scan.spans && new Uint8Array(scan.spans.buffer, scan.spans.byteOffset, scan.spans.byteLength);
+  return { ok: true, value, spans };
 }
 
 const TOO_MANY = '\u0000too many';

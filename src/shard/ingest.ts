@@ -6,6 +6,7 @@
 // give. An event that breaks a rule is reported and skipped; the rest apply, and
 // the whole batch (with the stream's new `seq`) is one journal entry.
 import { Errors, Messages } from '../api/errors.js';
+import { eventSpans } from '../api/json_scan.js';
 import { arrayMemberSpans, type ElementSpans } from '../api/json_text.js';
 import { TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
 import { normalizeUuid } from '../api/uuid.js';
@@ -125,7 +126,7 @@ class Batch {
   run(): void {
     const { text } = this.cmd;
     // The front checked the envelope (an object with an `events` array of objects with known kinds).
-    const spans = arrayMemberSpans(text, 'events')!;
+    const spans = this.cmd.spans ? eventSpans(text, int32s(this.cmd.spans)) : arrayMemberSpans(text, 'events')!;
     const labels = new Map(this.cmd.labels);
     for (let i = 0; i < spans.length; i++) {
       const body: Obj = {};
@@ -279,6 +280,14 @@ function eventObject(text: string, at: ElementSpans, body: Obj): Obj {
     }
   }
   return ev;
+}
+
+/** An Int32Array's bytes as received (a view at any offset) → the Int32Array (copied when misaligned). */
+function int32s(bytes: Uint8Array): Int32Array {
+  if (bytes.byteOffset % 4 === 0) return new Int32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 2);
+  const out = new Int32Array(bytes.byteLength >> 2);
+  new Uint8Array(out.buffer).set(bytes.subarray(0, out.byteLength));
+  return out;
 }
 
 /** A value of the JSON type that starts with this character. */
