@@ -398,7 +398,7 @@ export class LmdbShardStore implements DurableShardStore {
  * that precede a value, so a value compressed with a tail of the dictionary
  * refers only to bytes the reading side has at the same distances: it reads back
  * unchanged through the default handle, as do values written before (values
- * come out ~15 % larger for lacking the rest of the dictionary).
+ * come out ~17 % larger for lacking the rest of the dictionary).
  */
 function blobWriteDictionary(): Buffer | null {
   try {
