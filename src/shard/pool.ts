@@ -52,6 +52,13 @@ export class ShardPool {
   private readonly queueDelayMs: number;
   /** per shard: how long the last answered request waited for its reply (ms) */
   private readonly lastDelay: Float64Array;
+  /** requests refused by send(): queue length cap reached / queueing delay bound exceeded */
+  shedByLength = 0;
+  shedByDelay = 0;
+  /** per shard since the last takeDelayStats(): replies, sum and max of their round trips (ms) */
+  private readonly rtCount: Float64Array;
+  private readonly rtSum: Float64Array;
+  private readonly rtMax: Float64Array;
   /** per shard: rids and send times in send order, to find the oldest unanswered one */
   private readonly sent: Array<{ rids: number[]; at: number[]; head: number }>;
 
@@ -60,6 +67,9 @@ export class ShardPool {
     this.queueLimit = options.queueLimit ?? LIMITS.shardQueue;
     this.queueDelayMs = options.queueDelayMs ?? LIMITS.shardQueueDelayMs;
     this.lastDelay = new Float64Array(options.shards);
+    this.rtCount = new Float64Array(options.shards);
+    this.rtSum = new Float64Array(options.shards);
+    this.rtMax = new Float64Array(options.shards);
     this.sent = Array.from({ length: options.shards }, () => ({ rids: [], at: [], head: 0 }));
     this.up = new Array<boolean>(this.size).fill(false);
     this.queued = new Int32Array(this.size);
@@ -162,7 +172,9 @@ export class ShardPool {
       if (handler) queueMicrotask(() => handler(unavailable(0, shard), context as C));
       return;
     }
-    if (handler && this.overloaded(shard)) {
+    const refused = handler ? this.overloadedBy(shard) : null;
+    if (handler && refused !== null) {
+      if (refused === 'length') this.shedByLength++; else this.shedByDelay++;
       queueMicrotask(() => handler({ k: 'error', rid: 0, status: 503, body: Errors.overloaded() }, context as C));
       return;
     }
@@ -187,11 +199,30 @@ export class ShardPool {
    * whatever each request costs. A short queue is always admitted, so a slow
    * disk alone cannot shed a light load, and delays are re-measured as it drains.
    */
-  private overloaded(shard: number): boolean {
+  overloaded(shard: number): boolean {
+    return this.overloadedBy(shard) !== null;
+  }
+
+  /** Would every shard refuse a request now? (The front asks before it knows which shard a body targets.) */
+  everyOverloaded(): boolean {
+    for (let shard = 0; shard < this.size; shard++) if (this.up[shard] && !this.overloaded(shard)) return false;
+    return true;
+  }
+
+  private overloadedBy(shard: number): 'length' | 'delay' | null {
     const queued = this.queued[shard]!;
-    if (queued >= this.queueLimit) return true;
-    if (this.queueDelayMs === 0 || queued < LIMITS.shardQueueDelayMinimum) return false;
-    return Math.max(this.lastDelay[shard]!, this.oldestWait(shard)) > this.queueDelayMs;
+    if (queued >= this.queueLimit) return 'length';
+    if (this.queueDelayMs === 0 || queued < LIMITS.shardQueueDelayMinimum) return null;
+    return Math.max(this.lastDelay[shard]!, this.oldestWait(shard)) > this.queueDelayMs ? 'delay' : null;
+  }
+
+  /** Round trips (send → reply, ms) per shard since the last call: how many, mean, max. */
+  takeDelayStats(): Array<{ replies: number; meanMs: number; maxMs: number }> {
+    const out = Array.from({ length: this.size }, (_, shard) => ({
+      replies: this.rtCount[shard]!, meanMs: this.rtCount[shard]! ? this.rtSum[shard]! / this.rtCount[shard]! : 0, maxMs: this.rtMax[shard]!,
+    }));
+    this.rtCount.fill(0); this.rtSum.fill(0); this.rtMax.fill(0);
+    return out;
   }
 
   /** ms the oldest unanswered request of a shard has waited (a burst has no answers yet to measure). */
@@ -220,7 +251,11 @@ export class ShardPool {
     if (!entry) return;
     this.pending.delete(reply.rid);
     this.queued[entry.shard]!--;
-    this.lastDelay[entry.shard] = performance.now() - entry.at;
+    const rt = performance.now() - entry.at;
+    this.lastDelay[entry.shard] = rt;
+    this.rtCount[entry.shard]!++;
+    this.rtSum[entry.shard]! += rt;
+    if (rt > this.rtMax[entry.shard]!) this.rtMax[entry.shard] = rt;
     if (this.queueDelayMs > 0) this.advance(entry.shard);
     entry.handler(reply, entry.context);
   }

@@ -1,0 +1,127 @@
+// Admission control at the front (issue #11, overload): decide whether to take a
+// request the moment its head arrives, before its body is read, parsed and
+// validated, so a refused request costs almost nothing (a 503 + Retry-After
+// written from the request handler; uWS skips the unread body and keeps the
+// connection).
+//
+// Two signals, both queueing delays (CoDel's idea: a queue that stays above a
+// target delay for an interval is a standing queue, not a burst):
+//  - the front's own event-loop lag, probed by a timer: under overload every
+//    request waits in the socket buffers for a whole loop iteration, which no
+//    shard queue shows;
+//  - the queueing delay of the target shard(s), measured by the pool
+//    (ShardPool.overloaded: round trip of the last answer, age of the oldest
+//    unanswered request, and the queue length cap).
+// A single long iteration (a GC pause, one big page) does not shed: the lag
+// must stay above its bound for LAG_INTERVAL_MS.
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { log } from '../log.js';
+import type { ShardPool } from '../shard/pool.js';
+
+/** ms between lag probes */
+const PROBE_MS = 10;
+/** lag above the bound for this long (ms) counts as a standing queue */
+const LAG_INTERVAL_MS = 100;
+/** the front's lag bound is this fraction of the shard delay bound (both delays add up in a request's latency) … */
+const LAG_SHARE = 0.5;
+/** … but never below this (ms): timers on a busy machine fire a few ms late anyway */
+const LAG_FLOOR_MS = 10;
+/** how often (ms) the `shedding` log line may be written while requests are refused */
+const REPORT_MS = 1000;
+
+export type Target = 'front' | 'every' | number;
+
+export class Admission {
+  /** ms of event-loop lag the front tolerates (0: off) */
+  readonly lagBoundMs: number;
+  /** last probe's lag (ms) */
+  lagMs = 0;
+  /** performance.now() since when every probe saw lag above the bound (null: not now) */
+  private highSince: number | null = null;
+  private expected = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly histogram: IntervalHistogram;
+  private reportTimer: NodeJS.Timeout | null = null;
+  // counters since start-up (and since the last report)
+  shedByLag = 0;
+  shedByShard = 0;
+  admitted = 0;
+  private reported = { byLag: 0, byShard: 0, admitted: 0, poolLength: 0, poolDelay: 0 };
+
+  constructor(delayBoundMs: number, private readonly pool: () => ShardPool | undefined) {
+    this.lagBoundMs = delayBoundMs > 0 ? Math.max(LAG_FLOOR_MS, delayBoundMs * LAG_SHARE) : 0;
+    this.histogram = monitorEventLoopDelay({ resolution: 10 });
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.histogram.enable();
+    this.expected = performance.now() + PROBE_MS;
+    this.timer = setInterval(() => this.probe(), PROBE_MS);
+    this.timer.unref();
+    this.reportTimer = setInterval(() => this.report(), REPORT_MS);
+    this.reportTimer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    if (this.reportTimer) clearInterval(this.reportTimer);
+    this.timer = this.reportTimer = null;
+    this.histogram.disable();
+  }
+
+  private probe(): void {
+    const now = performance.now();
+    this.lagMs = Math.max(0, now - this.expected);
+    this.expected = now + PROBE_MS;
+    if (this.lagBoundMs === 0 || this.lagMs <= this.lagBoundMs) this.highSince = null;
+    else this.highSince ??= now;
+  }
+
+  /** Is the front's loop lagging behind standingly? */
+  get lagging(): boolean {
+    return this.highSince !== null && performance.now() - this.highSince >= LAG_INTERVAL_MS;
+  }
+
+  /**
+   * Should a request for `target` be refused now? 'front': it needs no shard;
+   * a shard number: the one shard it needs; 'every': its shard is known only
+   * from its body (or it is scattered over all): refused early only when every
+   * shard is overloaded (ShardPool.send decides for the one it reaches).
+   */
+  shed(target: Target): boolean {
+    if (this.lagging) { this.shedByLag++; return true; }
+    const pool = this.pool();
+    if (pool && target !== 'front') {
+      const refuse = target === 'every' ? pool.everyOverloaded() : pool.overloaded(target);
+      if (refuse) { this.shedByShard++; return true; }
+    }
+    this.admitted++;
+    return false;
+  }
+
+  /** While refusing, one line per second says why and how much (the operator's view of overload). */
+  private report(): void {
+    const pool = this.pool();
+    const r = this.reported;
+    const byLag = this.shedByLag - r.byLag, byShard = this.shedByShard - r.byShard;
+    const poolLength = pool?.shedByLength ?? 0, poolDelay = pool?.shedByDelay ?? 0;
+    const inPool = poolLength - r.poolLength + poolDelay - r.poolDelay;
+    const p99 = this.histogram.percentile(99) / 1e6;
+    const admitted = this.admitted - r.admitted;
+    this.reported = { byLag: this.shedByLag, byShard: this.shedByShard, admitted: this.admitted, poolLength, poolDelay };
+    const max = this.histogram.max / 1e6;
+    const stats = pool?.takeDelayStats();
+    this.histogram.reset();
+    if (byLag + byShard + inPool === 0) return;
+    log.warn('shedding', {
+      seconds: REPORT_MS / 1000, admitted, refusedFrontLag: byLag, refusedShardDelay: byShard,
+      refusedAfterParse: inPool, refusedQueueLength: poolLength - r.poolLength,
+      eventLoopLagP99Ms: round(p99), eventLoopLagMaxMs: round(max),
+      shardRoundTripMeanMs: stats?.map((s) => round(s.meanMs)), shardRoundTripMaxMs: stats?.map((s) => round(s.maxMs)),
+      shardQueued: pool ? Array.from(pool.queued) : [],
+    });
+  }
+}
+
+function round(x: number): number { return Number.isFinite(x) ? Math.round(x * 10) / 10 : 0; }
