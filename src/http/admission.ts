@@ -15,6 +15,7 @@
 // A single long iteration (a GC pause, one big page) does not shed: the lag
 // must stay above its bound for LAG_INTERVAL_MS.
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { LIMITS } from '../limits.js';
 import { log } from '../log.js';
 import type { ShardPool } from '../shard/pool.js';
 
@@ -78,9 +79,15 @@ export class Admission {
     else this.highSince ??= now;
   }
 
-  /** Is the front's loop lagging behind standingly? */
+  /**
+   * Is the front's loop lagging behind standingly, with requests of its own in
+   * flight? On a machine busy with other work the lag alone would shed the few
+   * requests of a light client (the ARA callback does not retry a 503): as at a
+   * shard, a short queue is always admitted.
+   */
   get lagging(): boolean {
-    return this.highSince !== null && performance.now() - this.highSince >= LAG_INTERVAL_MS;
+    return this.highSince !== null && performance.now() - this.highSince >= LAG_INTERVAL_MS
+      && (this.pool()?.inFlight ?? 0) >= LIMITS.shardQueueDelayMinimum;
   }
 
   /**
