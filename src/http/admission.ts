@@ -125,7 +125,7 @@ export class Admission {
       seconds: REPORT_MS / 1000, admitted, refusedFrontLag: byLag, refusedShardDelay: byShard,
       refusedAfterParse: inPool, refusedQueueLength: poolLength - r.poolLength,
       eventLoopLagP99Ms: round(p99), eventLoopLagMaxMs: round(max),
-      shardRoundTripMeanMs: stats?.map((s) => round(s.meanMs)), shardRoundTripMaxMs: stats?.map((s) => round(s.maxMs)),
+      shardRoundTripMinMs: stats?.map((s) => round(s.minMs)), shardRoundTripMeanMs: stats?.map((s) => round(s.meanMs)), shardRoundTripMaxMs: stats?.map((s) => round(s.maxMs)),
       shardQueued: pool ? Array.from(pool.queued) : [],
     });
   }

@@ -59,6 +59,7 @@ export class ShardPool {
   private readonly rtCount: Float64Array;
   private readonly rtSum: Float64Array;
   private readonly rtMax: Float64Array;
+  private readonly rtMin: Float64Array;
   /** per shard: rids and send times in send order, to find the oldest unanswered one */
   private readonly sent: Array<{ rids: number[]; at: number[]; head: number }>;
 
@@ -70,6 +71,7 @@ export class ShardPool {
     this.rtCount = new Float64Array(options.shards);
     this.rtSum = new Float64Array(options.shards);
     this.rtMax = new Float64Array(options.shards);
+    this.rtMin = new Float64Array(options.shards).fill(Infinity);
     this.sent = Array.from({ length: options.shards }, () => ({ rids: [], at: [], head: 0 }));
     this.up = new Array<boolean>(this.size).fill(false);
     this.queued = new Int32Array(this.size);
@@ -216,12 +218,13 @@ export class ShardPool {
     return Math.max(this.lastDelay[shard]!, this.oldestWait(shard)) > this.queueDelayMs ? 'delay' : null;
   }
 
-  /** Round trips (send → reply, ms) per shard since the last call: how many, mean, max. */
-  takeDelayStats(): Array<{ replies: number; meanMs: number; maxMs: number }> {
+  /** Round trips (send → reply, ms) per shard since the last call: how many, min, mean, max. */
+  takeDelayStats(): Array<{ replies: number; minMs: number; meanMs: number; maxMs: number }> {
     const out = Array.from({ length: this.size }, (_, shard) => ({
-      replies: this.rtCount[shard]!, meanMs: this.rtCount[shard]! ? this.rtSum[shard]! / this.rtCount[shard]! : 0, maxMs: this.rtMax[shard]!,
+      replies: this.rtCount[shard]!, minMs: this.rtCount[shard]! ? this.rtMin[shard]! : 0,
+      meanMs: this.rtCount[shard]! ? this.rtSum[shard]! / this.rtCount[shard]! : 0, maxMs: this.rtMax[shard]!,
     }));
-    this.rtCount.fill(0); this.rtSum.fill(0); this.rtMax.fill(0);
+    this.rtCount.fill(0); this.rtSum.fill(0); this.rtMax.fill(0); this.rtMin.fill(Infinity);
     return out;
   }
 
@@ -256,6 +259,7 @@ export class ShardPool {
     this.rtCount[entry.shard]!++;
     this.rtSum[entry.shard]! += rt;
     if (rt > this.rtMax[entry.shard]!) this.rtMax[entry.shard] = rt;
+    if (rt < this.rtMin[entry.shard]!) this.rtMin[entry.shard] = rt;
     if (this.queueDelayMs > 0) this.advance(entry.shard);
     entry.handler(reply, entry.context);
   }
