@@ -98,6 +98,10 @@ export const LIMITS = {
    * that 32 of its requests wait longer than the bound. */
   shardQueueDelayMs: 50,
   shardQueueDelayCeiling: 60_000,
+  /** How long (ms) a shard's requests must keep waiting longer than the delay
+   * bound before new ones are refused (CoDel's interval; at most twice the
+   * bound): a single slow group commit under a light load sheds nothing. */
+  shardQueueDelayIntervalMs: 100,
   /** Requests in flight to a shard that are always admitted, whatever the delay:
    * a few slow fsyncs under light load must not shed anything. */
   shardQueueDelayMinimum: 32,

@@ -50,8 +50,10 @@ export class ShardPool {
   private readonly queueLimit: number;
   /** shed while a shard's replies show more queueing delay than this (ms; 0, the default: length only) */
   private readonly queueDelayMs: number;
-  /** per shard: how long the last answered request waited for its reply (ms) */
-  private readonly lastDelay: Float64Array;
+  /** per shard: since when (performance.now()) requests wait longer than queueDelayMs; NaN: the last answer came sooner */
+  private readonly aboveSince: Float64Array;
+  /** how long (ms) the delay must stay above queueDelayMs to count as a standing queue */
+  private readonly queueDelayIntervalMs: number;
   /** requests refused by send(): queue length cap reached / queueing delay bound exceeded */
   shedByLength = 0;
   shedByDelay = 0;
@@ -67,7 +69,8 @@ export class ShardPool {
     this.size = options.shards;
     this.queueLimit = options.queueLimit ?? LIMITS.shardQueue;
     this.queueDelayMs = options.queueDelayMs ?? LIMITS.shardQueueDelayMs;
-    this.lastDelay = new Float64Array(options.shards);
+    this.aboveSince = new Float64Array(options.shards).fill(NaN);
+    this.queueDelayIntervalMs = Math.min(LIMITS.shardQueueDelayIntervalMs, 2 * this.queueDelayMs);
     this.rtCount = new Float64Array(options.shards);
     this.rtSum = new Float64Array(options.shards);
     this.rtMax = new Float64Array(options.shards);
@@ -194,9 +197,10 @@ export class ShardPool {
 
   /**
    * Admission: refuse when the shard has queueLimit requests in flight, or (CoDel's
-   * idea) when it has a real queue (≥ LIMITS.shardQueueDelayMinimum) and the
-   * request answered last, or the oldest still unanswered, waited longer than
-   * queueDelayMs. A length alone is a poor bound: 1024 requests are 0.1 s of
+   * idea) when it has a real queue (≥ LIMITS.shardQueueDelayMinimum) that is
+   * standing: every request answered for the last queueDelayIntervalMs, and the
+   * oldest still unanswered, waited longer than queueDelayMs (one slow fsync
+   * under a light load does not shed: the next fast answer clears it). A length alone is a poor bound: 1024 requests are 0.1 s of
    * cheap reads but seconds of writes on a loaded machine; the delay bound keeps admitted latency near the target
    * whatever each request costs. A short queue is always admitted, so a slow
    * disk alone cannot shed a light load, and delays are re-measured as it drains.
@@ -215,7 +219,11 @@ export class ShardPool {
     const queued = this.queued[shard]!;
     if (queued >= this.queueLimit) return 'length';
     if (this.queueDelayMs === 0 || queued < LIMITS.shardQueueDelayMinimum) return null;
-    return Math.max(this.lastDelay[shard]!, this.oldestWait(shard)) > this.queueDelayMs ? 'delay' : null;
+    const now = performance.now();
+    const oldest = this.oldestWait(shard);
+    // a burst with no answer yet: the oldest request crossed the bound at at + queueDelayMs
+    if (oldest > this.queueDelayMs && Number.isNaN(this.aboveSince[shard])) this.aboveSince[shard] = now - oldest + this.queueDelayMs;
+    return now - this.aboveSince[shard]! >= this.queueDelayIntervalMs ? 'delay' : null; // false while NaN
   }
 
   /** Round trips (send → reply, ms) per shard since the last call: how many, min, mean, max. */
@@ -255,7 +263,8 @@ export class ShardPool {
     this.pending.delete(reply.rid);
     this.queued[entry.shard]!--;
     const rt = performance.now() - entry.at;
-    this.lastDelay[entry.shard] = rt;
+    if (rt <= this.queueDelayMs) this.aboveSince[entry.shard] = NaN;
+    else if (Number.isNaN(this.aboveSince[entry.shard])) this.aboveSince[entry.shard] = entry.at + this.queueDelayMs;
     this.rtCount[entry.shard]!++;
     this.rtSum[entry.shard]! += rt;
     if (rt > this.rtMax[entry.shard]!) this.rtMax[entry.shard] = rt;
@@ -274,7 +283,7 @@ export class ShardPool {
       entry.handler(unavailable(rid, shard), entry.context);
     }
     this.queued[shard] = 0;
-    this.lastDelay[shard] = 0;
+    this.aboveSince[shard] = NaN;
     this.sent[shard] = { rids: [], at: [], head: 0 };
     return n;
   }
