@@ -198,9 +198,10 @@ export class ShardPool {
   /**
    * Admission: refuse when the shard has queueLimit requests in flight, or (CoDel's
    * idea) when it has a real queue (≥ LIMITS.shardQueueDelayMinimum) that is
-   * standing: every request answered for the last queueDelayIntervalMs, and the
-   * oldest still unanswered, waited longer than queueDelayMs (one slow fsync
-   * under a light load does not shed: the next fast answer clears it). A length alone is a poor bound: 1024 requests are 0.1 s of
+   * standing: for the last queueDelayIntervalMs, whenever looked at (each
+   * admission, each answer), its oldest unanswered request had waited longer
+   * than queueDelayMs (one slow fsync under a light load does not shed: the
+   * queue drains below the bound and the stretch ends). A length alone is a poor bound: 1024 requests are 0.1 s of
    * cheap reads but seconds of writes on a loaded machine; the delay bound keeps admitted latency near the target
    * whatever each request costs. A short queue is always admitted, so a slow
    * disk alone cannot shed a light load, and delays are re-measured as it drains.
@@ -220,10 +221,21 @@ export class ShardPool {
     if (queued >= this.queueLimit) return 'length';
     if (this.queueDelayMs === 0 || queued < LIMITS.shardQueueDelayMinimum) return null;
     const now = performance.now();
-    const oldest = this.oldestWait(shard);
-    // a burst with no answer yet: the oldest request crossed the bound at at + queueDelayMs
-    if (oldest > this.queueDelayMs && Number.isNaN(this.aboveSince[shard])) this.aboveSince[shard] = now - oldest + this.queueDelayMs;
-    return now - this.aboveSince[shard]! >= this.queueDelayIntervalMs ? 'delay' : null; // false while NaN
+    if (!this.standing(shard, now)) return null;
+    return now - this.aboveSince[shard]! >= this.queueDelayIntervalMs ? 'delay' : null;
+  }
+
+  /**
+   * Is the oldest unanswered request of the shard waiting longer than the bound?
+   * Keeps aboveSince: when the current stretch of such waits began. The oldest
+   * wait, not the round trips of answers, since some answers (reads, commits
+   * that find the disk idle) come back at once from a long queue.
+   */
+  private standing(shard: number, now: number): boolean {
+    const oldest = this.oldestWait(shard, now);
+    if (oldest <= this.queueDelayMs) { this.aboveSince[shard] = NaN; return false; }
+    if (Number.isNaN(this.aboveSince[shard])) this.aboveSince[shard] = now - oldest + this.queueDelayMs;
+    return true;
   }
 
   /** Round trips (send → reply, ms) per shard since the last call: how many, min, mean, max. */
@@ -237,9 +249,9 @@ export class ShardPool {
   }
 
   /** ms the oldest unanswered request of a shard has waited (a burst has no answers yet to measure). */
-  private oldestWait(shard: number): number {
+  private oldestWait(shard: number, now: number): number {
     const q = this.advance(shard);
-    return q.head < q.rids.length ? performance.now() - q.at[q.head]! : 0;
+    return q.head < q.rids.length ? now - q.at[q.head]! : 0;
   }
 
   /** Drop answered requests from the front of a shard's send order (called on every reply: stays small). */
@@ -263,13 +275,11 @@ export class ShardPool {
     this.pending.delete(reply.rid);
     this.queued[entry.shard]!--;
     const rt = performance.now() - entry.at;
-    if (rt <= this.queueDelayMs) this.aboveSince[entry.shard] = NaN;
-    else if (Number.isNaN(this.aboveSince[entry.shard])) this.aboveSince[entry.shard] = entry.at + this.queueDelayMs;
     this.rtCount[entry.shard]!++;
     this.rtSum[entry.shard]! += rt;
     if (rt > this.rtMax[entry.shard]!) this.rtMax[entry.shard] = rt;
     if (rt < this.rtMin[entry.shard]!) this.rtMin[entry.shard] = rt;
-    if (this.queueDelayMs > 0) this.advance(entry.shard);
+    if (this.queueDelayMs > 0) this.standing(entry.shard, performance.now());
     entry.handler(reply, entry.context);
   }
 
