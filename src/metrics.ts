@@ -98,6 +98,8 @@ export class HttpMetrics {
   private readonly sums = new Float64Array(SLOTS);
   private readonly aborts = new Float64Array(SLOTS);
   inFlight = 0;
+  /** called with each answered request's status and seconds (admission control's own statistics) */
+  onFinish: ((status: number, seconds: number) => void) | null = null;
 
   /** The slot of a route (ROUTE index) and method. */
   slotOf(route: number, method: string): number {
@@ -120,6 +122,7 @@ export class HttpMetrics {
     while (b < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[b]!) b++;
     this.buckets[slot * NB + b]!++;
     this.sums[slot]! += seconds;
+    this.onFinish?.(status, seconds);
     if (debugEnabled) {
       log.debug('request', {
         method: req.method, route: ROUTE_TEMPLATES[Math.floor(slot / NM)], url: req.url, status,

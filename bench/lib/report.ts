@@ -163,9 +163,10 @@ function overloadSection(r: OverloadResult): string {
   const logged = r.runs.filter((x) => x.shedding);
   if (logged.length) {
     out.push('Where the time went, from the server\'s `shedding` log lines (one per second while it refused):', '');
-    out.push(table(['policy', 'refused at the head: front lag / shard queue', 'refused after parsing', 'front event-loop lag p99 (median / worst second) ms', 'shard round trip mean / max ms'],
+    out.push(table(['policy', 'refused at the head: front lag / shard queue', 'refused after parsing', 'front event-loop lag p99 (median / worst second) ms', 'server-side admitted p99, head → answer (median / worst second) ms', 'shard round trip mean / max ms'],
       logged.map((x) => [x.policy, `${fmt.int(x.shedding!.refusedFrontLag)} / ${fmt.int(x.shedding!.refusedShardDelay)}`, fmt.int(x.shedding!.refusedAfterParse),
-        `${fmt.ms(x.shedding!.eventLoopLagP99MedianMs)} / ${fmt.ms(x.shedding!.eventLoopLagP99MaxMs)}`, `${fmt.ms(x.shedding!.shardRoundTripMeanMs)} / ${fmt.ms(x.shedding!.shardRoundTripMaxMs)}`])), '');
+        `${fmt.ms(x.shedding!.eventLoopLagP99MedianMs)} / ${fmt.ms(x.shedding!.eventLoopLagP99MaxMs)}`,
+        x.shedding!.serverAdmittedP99MedianMs === undefined ? '–' : `${fmt.ms(x.shedding!.serverAdmittedP99MedianMs)} / ${fmt.ms(x.shedding!.serverAdmittedP99MaxMs)}`, `${fmt.ms(x.shedding!.shardRoundTripMeanMs)} / ${fmt.ms(x.shedding!.shardRoundTripMaxMs)}`])), '');
   }
   return out.join('\n');
 }

@@ -14,9 +14,10 @@
 //    unanswered request, and the queue length cap).
 // A single long iteration (a GC pause, one big page) does not shed: the lag
 // must stay above its bound for LAG_INTERVAL_MS.
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { createHistogram, monitorEventLoopDelay, type IntervalHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { LIMITS } from '../limits.js';
 import { log } from '../log.js';
+import { HTTP } from '../metrics.js';
 import type { ShardPool } from '../shard/pool.js';
 
 /** ms between lag probes */
@@ -42,6 +43,8 @@ export class Admission {
   private expected = 0;
   private timer: NodeJS.Timeout | null = null;
   private readonly histogram: IntervalHistogram;
+  /** µs from request head to answer of the 2xx answers since the last report (the server's share of admitted latency) */
+  private readonly answered: RecordableHistogram = createHistogram();
   private reportTimer: NodeJS.Timeout | null = null;
   // counters since start-up (and since the last report)
   shedByLag = 0;
@@ -57,6 +60,7 @@ export class Admission {
   start(): void {
     if (this.timer) return;
     this.histogram.enable();
+    HTTP.onFinish = (status, seconds) => { if (status < 300) this.answered.record(Math.max(1, Math.round(seconds * 1e6))); };
     this.expected = performance.now() + PROBE_MS;
     this.timer = setInterval(() => this.probe(), PROBE_MS);
     this.timer.unref();
@@ -69,6 +73,7 @@ export class Admission {
     if (this.reportTimer) clearInterval(this.reportTimer);
     this.timer = this.reportTimer = null;
     this.histogram.disable();
+    HTTP.onFinish = null;
   }
 
   private probe(): void {
@@ -119,11 +124,14 @@ export class Admission {
     this.reported = { byLag: this.shedByLag, byShard: this.shedByShard, admitted: this.admitted, poolLength, poolDelay };
     const max = this.histogram.max / 1e6;
     const stats = pool?.takeDelayStats();
+    const answered = { p50: this.answered.percentile(50) / 1e3, p99: this.answered.percentile(99) / 1e3 };
     this.histogram.reset();
+    this.answered.reset();
     if (byLag + byShard + inPool === 0) return;
     log.warn('shedding', {
       seconds: REPORT_MS / 1000, admitted, refusedFrontLag: byLag, refusedShardDelay: byShard,
       refusedAfterParse: inPool, refusedQueueLength: poolLength - r.poolLength,
+      admittedP50Ms: round(answered.p50), admittedP99Ms: round(answered.p99),
       eventLoopLagP99Ms: round(p99), eventLoopLagMaxMs: round(max),
       shardRoundTripMinMs: stats?.map((s) => round(s.minMs)), shardRoundTripMeanMs: stats?.map((s) => round(s.meanMs)), shardRoundTripMaxMs: stats?.map((s) => round(s.maxMs)),
       shardQueued: pool ? Array.from(pool.queued) : [],
