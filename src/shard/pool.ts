@@ -212,8 +212,13 @@ export class ShardPool {
 
   /** Would every shard refuse a request now? (The front asks before it knows which shard a body targets.) */
   everyOverloaded(): boolean {
-    for (let shard = 0; shard < this.size; shard++) if (this.up[shard] && !this.overloaded(shard)) return false;
-    return true;
+    let up = 0;
+    for (let shard = 0; shard < this.size; shard++) {
+      if (!this.up[shard]) continue;
+      if (!this.overloaded(shard)) return false;
+      up++;
+    }
+    return up > 0; // shards that are down answer for themselves (503, "Shard k is unavailable")
   }
 
   private overloadedBy(shard: number): 'length' | 'delay' | null {
