@@ -110,7 +110,8 @@ export async function startLogbook(options: LogbookOptions = {}): Promise<Runnin
   const dir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'logbook-bench-'));
   const port = await freePort();
   const t0 = performance.now();
-  const child = spawn(process.execPath, [MAIN_JS], {
+  // BENCH_LOGBOOK_MAIN: another build's dist/src/main.js, to compare two versions under the same load
+  const child = spawn(process.execPath, [process.env.BENCH_LOGBOOK_MAIN ?? MAIN_JS], {
     env: { ...process.env, LOGBOOK_HOST: '127.0.0.1', LOGBOOK_PORT: String(port), LOGBOOK_DATA_DIR: dir, LOGBOOK_LOG_LEVEL: 'info', ...options.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
