@@ -238,7 +238,9 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
     const cpu2 = { server: lb.cpuSeconds(), generator: process.cpuUsage() };
     clearTimeout(cpuTimer);
     try { setPriority(0, niceBefore); } catch { /* lowering is one-way without privileges */ }
-    await Promise.race([Promise.all(pending), new Promise((r) => setTimeout(r, 120_000))]);
+    let giveUp: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(pending), new Promise((r) => { giveUp = setTimeout(r, 120_000); })]);
+    clearTimeout(giveUp); // else the process lingers two minutes after the report
     clearInterval(rssTimer); rssTimer = null;
     peakRssBytes = Math.max(peakRssBytes, lb.rssBytes());
     const genSeconds = (a: NodeJS.CpuUsage, b: NodeJS.CpuUsage) => (b.user - a.user + b.system - a.system) / 1e6;
