@@ -52,6 +52,8 @@ export class ShardPool {
   private readonly queueDelayMs: number;
   /** per shard: since when (performance.now()) requests wait longer than queueDelayMs; NaN: the last answer came sooner */
   private readonly aboveSince: Float64Array;
+  /** per shard: when a request was last refused for its queueing delay (performance.now()) */
+  private readonly lastRefused: Float64Array;
   /** how long (ms) the delay must stay above queueDelayMs to count as a standing queue */
   private readonly queueDelayIntervalMs: number;
   /** requests refused by send(): queue length cap reached / queueing delay bound exceeded */
@@ -70,6 +72,7 @@ export class ShardPool {
     this.queueLimit = options.queueLimit ?? LIMITS.shardQueue;
     this.queueDelayMs = options.queueDelayMs ?? LIMITS.shardQueueDelayMs;
     this.aboveSince = new Float64Array(options.shards).fill(NaN);
+    this.lastRefused = new Float64Array(options.shards).fill(-Infinity);
     this.queueDelayIntervalMs = Math.min(LIMITS.shardQueueDelayIntervalMs, 2 * this.queueDelayMs);
     this.rtCount = new Float64Array(options.shards);
     this.rtSum = new Float64Array(options.shards);
@@ -227,7 +230,12 @@ export class ShardPool {
     if (this.queueDelayMs === 0 || queued < LIMITS.shardQueueDelayMinimum) return null;
     const now = performance.now();
     if (!this.standing(shard, now)) return null;
-    return now - this.aboveSince[shard]! >= this.queueDelayIntervalMs ? 'delay' : null;
+    // the interval filters out a lone slow commit; a shard that was refusing a
+    // moment ago has a standing queue still, and waiting out another interval
+    // each time would let it grow to bound + interval (CoDel resumes dropping at once too)
+    if (now - this.aboveSince[shard]! < this.queueDelayIntervalMs && now - this.lastRefused[shard]! > LIMITS.shardQueueDelayRecentMs) return null;
+    this.lastRefused[shard] = now;
+    return 'delay';
   }
 
   /**
