@@ -86,14 +86,15 @@ export const LIMITS = {
   /** Default LOGBOOK_SHARD_QUEUE_DELAY (ms; 0 = off): the queueing delay bound
    * of admission (src/http/admission.ts). A request is answered 503 +
    * Retry-After from its head, before its body is read, while its shard's oldest
-   * unanswered request, or its last answered one, has waited longer than this
+   * unanswered request has waited longer than this for shardQueueDelayIntervalMs
    * (with at least shardQueueDelayMinimum in flight), or while the front's event
    * loop has lagged more than half of it (≥ 10 ms) for 100 ms with as many
    * requests in flight. On by default from measurements (bench overload, open
    * loop at 2× the sustainable write rate, 1 shard, a 2-core machine shared with
-   * other work): with the length bound alone admitted writes waited p99 0.8–2.3 s
-   * and 503s up to 7 s; with admission from the head at 50 ms, p99 0.2–0.3 s
-   * while admitting as many writes (README, Benchmarks). 0 restores the length
+   * other work; README, Benchmarks): with the length bound alone admitted writes
+   * waited p99 1–6 s and 503s up to 7 s; with this bound, in runs where the
+   * server got a core, p99 0.2–0.4 s with as many writes admitted, and a
+   * refusal costs 16–19 µs of CPU instead of 28–32. 0 restores the length
    * bound alone: for ARA's callback (it does not retry a 503) on a disk so slow
    * that 32 of its requests wait longer than the bound. */
   shardQueueDelayMs: 50,

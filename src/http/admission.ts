@@ -10,10 +10,10 @@
 //    request waits in the socket buffers for a whole loop iteration, which no
 //    shard queue shows;
 //  - the queueing delay of the target shard(s), measured by the pool
-//    (ShardPool.overloaded: round trip of the last answer, age of the oldest
-//    unanswered request, and the queue length cap).
+//    (ShardPool.overloaded: how long its oldest unanswered request has waited,
+//    kept above the bound for an interval, and the queue length cap).
 // A single long iteration (a GC pause, one big page) does not shed: the lag
-// must stay above its bound for LAG_INTERVAL_MS.
+// must stay above its bound for LAG_INTERVAL_MS, with requests in flight.
 import { createHistogram, monitorEventLoopDelay, type IntervalHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { LIMITS } from '../limits.js';
 import { log } from '../log.js';

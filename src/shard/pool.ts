@@ -48,9 +48,9 @@ export class ShardPool {
 
   /** requests in flight per shard before send() answers 503 (src/limits.ts shardQueue) */
   private readonly queueLimit: number;
-  /** shed while a shard's replies show more queueing delay than this (ms; 0, the default: length only) */
+  /** shed while a shard's oldest request has waited longer than this (ms; 0: the length cap only) */
   private readonly queueDelayMs: number;
-  /** per shard: since when (performance.now()) requests wait longer than queueDelayMs; NaN: the last answer came sooner */
+  /** per shard: since when (performance.now()) its oldest unanswered request has waited longer than queueDelayMs; NaN: not now */
   private readonly aboveSince: Float64Array;
   /** per shard: when a request was last refused for its queueing delay (performance.now()) */
   private readonly lastRefused: Float64Array;
@@ -204,10 +204,11 @@ export class ShardPool {
    * standing: for the last queueDelayIntervalMs, whenever looked at (each
    * admission, each answer), its oldest unanswered request had waited longer
    * than queueDelayMs (one slow fsync under a light load does not shed: the
-   * queue drains below the bound and the stretch ends). A length alone is a poor bound: 1024 requests are 0.1 s of
-   * cheap reads but seconds of writes on a loaded machine; the delay bound keeps admitted latency near the target
+   * queue drains below the bound and the stretch ends). A length alone is a
+   * poor bound: 1024 requests are 0.1 s of cheap reads but seconds of writes on
+   * a loaded machine; the delay bound keeps admitted latency near the target
    * whatever each request costs. A short queue is always admitted, so a slow
-   * disk alone cannot shed a light load, and delays are re-measured as it drains.
+   * disk alone cannot shed a light load.
    */
   overloaded(shard: number): boolean {
     return this.overloadedBy(shard) !== null;
