@@ -72,6 +72,11 @@ test('under a flood of writes and reads some are refused with 503 + Retry-After,
       t.is(r.headers.get('content-type'), 'application/json');
       t.deepEqual(r.body, { detail: 'The server is overloaded; retry shortly.' });
     }
+    // /metrics counts every refusal, by where it was decided
+    const metrics = await fetch(`${lb.url}/metrics`).then((r) => r.text());
+    const counted = [...metrics.matchAll(/^logbook_requests_refused_total\{reason="(\w+)"\} (\d+)$/gm)];
+    t.deepEqual(counted.map((m) => m[1]).sort(), ['after_parse', 'front_lag', 'shard_queue']);
+    t.is(counted.reduce((sum, m) => sum + Number(m[2]), 0), refused.length);
     // every acknowledged write is readable, and nothing refused was stored
     for (const r of created) {
       const back = await api(lb.url, 'GET', `/api/v1/playbooks/${r.body.id}`);

@@ -112,6 +112,12 @@ export class Admission {
     return false;
   }
 
+  /** Refusals since start-up by where they were decided (for /metrics). */
+  totals(): Record<'front_lag' | 'shard_queue' | 'after_parse', number> {
+    const pool = this.pool();
+    return { front_lag: this.shedByLag, shard_queue: this.shedByShard, after_parse: (pool?.shedByDelay ?? 0) + (pool?.shedByLength ?? 0) };
+  }
+
   /** While refusing, one line per second says why and how much (the operator's view of overload). */
   private report(): void {
     const pool = this.pool();

@@ -90,6 +90,7 @@ export class Front {
     this.ops = new Ops(config, version, this.metrics, {
       ready: () => this.ready, draining: () => this.draining,
       pool: () => this.pool ?? null, labelCount: () => this.labels.byId.size,
+      refused: () => this.admission.totals(),
     });
     this.labels = new LabelCatalogue(store);
     this.normalizer = new BodyNormalizer(compileWriteValidators(), {
