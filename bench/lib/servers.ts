@@ -111,8 +111,11 @@ export async function startLogbook(options: LogbookOptions = {}): Promise<Runnin
   const dir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'logbook-bench-'));
   const port = await freePort();
   const t0 = performance.now();
-  const child = spawn(process.execPath, [MAIN_JS], {
-    env: { ...process.env, LOGBOOK_HOST: '127.0.0.1', LOGBOOK_PORT: String(port), LOGBOOK_DATA_DIR: dir, LOGBOOK_LOG_LEVEL: 'info', ...options.env },
+  // BENCH_LOGBOOK_MAIN: another build's dist/src/main.js, to compare two versions under the same load
+  const child = spawn(process.execPath, [process.env.BENCH_LOGBOOK_MAIN ?? MAIN_JS], {
+    // capacity scenarios (closed loop at up to 128 connections) measure what the server can do, not its
+    // admission: the queueing delay bound is off unless a scenario sets it (overload does)
+    env: { ...process.env, LOGBOOK_HOST: '127.0.0.1', LOGBOOK_PORT: String(port), LOGBOOK_DATA_DIR: dir, LOGBOOK_LOG_LEVEL: 'info', LOGBOOK_SHARD_QUEUE_DELAY: '0', ...options.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const output = capture(child);

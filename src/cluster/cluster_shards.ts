@@ -141,6 +141,13 @@ export class ClusterShards implements Shards {
 
   shardOf(playbookId: number): number { return playbookId % this.size; }
 
+  // admission: what this node can see, its own partitions (a forwarded request is admitted by its owner's pool)
+  overloaded(partition: number): boolean { return this.pool.isUp(partition) && this.pool.overloaded(partition); }
+  everyOverloaded(): boolean { return this.owned.size === this.size && this.pool.everyOverloaded(); }
+  get shedByLength(): number { return this.pool.shedByLength; }
+  get shedByDelay(): number { return this.pool.shedByDelay; }
+  takeDelayStats(): Array<{ replies: number; minMs: number; meanMs: number; maxMs: number }> { return this.pool.takeDelayStats(); }
+
   isUp(partition: number): boolean { return this.pool.isUp(partition) || this.remoteOwner(partition) !== null; }
 
   down(): number[] {
