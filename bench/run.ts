@@ -1,5 +1,5 @@
 // The benchmark suite: `npm run bench [-- [--quick] [--no-ara] [scenario…]]`.
-// Scenarios: ingest, batch, read, footprint, overhead, overload (default: all, in that order).
+// Scenarios: ingest, batch, read, footprint, overhead, overload, cluster (default: all, in that order).
 // Prints a progress line per step; writes bench/results/<UTC timestamp>.json,
 // bench/results/latest.md and the SVG charts it links.
 //   --quick        short runs and a 100 k-result store (for development)
@@ -14,7 +14,9 @@ import { defaultShards, elapsed, type Context } from './lib/context.js';
 import { writeReport, type BenchRun } from './lib/report.js';
 import { araUnavailable, SOURCE_ROOT } from './lib/servers.js';
 import { wrkAvailable } from './lib/wrk.js';
+import { natsServerBinary } from '../test/helpers/nats.js';
 import { batch } from './scenarios/batch.js';
+import { clusterScenario } from './scenarios/cluster.js';
 import { footprint } from './scenarios/footprint.js';
 import { ingest } from './scenarios/ingest.js';
 import { overhead } from './scenarios/overhead.js';
@@ -22,9 +24,9 @@ import { overloadScenario } from './scenarios/overload.js';
 import { read } from './scenarios/read.js';
 import { buildAraStore, buildStore, type AraStore, type BuiltStore } from './scenarios/store.js';
 
-const SCENARIOS = ['ingest', 'batch', 'read', 'footprint', 'overhead', 'overload'] as const;
+const SCENARIOS = ['ingest', 'batch', 'read', 'footprint', 'overhead', 'overload', 'cluster'] as const;
 type Scenario = (typeof SCENARIOS)[number];
-const ALIASES: Record<string, Scenario> = { ingest_batch: 'batch', batches: 'batch', recovery: 'footprint', memory: 'footprint', reads: 'read', write: 'ingest', writes: 'ingest', ansible: 'overhead', shedding: 'overload', overloaded: 'overload' };
+const ALIASES: Record<string, Scenario> = { ingest_batch: 'batch', batches: 'batch', recovery: 'footprint', memory: 'footprint', reads: 'read', write: 'ingest', writes: 'ingest', ansible: 'overhead', shedding: 'overload', overloaded: 'overload', nats: 'cluster', failover: 'cluster', nodes: 'cluster' };
 const RESULTS_DIR = join(SOURCE_ROOT, 'bench', 'results');
 
 function usage(code: number): never {
@@ -82,13 +84,18 @@ const run: BenchRun = {
 step(`logbook ${VERSION} benchmark, ${quick ? 'quick' : 'full'} mode: ${scenarios.join(', ')} (${run.machine.cpus} cores, load average ${run.machine.loadAvgStart.map((x) => x.toFixed(1)).join(' ')}, ${ctx.shards} shard(s))`);
 if (run.machine.loadAvgStart[0]! > run.machine.cpus * 0.75) step('warning: the machine is busy (load average above its cores): numbers will be noisy');
 
-const needsWrk: Scenario[] = ['ingest', 'read'];
+const needsWrk: Scenario[] = ['ingest', 'read', 'cluster'];
 let failed = false;
 try {
   for (const s of scenarios) {
     if (needsWrk.includes(s) && !wrkAvailable()) {
       step(`${s}: skipped: wrk is not installed (Debian: apt-get install wrk)`);
       notes.push(`${s}: skipped (wrk not installed)`);
+      continue;
+    }
+    if (s === 'cluster' && !natsServerBinary()) {
+      step('cluster: skipped: nats-server is not installed (Debian: apt-get install nats-server)');
+      notes.push('cluster: skipped (nats-server not installed)');
       continue;
     }
     step(`== ${s}`);
@@ -100,6 +107,7 @@ try {
         case 'footprint': run.footprint = await footprint(ctx); break;
         case 'overhead': run.overhead = await overhead(ctx); break;
         case 'overload': run.overload = await overloadScenario(ctx); break;
+        case 'cluster': run.cluster = await clusterScenario(ctx); break;
       }
     } catch (err) {
       failed = true;

@@ -173,7 +173,7 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   option('shutdownTimeout', 'SHUTDOWN_TIMEOUT', 10, int(1, 3600), 'seconds SIGTERM/SIGINT wait for in-flight requests'),
   // ---- security (src/limits.ts, src/http/auth.ts) ----
   option('shardQueue', 'SHARD_QUEUE', LIMITS.shardQueue, int(1, LIMITS.shardQueueCeiling), 'requests in flight per shard before answering 503 + Retry-After'),
-  option('shardQueueDelay', 'SHARD_QUEUE_DELAY', LIMITS.shardQueueDelayMs, int(0, LIMITS.shardQueueDelayCeiling), 'ms a shard\'s requests may wait before new ones get 503 + Retry-After (0: only the queue length)'),
+  option('shardQueueDelay', 'SHARD_QUEUE_DELAY', LIMITS.shardQueueDelayMs, int(0, LIMITS.shardQueueDelayCeiling), 'queueing delay bound (ms): requests for a shard whose requests wait longer, or while the front lags more than half of it, get 503 + Retry-After (0: only the queue length)'),
   // ---- live stream ----
   option('streamRetention', 'STREAM_RETENTION', 50_000, int(1, 100_000_000), 'changes each shard keeps for resuming a live stream (since=); SPEC §14 wants at least 10000'),
   option('streamMaxBuffer', 'STREAM_MAX_BUFFER', 1_048_576, int(1024, 1_073_741_824), 'bytes queued for one live-stream client before it is cut off'),

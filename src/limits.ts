@@ -83,19 +83,31 @@ export const LIMITS = {
    * measured ~5–10 k writes/s per shard, 1024 is 0.1–0.2 s of work queued. */
   shardQueue: 1024,
   shardQueueCeiling: 1_000_000,
-  /** Default LOGBOOK_SHARD_QUEUE_DELAY (ms; 0 = off): when set, also answer 503 +
-   * Retry-After while a shard's oldest unanswered request, or its last answered
-   * one, has waited longer than this (with at least shardQueueDelayMinimum in
-   * flight). Off by default, from measurements (bench overload, open loop at 2×
-   * the sustainable write rate, three runs on a saturated 2-core machine): 50 ms
-   * cut the admitted median from ~2.8 s to 30–60 ms and p99 from ~5 s to
-   * 0.7–2.4 s, but admitted half as many writes (41–54 % of the sustainable rate
-   * against 73–86 %), and 200 ms admitted as few without a reliable p99 gain.
-   * The ARA callback does not retry a 503 (the record is lost) and waits
-   * patiently, so for it the length bound loses least. Clients that retry and
-   * need latency: 50. */
-  shardQueueDelayMs: 0,
+  /** Default LOGBOOK_SHARD_QUEUE_DELAY (ms; 0 = off): the queueing delay bound
+   * of admission (src/http/admission.ts). A request is answered 503 +
+   * Retry-After from its head, before its body is read, while its shard's oldest
+   * unanswered request has waited longer than this for shardQueueDelayIntervalMs
+   * (with at least shardQueueDelayMinimum in flight), or while the front's event
+   * loop has lagged more than half of it (≥ 10 ms) for 100 ms with as many
+   * requests in flight. On by default from measurements (bench overload, open
+   * loop at 2× the sustainable write rate, 1 shard, a 2-core machine shared with
+   * other work; README, Benchmarks): with the length bound alone admitted writes
+   * waited p99 1–6 s and 503s up to 7 s; with this bound, in runs where the
+   * server got a core, p99 0.2–0.4 s with as many writes admitted, and a
+   * refusal costs 16–19 µs of CPU instead of 28–32. 0 restores the length
+   * bound alone: for ARA's callback (it does not retry a 503) on a disk so slow
+   * that 32 of its requests wait longer than the bound. */
+  shardQueueDelayMs: 50,
   shardQueueDelayCeiling: 60_000,
+  /** How long (ms) a shard's requests must keep waiting longer than the delay
+   * bound before new ones are refused (CoDel's interval; at most twice the
+   * bound): a single slow group commit under a light load sheds nothing. */
+  shardQueueDelayIntervalMs: 100,
+  /** A shard that refused a request for its delay within this long (ms) refuses
+   * again as soon as its oldest request waits longer than the bound, without a
+   * new interval: else under a steady flood its queue swings up to bound +
+   * interval (measured: round trips of ~140 ms with a 50 ms bound). */
+  shardQueueDelayRecentMs: 1000,
   /** Requests in flight to a shard that are always admitted, whatever the delay:
    * a few slow fsyncs under light load must not shed anything. */
   shardQueueDelayMinimum: 32,

@@ -21,6 +21,7 @@
 //   logbook_shard_recovery_duration_seconds{shard}              gauge (last recovery, restarts included)
 //   logbook_shard_up{shard}  logbook_shard_restarts_total{shard}
 //   logbook_shard_queue_depth{shard}                            requests sent, not yet answered
+//   logbook_requests_refused_total{reason}                      503 for overload: front_lag, shard_queue (from the head), after_parse
 //   logbook_shard_waiting_replies{shard}                        replies waiting for a commit
 //   logbook_records{type}                                       live records per resource type
 //   logbook_shard_journal_entries{shard}                        journal entries since the last snapshot
@@ -98,6 +99,8 @@ export class HttpMetrics {
   private readonly sums = new Float64Array(SLOTS);
   private readonly aborts = new Float64Array(SLOTS);
   inFlight = 0;
+  /** called with each answered request's status and seconds (admission control's own statistics) */
+  onFinish: ((status: number, seconds: number) => void) | null = null;
 
   /** The slot of a route (ROUTE index) and method. */
   slotOf(route: number, method: string): number {
@@ -120,6 +123,7 @@ export class HttpMetrics {
     while (b < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[b]!) b++;
     this.buckets[slot * NB + b]!++;
     this.sums[slot]! += seconds;
+    this.onFinish?.(status, seconds);
     if (debugEnabled) {
       log.debug('request', {
         method: req.method, route: ROUTE_TEMPLATES[Math.floor(slot / NM)], url: req.url, status,
@@ -195,6 +199,8 @@ export class Metrics {
   private readonly shardUp = this.g('logbook_shard_up', '1 while the shard worker is running and recovered.', ['shard']);
   private readonly restarts = this.c('logbook_shard_restarts_total', 'Shard workers restarted after they died.', ['shard']);
   private readonly restartsSeen: number[] = [];
+  private readonly refused = this.c('logbook_requests_refused_total', 'Requests refused with 503 + Retry-After for overload: from their head for the front\'s event-loop lag or their shard\'s queue, or after their body was parsed.', ['reason']);
+  private readonly refusedSeen = new Map<string, number>();
   private readonly queue = this.g('logbook_shard_queue_depth', 'Requests sent to the shard and not yet answered.', ['shard']);
   private readonly waiting = this.g('logbook_shard_waiting_replies', 'Replies the shard holds until their commit is durable.', ['shard']);
   private readonly records = this.g('logbook_records', 'Live records per resource type.', ['type']);
@@ -221,6 +227,15 @@ export class Metrics {
     for (const type of RESOURCE_TYPES) this.retentionDeleted.inc({ type }, 0);
     for (const type of ['playbook', 'play', 'task']) this.expired.inc({ type }, 0);
     this.streamCutOff.inc(0);
+    for (const reason of ['front_lag', 'shard_queue', 'after_parse']) this.refused.inc({ reason }, 0);
+  }
+
+  /** Totals of refusals kept by admission (counted on the hot path in plain numbers, added here at scrape time). */
+  updateRefused(totals: Record<'front_lag' | 'shard_queue' | 'after_parse', number>): void {
+    for (const [reason, total] of Object.entries(totals)) {
+      this.refused.inc({ reason }, total - (this.refusedSeen.get(reason) ?? 0));
+      this.refusedSeen.set(reason, total);
+    }
   }
 
   /** Sample what the shards reported (null: the shard did not answer) and the pool's own counters. */

@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BatchResult } from '../scenarios/batch.js';
+import { clusterSection, type ClusterResult } from '../scenarios/cluster.js';
 import type { FootprintResult } from '../scenarios/footprint.js';
 import type { IngestResult, IngestRow, LoadRow, PayloadName, ServerName } from '../scenarios/ingest.js';
 import { MODE_LABEL, type Mode, type OverheadResult } from '../scenarios/overhead.js';
@@ -41,6 +42,7 @@ export interface BenchRun {
   footprint?: FootprintResult | null;
   overhead?: OverheadResult | null;
   overload?: OverloadResult | null;
+  cluster?: ClusterResult | null;
 }
 
 /** The p99 bound the capacity figures are given at. */
@@ -151,11 +153,23 @@ function overloadSection(r: OverloadResult): string {
   if (first) {
     out.push(`POST /api/v1/results (1.6 KB looped result), ${r.shards} shard(s). The sustainable rate is the best closed-loop throughput at 32 or 128 connections (${first.sustainable.seconds} s each); then an open-loop generator (bench/lib/open_loop.ts: arrivals at a fixed rate whatever the server does, latency counted from when each request was due) offers twice that for ${first.overload.seconds} s, then half of it for ${first.after.seconds} s. "Recovered": time after the drop until every later ${250} ms window has no 503 and an admitted p99 under ${RECOVERED_P99_MS} ms. "Lost": acknowledged (201) writes missing when every result is read back afterwards. One run per admission policy (LOGBOOK_SHARD_QUEUE_DELAY).`, '');
   }
-  out.push(table(['policy', 'sustainable/s', 'offered/s', 'admitted/s', 'shed (503)/s', 'admitted p50 / p99 / max ms', '503 p99 ms', 'generator lag p99 ms', 'RSS → peak', 'last 503 after the drop', 'recovered after', 'acknowledged', 'lost'],
+  out.push(table(['policy', 'sustainable/s', 'offered/s', 'admitted/s', 'shed (503)/s', 'admitted p50 / p99 / max ms', 'admitted p99 from the write ms', '503 p99 ms', 'generator lag p99 ms', 'cores: server / generator', 'RSS → peak', 'last 503 after the drop', 'first fast admit after the drop', 'recovered after', 'acknowledged', 'lost'],
     r.runs.map((x) => [x.policy, fmt.int(x.sustainable.rps), fmt.int(x.overload.offeredRps), fmt.int(x.overload.admittedRps), fmt.int(x.overload.shedRps),
-      `${fmt.ms(x.overload.admittedMs.p50)} / ${fmt.ms(x.overload.admittedMs.p99)} / ${fmt.ms(x.overload.admittedMs.max)}`, fmt.ms(x.overload.shedP99Ms), fmt.ms(x.overload.generatorLagP99Ms),
-      `${fmt.mib(x.baseRssBytes)} → ${fmt.mib(x.peakRssBytes)}`, x.sheddingEndedMs === undefined ? '–' : `${(x.sheddingEndedMs / 1000).toFixed(2)} s`, x.recoveryMs === null ? 'not within the phase' : `${(x.recoveryMs / 1000).toFixed(2)} s`, fmt.int(x.acknowledged), String(x.lost)])), '');
-  out.push('The generator lag column is the load generator\'s own delay (no free connection, CPU shared with the server): when it is large the machine, not only logbook, was saturated.', '');
+      `${fmt.ms(x.overload.admittedMs.p50)} / ${fmt.ms(x.overload.admittedMs.p99)} / ${fmt.ms(x.overload.admittedMs.max)}`,
+      x.overload.admittedFromSendMs ? fmt.ms(x.overload.admittedFromSendMs.p99) : '–', fmt.ms(x.overload.shedP99Ms), fmt.ms(x.overload.generatorLagP99Ms),
+      x.overload.serverCores === undefined ? '–' : `${x.overload.serverCores.toFixed(2)} / ${x.overload.generatorCores.toFixed(2)} (nice ${x.generatorNice})`,
+      `${fmt.mib(x.baseRssBytes)} → ${fmt.mib(x.peakRssBytes)}`, x.sheddingEndedMs === undefined ? '–' : `${(x.sheddingEndedMs / 1000).toFixed(2)} s`,
+      x.firstFastMs === undefined || x.firstFastMs === null ? '–' : `${(x.firstFastMs / 1000).toFixed(2)} s`,
+      x.recoveryMs === null ? 'not within the phase' : `${(x.recoveryMs / 1000).toFixed(2)} s`, fmt.int(x.acknowledged), String(x.lost)])), '');
+  out.push('The generator lag column is the load generator\'s own delay (no free connection, CPU shared with the server): when it is large the machine, not only logbook, was saturated. "Admitted p99 from the write" leaves it out. "First fast admit": the first request due after the drop that got a 2xx within ' + RECOVERED_P99_MS + ' ms.', '');
+  const logged = r.runs.filter((x) => x.shedding);
+  if (logged.length) {
+    out.push('Where the time went, from the server\'s `shedding` log lines (one per second while it refused):', '');
+    out.push(table(['policy', 'refused at the head: front lag / shard queue', 'refused after parsing', 'front event-loop lag p99 (median / worst second) ms', 'server-side admitted p99, head → answer (median / worst second) ms', 'shard round trip mean / max ms'],
+      logged.map((x) => [x.policy, `${fmt.int(x.shedding!.refusedFrontLag)} / ${fmt.int(x.shedding!.refusedShardDelay)}`, fmt.int(x.shedding!.refusedAfterParse),
+        `${fmt.ms(x.shedding!.eventLoopLagP99MedianMs)} / ${fmt.ms(x.shedding!.eventLoopLagP99MaxMs)}`,
+        x.shedding!.serverAdmittedP99MedianMs === undefined ? '–' : `${fmt.ms(x.shedding!.serverAdmittedP99MedianMs)} / ${fmt.ms(x.shedding!.serverAdmittedP99MaxMs)}`, `${fmt.ms(x.shedding!.shardRoundTripMeanMs)} / ${fmt.ms(x.shedding!.shardRoundTripMaxMs)}`])), '');
+  }
   return out.join('\n');
 }
 
@@ -358,6 +372,7 @@ export function markdown(run: BenchRun): string {
   if (run.overhead?.shapes) out.push(overheadSection(run.overhead), '');
   if (run.footprint) out.push(footprintSection(run.footprint), '');
   if (run.overload) out.push(overloadSection(run.overload), '');
+  if (run.cluster) out.push(clusterSection(run.cluster), '');
   if (run.notes.length) out.push('## Notes from this run', '', ...run.notes.map((n) => `- ${n}`), '');
   out.push('## Reproduce', '', '```sh', 'npm run bench                  # the whole suite (≤ 15 min on 2 cores)', 'npm run bench -- --quick       # short runs, 100 k-result store (development)', 'npm run bench -- ingest read   # some scenarios: ingest, read, overhead, footprint, overload', '```', '',
     'Needs Debian `wrk`; for the ARA baseline and the overhead scenario `ansible-core python3-ara ara-server gunicorn` (a missing gunicorn is installed with apt-get when run as root, otherwise ARA is skipped with a message). Raw data: the JSON file of the same run beside this report.', '');

@@ -81,7 +81,8 @@ async function waitFor(url: string, child: ChildProcess, what: string, timeoutMs
 
 function stopper(child: ChildProcess, cleanup: () => void): () => Promise<void> {
   return async () => {
-    if (child.exitCode === null) {
+    // a child already killed by a signal (a failover benchmark's kill -9) has no exit to wait for
+    if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
       await new Promise((r) => { const t = setTimeout(() => { child.kill('SIGKILL'); r(null); }, 15_000); child.once('exit', () => { clearTimeout(t); r(null); }); });
     }
@@ -112,8 +113,11 @@ export async function startLogbook(options: LogbookOptions = {}): Promise<Runnin
   const dir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'logbook-bench-'));
   const port = await freePort();
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), MAIN_JS], {
-    env: { ...process.env, LOGBOOK_HOST: '127.0.0.1', LOGBOOK_PORT: String(port), LOGBOOK_DATA_DIR: dir, LOGBOOK_LOG_LEVEL: 'info', ...options.env },
+  // BENCH_LOGBOOK_MAIN: another build's dist/src/main.js, to compare two versions under the same load
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), process.env.BENCH_LOGBOOK_MAIN ?? MAIN_JS], {
+    // capacity scenarios (closed loop at up to 128 connections) measure what the server can do, not its
+    // admission: the queueing delay bound is off unless a scenario sets it (overload does)
+    env: { ...process.env, LOGBOOK_HOST: '127.0.0.1', LOGBOOK_PORT: String(port), LOGBOOK_DATA_DIR: dir, LOGBOOK_LOG_LEVEL: 'info', LOGBOOK_SHARD_QUEUE_DELAY: '0', ...options.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const output = capture(child);

@@ -27,6 +27,8 @@ export interface LoadSpec {
   body?: string;
   /** several paths, picked round-robin (for reads) */
   paths?: string[];
+  /** several bodies, picked round-robin (writes spread over playbooks); overrides body */
+  bodies?: string[];
   connections: number;
   seconds: number;
   /** stop after about this many responses (default: 5 million) */
@@ -47,7 +49,11 @@ function luaScript(spec: LoadSpec, perThreadCap: number): string {
     `wrk.headers["Accept"] = "application/json"`,
   ];
   if (spec.body !== undefined) lines.push(`wrk.body = [==[${spec.body}]==]`);
-  if (spec.paths?.length) {
+  if (spec.bodies?.length) {
+    lines.push(`local bodies = {${spec.bodies.map((b) => `[==[${b}]==]`).join(',')}}`);
+    lines.push('local i = 0');
+    lines.push('request = function() i = i % #bodies + 1; return wrk.format(nil, nil, nil, bodies[i]) end');
+  } else if (spec.paths?.length) {
     lines.push(`local paths = {${spec.paths.map((p) => JSON.stringify(p)).join(',')}}`);
     lines.push('local i = 0');
     lines.push('request = function() i = i % #paths + 1; return wrk.format(nil, paths[i]) end');
@@ -83,7 +89,8 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
       let text = '';
       child.stdout.on('data', (d) => { text += d; });
       child.stderr.on('data', (d) => { text += d; });
-      child.on('exit', (code) => (code === 0 && text.includes('JSON {') ? resolve(text) : reject(new Error(`wrk failed (${code}): ${text}`))));
+      // 'close', not 'exit': exit can come before the last of stdout has been read (seen on a loaded box)
+      child.on('close', (code) => (code === 0 && text.includes('JSON {') ? resolve(text) : reject(new Error(`wrk failed (${code}): ${text}`))));
     });
     const json = JSON.parse(/JSON (\{.*\})/.exec(out)![1]!);
     const wall = json.us > 0 ? json.us / 1e6 : spec.seconds;

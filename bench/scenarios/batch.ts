@@ -30,13 +30,13 @@ export interface BatchRow {
 
 export interface BatchResult { rows: BatchRow[] }
 
-function quantile(sorted: number[], q: number): number {
+export function quantile(sorted: number[], q: number): number {
   if (!sorted.length) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
 /** One stream's batches: a first one that opens the playbook, then `seq`-numbered results-only batches. */
-function streamBodies(stream: string, batchSize: number): { first: string; next: (seq: number) => string; resultBytes: number } {
+export function streamBodies(stream: string, batchSize: number): { first: string; next: (seq: number) => string; resultBytes: number } {
   const content = JSON.stringify(loopedResultContent());
   const now = new Date().toISOString();
   const result = `{"kind":"result","task":"t","host":"web-HOST","status":"ok","changed":false,"started":"${now}","ended":"${now}","content":${content}}`;

@@ -172,8 +172,11 @@ function scanElements(text: string, i: number, end: number): Array<[number, numb
   return spans;
 }
 
+/** A member value's span; `compact`: known to hold no whitespace outside strings (its minified text is itself). */
+export type MemberSpan = [start: number, end: number, compact?: boolean];
+
 /** An element of an array: its span and, when it is an object, its members' spans (as memberSpans gives them). */
-export interface ElementSpans { span: [number, number]; members: Map<string, [number, number]> | undefined }
+export interface ElementSpans { span: [number, number]; members: Map<string, MemberSpan> | undefined }
 
 /**
  * The elements of the array-valued member `name` of the object in `text`, with
@@ -205,7 +208,7 @@ function scanObjects(text: string, i: number, end: number): ElementSpans[] {
   if (text.charCodeAt(i) === RBRACKET) { scanEnd = i + 1; return out; }
   while (i < end) {
     let elementEnd: number;
-    let members: Map<string, [number, number]> | undefined;
+    let members: Map<string, MemberSpan> | undefined;
     if (text.charCodeAt(i) === LBRACE) {
       members = new Map();
       let j = i;

@@ -4,7 +4,7 @@
 // own text (minified) so key order and big numbers survive untouched.
 import { LIMITS } from '../limits.js';
 import { Messages } from './errors.js';
-import { memberSpans, minify, replaceValues } from './json_text.js';
+import { memberSpans, minify, replaceValues, type MemberSpan } from './json_text.js';
 import { WRITE_FIELDS, type FieldSpec, type ResourceType } from './resources.js';
 import type { CompiledWrite, WriteMode } from './schemas.js';
 import { parseTimestamp } from './time.js';
@@ -180,7 +180,7 @@ export class BodyNormalizer {
    * (batch ingest puts ids where the client named parents by natural key).
    */
   normalize(type: ResourceType, mode: WriteMode, body: Record<string, unknown>, text: string, start = 0, end = text.length,
-    members?: Map<string, [number, number]>): Normalized {
+    members?: Map<string, MemberSpan>): Normalized {
     const canonical = this.validators[type][mode].Check(body);
     const set: Record<string, unknown> = {};
     const errors: FieldErrors = {};
@@ -221,7 +221,7 @@ export class BodyNormalizer {
   }
 
   /** The stored text of a JSON field, with the configured facts/arguments redacted. */
-  private jsonText(type: ResourceType, field: string, text: string, [start, end]: [number, number]): string {
+  private jsonText(type: ResourceType, field: string, text: string, [start, end, compact]: MemberSpan): string {
     const { ignoredFacts, ignoredArguments } = this.redaction;
     if (type === 'host' && field === 'facts' && ignoredFacts.length) {
       return redact(text, start, end, ignoredFacts, 'ignored_facts');
@@ -237,7 +237,7 @@ export class BodyNormalizer {
         return minify(text, start, inner[0]) + facts + minify(text, inner[1], end);
       }
     }
-    return minify(text, start, end);
+    return compact ? text.slice(start, end) : minify(text, start, end);
   }
 }
 

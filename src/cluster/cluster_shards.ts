@@ -141,6 +141,13 @@ export class ClusterShards implements Shards {
 
   shardOf(playbookId: number): number { return playbookId % this.size; }
 
+  // admission: what this node can see, its own partitions (a forwarded request is admitted by its owner's pool)
+  overloaded(partition: number): boolean { return this.pool.isUp(partition) && this.pool.overloaded(partition); }
+  everyOverloaded(): boolean { return this.owned.size === this.size && this.pool.everyOverloaded(); }
+  get shedByLength(): number { return this.pool.shedByLength; }
+  get shedByDelay(): number { return this.pool.shedByDelay; }
+  takeDelayStats(): Array<{ replies: number; minMs: number; meanMs: number; maxMs: number }> { return this.pool.takeDelayStats(); }
+
   isUp(partition: number): boolean { return this.pool.isUp(partition) || this.remoteOwner(partition) !== null; }
 
   down(): number[] {
@@ -192,7 +199,7 @@ export class ClusterShards implements Shards {
         // reached nobody, so it is safe to send again, for about as long as a takeover takes.
         if (isNoResponders(err) && performance.now() < giveUpAt && !this.closing) { setTimeout(attempt, 100); return; }
         // a timeout: its owner is gone or stuck (its lease will run out, and another node take it)
-        abandon(isNoResponders(err) ? 'no node owns it right now' : errText(err));
+        abandon(isNoResponders(err) ? 'no node owns it right now' : (err instanceof Error ? err.message : String(err)));
       });
     };
     attempt();

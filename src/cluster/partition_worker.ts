@@ -45,7 +45,7 @@ export interface OpenedPartition {
 }
 
 export async function openPartition(k: number, init: PartitionInit): Promise<OpenedPartition> {
-  const nc = await connect({ servers: init.servers, name: `logbook ${init.node} p${k}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  const nc = await connect({ servers: init.servers, name: `logbook ${init.node} p${k}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
   try {
     const log = await PartitionLog.attach(nc, { partitions: init.partitions, replicas: init.replicas });
     const store = new PartitionStore(init.blobDir === null ? undefined

@@ -72,17 +72,30 @@ export function mediaType(contentType: string): string {
  * otherwise the media type must be application/json.
  */
 export function parseJsonBody(bytes: Buffer, contentType: string): BodyResult {
-  if (bytes.length === 0) return { ok: true, value: {}, text: '{}' };
+  const decoded = jsonBodyText(bytes, contentType);
+  if (!decoded.ok) return decoded;
+  return parseJsonText(decoded.text);
+}
+
+/**
+ * The text of a JSON body, before it is parsed: `{}` for an empty body, a 415
+ * unless the media type is application/json, a 400 unless it is UTF-8.
+ */
+export function jsonBodyText(bytes: Buffer, contentType: string): { ok: true; text: string } | { ok: false; status: number; body: string } {
+  if (bytes.length === 0) return { ok: true, text: '{}' };
   const type = mediaType(contentType);
   if (type !== 'application/json') {
     return { ok: false, status: 415, body: Errors.unsupportedMediaType(contentType.split(';')[0]!.trim()) };
   }
-  let text: string;
   try {
-    text = utf8.decode(bytes);
+    return { ok: true, text: utf8.decode(bytes) };
   } catch {
     return { ok: false, status: 400, body: Errors.parse('the body is not valid UTF-8') };
   }
+}
+
+/** A JSON body's text → an object (SPEC §1, §6), or the 400 that says why not. */
+export function parseJsonText(text: string): BodyResult {
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -25,6 +25,7 @@ import { Reads } from './reads.js';
 import { reply } from './respond.js';
 import { allowOf, metricRoute, optionsBody, parseRoute, type Req } from './routes.js';
 import { Writes } from './writes.js';
+import { Admission, type Target } from './admission.js';
 import { isUiPath, UiFiles } from './static.js';
 // ---- operations (health, metrics, OpenAPI, shard restarts, retention) ----
 import { HTTP, Metrics } from '../metrics.js';
@@ -35,6 +36,25 @@ import { Stream, streamAuthorization } from './stream.js';
 export { parseRoute } from './routes.js';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+/**
+ * What a request needs, for admission: null (never refused: operations, the
+ * live stream, preflights), 'front' (no shard), its one shard, or 'every' (the
+ * shard is named in its body, or a list is scattered over all of them).
+ */
+function admissionTarget(route: Req['route'], method: string, dir: Directory): Target | null {
+  if (method === 'OPTIONS') return null;
+  switch (route.kind) {
+    case 'list': case 'ingest': return 'every';
+    case 'detail': {
+      if (route.type === 'label') return 'front';
+      const shard = dir.shardOf(route.type, route.id);
+      return shard < 0 ? 'front' : shard;
+    }
+    case 'index': case 'root': return 'front';
+    default: return null;
+  }
+}
 
 export class Front {
   private readonly dir: Directory;
@@ -63,6 +83,8 @@ export class Front {
   readonly stream: Stream;
   /** the web UI's files (src/http/static.ts) */
   private readonly ui = new UiFiles();
+  /** overload: refuse a request from its head, before its body is read (src/http/admission.ts) */
+  readonly admission: Admission;
 
   /**
    * `labelStore`: front.mdb, or the cluster's label stream; `dir`: the routing
@@ -73,6 +95,7 @@ export class Front {
     this.ops = new Ops(config, version, this.metrics, {
       ready: () => this.ready, draining: () => this.draining,
       pool: () => this.pool ?? null, labelCount: () => this.labels.byId.size,
+      refused: () => this.admission.totals(),
     });
     this.labels = new LabelCatalogue(labelStore);
     this.normalizer = new BodyNormalizer(compileWriteValidators(), {
@@ -80,6 +103,7 @@ export class Front {
     });
     this.pages = { pageSize: config.pageSize, maxPageSize: config.maxPageSize };
     this.guard = new Guard(config);
+    this.admission = new Admission(config.shardQueueDelay, () => this.pool);
     this.stream = new Stream({
       config, auth: this.guard.auth, ready: () => this.ready, draining: () => this.draining,
       gauge: this.metrics.streamSubscribers, cutOff: this.metrics.streamCutOff,
@@ -105,6 +129,7 @@ export class Front {
   get ids(): IdAllocator { return this.dir.ids; }
 
   close(): void {
+    this.admission.stop();
     this.stream.closeAll();
     this.guard.close();
   }
@@ -122,6 +147,7 @@ export class Front {
     if (upsert.length) this.pool.broadcast({ k: 'labels', upsert, remove: [] });
     pool.onRestart = (msg) => this.shardRestarted(msg);
     this.stream.start(pool, ready);
+    this.admission.start();
     this.ready = true;
   }
 
@@ -184,6 +210,14 @@ export class Front {
     const gate = this.guard.admit(ex, req, route.kind === 'ops' && route.op === 'healthz', hasBody, authorization);
     if (gate === false) return;
     // ----
+    const target = this.ready && !this.draining ? admissionTarget(route, method, this.dir) : null;
+    if (target !== null && this.admission.shed(target)) {
+      // refused from its head: the body is not read (uWS skips it; the connection
+      // stays usable when its length is known), parsed or validated
+      if (length === '' && hasBody) ex.close = true;
+      reply(ex, 503, Errors.overloaded());
+      return;
+    }
     if (!hasBody) { this.afterGate(gate, ex, null); return; }
     const limit = this.config.maxBodyBytes;
     if (length !== '' && Number(length) > limit) { this.tooLarge(ex); return; }

@@ -14,7 +14,8 @@ import { log } from '../log.js';
 import { EVENT_KINDS } from '../shard/ingest.js';
 import type { Shards } from '../shard/shards.js';
 import type { IngestCommand, Reply } from '../shard/protocol.js';
-import { parseJsonBody } from './body.js';
+import { scanBatchBody } from '../api/json_scan.js';
+import { jsonBodyText, parseJsonText } from './body.js';
 import type { Directory } from './directory.js';
 import type { LabelCatalogue } from './labels.js';
 import { reply, type Exchange } from './respond.js';
@@ -79,9 +80,13 @@ export class Ingest {
   }
 
   private parsed(ex: Exchange, contentType: string, bytes: Buffer): void {
-    const parsed = parseJsonBody(bytes, contentType);
+    const decoded = jsonBodyText(bytes, contentType);
+    if (!decoded.ok) return reply(ex, decoded.status, decoded.body);
+    const { text } = decoded;
+    const parsed = envelopeOf(text);
     if (!parsed.ok) return reply(ex, parsed.status, parsed.body);
-    const { value, text } = parsed;
+    const { value } = parsed;
+    const spans = 'spans' in parsed ? parsed.spans ?? null : null;
     const envelope = checkEnvelope(value);
     if (typeof envelope === 'string') return reply(ex, envelope === TOO_MANY ? 413 : 400, envelope === TOO_MANY ? Errors.tooManyEvents(LIMITS.ingestEvents) : envelope);
     const { seq, events } = envelope;
@@ -146,7 +151,7 @@ export class Ingest {
     }
     const shard = routed ?? this.deps.pool().shardOf(playbook);
     const ctx: IngestContext = { ex, shard, uuid, playbook, claims: null };
-    const cmd: IngestCommand = { playbook, uuid, seq, create, text, labels: [] };
+    const cmd: IngestCommand = { playbook, uuid, seq, create, text, labels: [], spans };
     const send = (): void => this.deps.pool().send(shard, { k: 'ingest', rid: 0, cmd }, this.onReply, ctx);
     if (names.length === 0) return send();
 
@@ -191,6 +196,34 @@ export class Ingest {
     }
     reply(ctx.ex, r.status, r.k === 'ingest' || r.k === 'error' ? r.body : Errors.internal());
   }
+}
+
+/**
+ * What the envelope check needs of the body: `seq`, `playbook` and `events`, with
+ * each event reduced to its `kind` and `labels` (null for an element that is not
+ * an object). Found by one scan of the text when it can say the text is what
+ * JSON.parse accepts (api/json_scan.ts); otherwise by JSON.parse, whose errors
+ * are the answer. Either way the values are the ones JSON.parse would give.
+ */
+function envelopeOf(text: string): { ok: true; value: Obj; spans?: Uint8Array | null } | { ok: false; status: number; body: string } {
+  const scan = scanBatchBody(text, LIMITS.jsonDepth);
+  if (scan === null) return parseJsonText(text);
+  const value: Obj = {};
+  for (const [key, [start, end]] of scan.members) {
+    if (key === 'events' && scan.events !== null) continue;
+    if (key === 'seq' || key === 'playbook' || key === 'events') value[key] = JSON.parse(text.slice(start, end));
+  }
+  if (scan.events !== null) {
+    value.events = scan.events.map((ev) => {
+      if (!ev.object) return null;
+      const stub: Obj = {};
+      if (ev.kind) stub.kind = JSON.parse(text.slice(ev.kind[0], ev.kind[1]));
+      if (ev.labels) stub.labels = JSON.parse(text.slice(ev.labels[0], ev.labels[1]));
+      return stub;
+    });
+  }
+  const spans = scan.spans && new Uint8Array(scan.spans.buffer, scan.spans.byteOffset, scan.spans.byteLength);
+  return { ok: true, value, spans };
 }
 
 const TOO_MANY = '\u0000too many';

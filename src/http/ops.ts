@@ -57,6 +57,8 @@ export interface OpsFront {
   draining(): boolean;
   pool(): Shards | null;
   labelCount(): number;
+  /** requests refused for overload since start-up, by where (src/http/admission.ts) */
+  refused(): Record<'front_lag' | 'shard_queue' | 'after_parse', number>;
 }
 
 /** How long a scrape waits for shard stats before rendering without them. */
@@ -114,6 +116,7 @@ export class Ops {
     const pool = this.front.ready() ? this.front.pool() : null;
     this.metrics.ready.set(this.front.ready() ? 1 : 0);
     if (pool) this.metrics.updateShards(pool, await shardStats(pool), this.front.labelCount());
+    this.metrics.updateRefused(this.front.refused());
     const cluster = pool?.clusterStatus?.();
     return await this.metrics.render() + (cluster ? clusterMetrics(cluster) : '');
   }

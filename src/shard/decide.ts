@@ -63,7 +63,10 @@ export function decide(state: ShardState, cmd: WriteCommand, now: number, ids: I
 
   if (Object.keys(errors).length) return refuse(400, Errors.fields(errors, WRITE_FIELDS[type]));
 
-  const d: Record<string, any> = { ...set };
+  // Object.assign, not a spread: V8 copies an object of a dozen properties built
+  // by keyed stores (the normalizer's `set`) through a slow runtime path with a
+  // spread, ~10x the cost (µs per write); `set` only ever holds field names.
+  const d: Record<string, any> = Object.assign({}, set);
   if (type === 'file' && typeof d.content === 'string') d.sha1 = sha1(d.content);
 
   if (op === 'update') {

@@ -65,10 +65,22 @@ export class ShardPool implements Shards {
 
   /** requests in flight per shard before send() answers 503 (src/limits.ts shardQueue) */
   private readonly queueLimit: number;
-  /** shed while a shard's replies show more queueing delay than this (ms; 0, the default: length only) */
+  /** shed while a shard's oldest request has waited longer than this (ms; 0: the length cap only) */
   private readonly queueDelayMs: number;
-  /** per shard: how long the last answered request waited for its reply (ms) */
-  private readonly lastDelay: Float64Array;
+  /** per shard: since when (performance.now()) its oldest unanswered request has waited longer than queueDelayMs; NaN: not now */
+  private readonly aboveSince: Float64Array;
+  /** per shard: when a request was last refused for its queueing delay (performance.now()) */
+  private readonly lastRefused: Float64Array;
+  /** how long (ms) the delay must stay above queueDelayMs to count as a standing queue */
+  private readonly queueDelayIntervalMs: number;
+  /** requests refused by send(): queue length cap reached / queueing delay bound exceeded */
+  shedByLength = 0;
+  shedByDelay = 0;
+  /** per shard since the last takeDelayStats(): replies, sum and max of their round trips (ms) */
+  private readonly rtCount: Float64Array;
+  private readonly rtSum: Float64Array;
+  private readonly rtMax: Float64Array;
+  private readonly rtMin: Float64Array;
   /** per shard: rids and send times in send order, to find the oldest unanswered one */
   private readonly sent: Array<{ rids: number[]; at: number[]; head: number }>;
 
@@ -76,7 +88,13 @@ export class ShardPool implements Shards {
     this.size = options.shards;
     this.queueLimit = options.queueLimit ?? LIMITS.shardQueue;
     this.queueDelayMs = options.queueDelayMs ?? LIMITS.shardQueueDelayMs;
-    this.lastDelay = new Float64Array(options.shards);
+    this.aboveSince = new Float64Array(options.shards).fill(NaN);
+    this.lastRefused = new Float64Array(options.shards).fill(-Infinity);
+    this.queueDelayIntervalMs = Math.min(LIMITS.shardQueueDelayIntervalMs, 2 * this.queueDelayMs);
+    this.rtCount = new Float64Array(options.shards);
+    this.rtSum = new Float64Array(options.shards);
+    this.rtMax = new Float64Array(options.shards);
+    this.rtMin = new Float64Array(options.shards).fill(Infinity);
     this.sent = Array.from({ length: options.shards }, () => ({ rids: [], at: [], head: 0 }));
     this.up = new Array<boolean>(this.size).fill(false);
     this.queued = new Int32Array(this.size);
@@ -228,7 +246,9 @@ export class ShardPool implements Shards {
       if (handler) queueMicrotask(() => handler(unavailable(0, shard), context as C));
       return;
     }
-    if (handler && this.overloaded(shard)) {
+    const refused = handler ? this.overloadedBy(shard) : null;
+    if (handler && refused !== null) {
+      if (refused === 'length') this.shedByLength++; else this.shedByDelay++;
       queueMicrotask(() => handler({ k: 'error', rid: 0, status: 503, body: Errors.overloaded() }, context as C));
       return;
     }
@@ -246,24 +266,72 @@ export class ShardPool implements Shards {
 
   /**
    * Admission: refuse when the shard has queueLimit requests in flight, or (CoDel's
-   * idea) when it has a real queue (≥ LIMITS.shardQueueDelayMinimum) and the
-   * request answered last, or the oldest still unanswered, waited longer than
-   * queueDelayMs. A length alone is a poor bound: 1024 requests are 0.1 s of
-   * cheap reads but seconds of writes on a loaded machine; the delay bound keeps admitted latency near the target
+   * idea) when it has a real queue (≥ LIMITS.shardQueueDelayMinimum) that is
+   * standing: for the last queueDelayIntervalMs, whenever looked at (each
+   * admission, each answer), its oldest unanswered request had waited longer
+   * than queueDelayMs (one slow fsync under a light load does not shed: the
+   * queue drains below the bound and the stretch ends). A length alone is a
+   * poor bound: 1024 requests are 0.1 s of cheap reads but seconds of writes on
+   * a loaded machine; the delay bound keeps admitted latency near the target
    * whatever each request costs. A short queue is always admitted, so a slow
-   * disk alone cannot shed a light load, and delays are re-measured as it drains.
+   * disk alone cannot shed a light load.
    */
-  private overloaded(shard: number): boolean {
+  overloaded(shard: number): boolean {
+    return this.overloadedBy(shard) !== null;
+  }
+
+  /** Would every shard refuse a request now? (The front asks before it knows which shard a body targets.) */
+  everyOverloaded(): boolean {
+    let up = 0;
+    for (let shard = 0; shard < this.size; shard++) {
+      if (!this.up[shard]) continue;
+      if (!this.overloaded(shard)) return false;
+      up++;
+    }
+    return up > 0; // shards that are down answer for themselves (503, "Shard k is unavailable")
+  }
+
+  private overloadedBy(shard: number): 'length' | 'delay' | null {
     const queued = this.queued[shard]!;
-    if (queued >= this.queueLimit) return true;
-    if (this.queueDelayMs === 0 || queued < LIMITS.shardQueueDelayMinimum) return false;
-    return Math.max(this.lastDelay[shard]!, this.oldestWait(shard)) > this.queueDelayMs;
+    if (queued >= this.queueLimit) return 'length';
+    if (this.queueDelayMs === 0 || queued < LIMITS.shardQueueDelayMinimum) return null;
+    const now = performance.now();
+    if (!this.standing(shard, now)) return null;
+    // the interval filters out a lone slow commit; a shard that was refusing a
+    // moment ago has a standing queue still, and waiting out another interval
+    // each time would let it grow to bound + interval (CoDel resumes dropping at once too)
+    if (now - this.aboveSince[shard]! < this.queueDelayIntervalMs && now - this.lastRefused[shard]! > LIMITS.shardQueueDelayRecentMs) return null;
+    this.lastRefused[shard] = now;
+    return 'delay';
+  }
+
+  /**
+   * Is the oldest unanswered request of the shard waiting longer than the bound?
+   * Keeps aboveSince: when the current stretch of such waits began. The oldest
+   * wait, not the round trips of answers, since some answers (reads, commits
+   * that find the disk idle) come back at once from a long queue.
+   */
+  private standing(shard: number, now: number): boolean {
+    const oldest = this.oldestWait(shard, now);
+    if (oldest <= this.queueDelayMs) { this.aboveSince[shard] = NaN; return false; }
+    if (Number.isNaN(this.aboveSince[shard])) this.aboveSince[shard] = now - oldest + this.queueDelayMs;
+    return true;
+  }
+
+  /** Round trips (send → reply, ms) per shard since the last call: how many, min, mean, max. */
+  takeDelayStats(): Array<{ replies: number; minMs: number; meanMs: number; maxMs: number }> {
+    const out = Array.from({ length: this.size }, (_, shard) => ({
+      replies: this.rtCount[shard]!, minMs: this.rtCount[shard]! ? this.rtMin[shard]! : 0,
+      meanMs: this.rtCount[shard]! ? this.rtSum[shard]! / this.rtCount[shard]! : 0, maxMs: this.rtMax[shard]!,
+    }));
+    this.rtCount.fill(0); this.rtSum.fill(0); this.rtMax.fill(0); this.rtMin.fill(Infinity);
+    return out;
   }
 
   /** ms the oldest unanswered request of a shard has waited (a burst has no answers yet to measure). */
-  private oldestWait(shard: number): number {
+  private oldestWait(shard: number, now: number): number {
     const q = this.advance(shard);
-    return q.head < q.rids.length ? performance.now() - q.at[q.head]! : 0;
+    return q.head < q.rids.length ? now - q.at[q.head]! : 0;
   }
 
   /** Drop answered requests from the front of a shard's send order (called on every reply: stays small). */
@@ -289,8 +357,12 @@ export class ShardPool implements Shards {
     if (!entry) return;
     this.pending.delete(reply.rid);
     this.queued[entry.shard]!--;
-    this.lastDelay[entry.shard] = performance.now() - entry.at;
-    if (this.queueDelayMs > 0) this.advance(entry.shard);
+    const rt = performance.now() - entry.at;
+    this.rtCount[entry.shard]!++;
+    this.rtSum[entry.shard]! += rt;
+    if (rt > this.rtMax[entry.shard]!) this.rtMax[entry.shard] = rt;
+    if (rt < this.rtMin[entry.shard]!) this.rtMin[entry.shard] = rt;
+    if (this.queueDelayMs > 0) this.standing(entry.shard, performance.now());
     entry.handler(reply, entry.context);
   }
 
@@ -304,7 +376,7 @@ export class ShardPool implements Shards {
       entry.handler(unavailable(rid, shard), entry.context);
     }
     this.queued[shard] = 0;
-    this.lastDelay[shard] = 0;
+    this.aboveSince[shard] = NaN;
     this.sent[shard] = { rids: [], at: [], head: 0 };
     return n;
   }

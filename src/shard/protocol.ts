@@ -37,6 +37,9 @@ export interface IngestCommand {
   text: string;
   /** label ids for `playbook` events that set labels, by event index (names resolved by the front) */
   labels: Array<[number, number[]]>;
+  /** where the events and their members are in `text`, as the front's scan found them (api/json_scan.ts,
+   * an Int32Array's bytes); null: the shard finds them itself */
+  spans?: Uint8Array | null;
 }
 
 export interface NormalizedFilter {

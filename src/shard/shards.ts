@@ -39,6 +39,16 @@ export interface Shards {
   /** test hook: make a shard's worker die */
   crash(shard: number): boolean;
   close(): Promise<void>;
+  // ---- admission (src/http/admission.ts) ----
+  /** would a request to this shard be refused now (its queue stands above the delay bound)? */
+  overloaded(shard: number): boolean;
+  /** would every shard refuse (the front asks before it knows which shard a body targets)? */
+  everyOverloaded(): boolean;
+  /** requests refused by send() after parsing, by the length cap and by the delay bound */
+  readonly shedByLength: number;
+  readonly shedByDelay: number;
+  /** send → reply round trips per shard since the last call (the `shedding` log line) */
+  takeDelayStats(): Array<{ replies: number; minMs: number; meanMs: number; maxMs: number }>;
   /** cluster mode: nodes, partitions owned, NATS connection (/healthz, /metrics) */
   clusterStatus?(): ClusterStatus;
 }

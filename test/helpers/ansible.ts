@@ -212,7 +212,7 @@ export async function runPlaybook(serverUrl: string, opts: RunOptions = {}): Pro
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
     child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
-    const timeoutMs = opts.timeoutMs ?? 90_000;
+    const timeoutMs = opts.timeoutMs ?? 180_000; // generous: a loaded 2-core CI machine
     const code = await new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill('SIGKILL');

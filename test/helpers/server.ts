@@ -45,7 +45,8 @@ export async function startLogbook(options: StartOptions = {}): Promise<Logbook>
   child.stderr!.setEncoding('utf8');
   child.stderr!.on('data', (d: string) => { out += d; });
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`logbook did not start:\n${out}`)), 30_000);
+    // a server that did not start in time is killed, not left running behind the failed test
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`logbook did not start:\n${out}`)); }, 30_000);
     child.stdout!.on('data', (d: string) => {
       out += d;
       const m = /"msg":"listening"[^\n]*"port":(\d+)/.exec(out);

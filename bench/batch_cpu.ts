@@ -1,0 +1,159 @@
+// CPU per result of batch ingest (SPEC §13), in one process, without HTTP:
+// `node dist/bench/batch_cpu.js [batchSize=1000] [seconds=5] [durability=flush]`.
+// The front's part (Ingest.handle: envelope check, message encoding) and the
+// shard's part (message decoding, Shard.handle on a real LMDB store, reply
+// encoding) run in separate phases and are timed with this thread's own CPU
+// clock, so the numbers hold on a machine other processes load (wall-clock
+// throughput does not). The store's commits run on lmdb-js's threads; the
+// process's total CPU (all threads) is reported beside it.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compileWriteValidators } from '../src/api/schemas.js';
+import { BodyNormalizer } from '../src/api/validate.js';
+import { Directory } from '../src/http/directory.js';
+import { Ingest } from '../src/http/ingest.js';
+import { LabelCatalogue } from '../src/http/labels.js';
+import type { Exchange } from '../src/http/respond.js';
+import { decode, encode, type FrontToShard, type ShardToFront } from '../src/shard/protocol.js';
+import type { ShardPool } from '../src/shard/pool.js';
+import { Shard } from '../src/shard/shard.js';
+import { ShardState } from '../src/shard/state.js';
+import { LmdbShardStore } from '../src/store/lmdb_store.js';
+import type { Durability } from '../src/store/types.js';
+import { loopedResultContent } from './lib/payloads.js';
+
+const batchSize = Number(process.argv[2] ?? 1000);
+const seconds = Number(process.argv[3] ?? 5);
+const durability = (process.argv[4] ?? 'flush') as Durability;
+const STREAMS = 4;
+
+/** This thread's CPU time in µs (Linux: the scheduler's run time of the main thread, in ns). */
+function threadCpu(): number {
+  return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]) / 1000;
+}
+const processCpu = (): number => { const u = process.cpuUsage(); return u.user + u.system; };
+
+const normalizer = new BodyNormalizer(compileWriteValidators(), { ignoredFacts: [], ignoredArguments: [] });
+
+// ---- batch bodies, as the `batch` scenario sends them ----
+const content = JSON.stringify(loopedResultContent());
+const now = new Date().toISOString();
+const result = `{"kind":"result","task":"t","host":"web-HOST","status":"ok","changed":false,"started":"${now}","ended":"${now}","content":${content}}`;
+const events = Array.from({ length: batchSize }, (_, i) => result.replace('HOST', String(i % 20))).join(',');
+const first = (stream: string): string => JSON.stringify({
+  playbook: { uuid: stream, path: `/srv/${stream}.yml`, runner_version: '2.16.0', status: 'running' }, seq: 1,
+  events: [
+    { kind: 'file', path: '/srv/site.yml', content: '- hosts: all\n' },
+    { kind: 'play', uuid: '5254000b-5d3f-1b2c-0000-000000000008', name: 'site', status: 'running' },
+    { kind: 'task', uuid: 't', play: '5254000b-5d3f-1b2c-0000-000000000008', file: '/srv/site.yml', name: 'packages', action: 'apt', lineno: 4, handler: false },
+  ],
+});
+const body = (stream: string, seq: number): Buffer => Buffer.from(`{"playbook":{"uuid":"${stream}"},"seq":${seq},"events":[${events}]}`);
+
+// ---- the front, with a pool that hands the encoded message to us ----
+let sent: Uint8Array | null = null;
+let answer: ((r: ShardToFront) => void) | null = null;
+const pool = {
+  shardOf: () => 0,
+  send(_shard: number, message: FrontToShard, handler: (r: ShardToFront, ctx: unknown) => void, ctx: unknown): void {
+    sent = encode(message);
+    answer = (r) => handler(r, ctx);
+  },
+} as unknown as ShardPool;
+const dir = new Directory();
+const ingest = new Ingest({
+  pool: () => pool, dir, labels: new LabelCatalogue(null), normalizer, maxBodyBytes: 64 << 20, broadcastLabels: () => {},
+});
+let status = 0;
+function exchange(): Exchange {
+  const res = {
+    cork(f: () => void) { f(); return res; }, writeStatus(s: string) { status = parseInt(s, 10); return res; },
+    writeHeader() { return res; }, end() { return res; }, endWithoutBody() { return res; },
+  };
+  return { res, method: 'POST', allow: '', aborted: false, done: false, close: false, extraHeaders: null, cors: null, slot: 0, t0: 0, url: '' } as unknown as Exchange;
+}
+/** Front: one request → the encoded message for the shard. */
+function front(bytes: Buffer): Uint8Array {
+  sent = null;
+  ingest.handle(exchange(), 'application/json', '', bytes);
+  if (sent === null) throw new Error(`the front answered ${status} itself`);
+  return sent;
+}
+
+// ---- the shard, on a real store ----
+const dataDir = mkdtempSync(join(tmpdir(), 'logbook-batch-cpu-'));
+const store = new LmdbShardStore(dataDir, 0, durability);
+const replies: Array<(r: ShardToFront) => void> = [];
+const shard = new Shard({
+  compat: false, store, ids: dir.ids, normalizer,
+  // the worker encodes every message it posts; live-stream changes go to the front too
+  onReply: (r) => { const bytes = encode(r); if (r.k !== 'changes') replies.shift()!(decode(bytes)); },
+});
+shard.replaceState(new ShardState());
+shard.changes.recover();
+/** Shard: one encoded message → its (decoded) reply, once durable. */
+function onShard(bytes: Uint8Array): Promise<ShardToFront> {
+  return new Promise((resolve) => {
+    const msg = decode<FrontToShard>(bytes);
+    replies.push(resolve);
+    const r = shard.handle(msg);
+    if (r) { replies.pop(); resolve(decode(encode(r))); }
+  });
+}
+
+async function roundTrip(bytes: Buffer): Promise<void> {
+  const msg = front(bytes);
+  const done = answer!;
+  const r = await onShard(msg);
+  done(r);
+  if (status !== 200) throw new Error(`ingest answered ${status}: ${JSON.stringify(r).slice(0, 200)}`);
+}
+
+const streams = Array.from({ length: STREAMS }, (_, i) => `cpu-${i}`);
+for (const s of streams) await roundTrip(Buffer.from(first(s)));
+const seqs = streams.map(() => 2);
+
+// front phase: the same bodies over and over (the front keeps no per-batch state)
+async function frontPhase(ms: number): Promise<{ us: number; n: number }> {
+  const bodies = streams.map((s) => body(s, 2));
+  const c0 = threadCpu();
+  const t0 = performance.now();
+  let n = 0;
+  while (performance.now() - t0 < ms) { for (const b of bodies) { front(b); n += batchSize; } }
+  return { us: threadCpu() - c0, n };
+}
+
+// shard phase: STREAMS batches in flight, each stream's next once its last is durable
+async function shardPhase(ms: number): Promise<{ us: number; n: number; all: number; wall: number }> {
+  const c0 = threadCpu();
+  const p0 = processCpu();
+  const t0 = performance.now();
+  let n = 0;
+  let extra = 0; // front work done here to make messages, subtracted
+  await Promise.all(streams.map(async (s, i) => {
+    while (performance.now() - t0 < ms) {
+      const e0 = threadCpu();
+      const msg = front(body(s, seqs[i]++));
+      extra += threadCpu() - e0;
+      const r = await onShard(msg);
+      if (r.k !== 'ingest' || r.status !== 200) throw new Error(`batch answered ${JSON.stringify(r).slice(0, 200)}`);
+      n += batchSize;
+    }
+  }));
+  return { us: threadCpu() - c0 - extra, n, all: processCpu() - p0 - extra, wall: performance.now() - t0 };
+}
+
+await frontPhase(500);
+await shardPhase(1000);
+const f = await frontPhase(seconds * 1000 / 2);
+const s = await shardPhase(seconds * 1000);
+console.log(JSON.stringify({
+  batchSize, durability,
+  frontUsPerResult: +(f.us / f.n).toFixed(2),
+  shardUsPerResult: +(s.us / s.n).toFixed(2),
+  shardProcessUsPerResult: +(s.all / s.n).toFixed(2),
+  shardResultsPerSecond: Math.round(s.n / (s.wall / 1000)),
+}));
+await store.close();
+rmSync(dataDir, { recursive: true, force: true });

@@ -1,0 +1,399 @@
+// A batch body (SPEC §13) checked without building it: one pass over the JSON
+// text that tells whether JSON.parse would accept it, and finds what the front
+// needs of it (the top-level members, and the `kind` and `labels` of each event)
+// as spans of the text. JSON.parse of a batch of 1,000 results builds and then
+// drops every content object, a third of the front's CPU per batch; the shard
+// parses each event itself anyway.
+//
+// The scan is sound, not complete: when it answers, JSON.parse would have
+// accepted the text and given those members; it answers null for anything it
+// does not handle (raw control characters, tabs and newlines included; nesting
+// deeper than the limit; a top level that is not an object; invalid JSON), and
+// the caller then takes the JSON.parse path, which gives the exact error. So a
+// pretty-printed body costs what it did before, and no error message changes.
+
+import type { ElementSpans, MemberSpan } from './json_text.js';
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const LBRACE = 0x7b;
+const RBRACE = 0x7d;
+const LBRACKET = 0x5b;
+const RBRACKET = 0x5d;
+const SPACE = 0x20;
+const MINUS = 0x2d;
+const ZERO = 0x30;
+const NINE = 0x39;
+
+/** Characters JSON.parse refuses inside strings; outside them only tab, newline and CR are allowed (and sent to the slow path here). */
+const CONTROL = /[\u0000-\u001f]/;
+
+/** An event of the batch: where it is, and where its `kind` and `labels` values are (last occurrence, as JSON.parse keeps). */
+export interface ScannedEvent {
+  start: number;
+  end: number;
+  /** the element is an object */
+  object: boolean;
+  kind: [number, number] | null;
+  labels: [number, number] | null;
+}
+
+export interface ScannedBody {
+  /** top-level members: decoded key → value span (last occurrence wins, as in JSON.parse) */
+  members: Map<string, [number, number]>;
+  /** the elements of the last top-level `events` member, when it is an array */
+  events: ScannedEvent[] | null;
+  /**
+   * The same elements with every member of each, for the shard (which would
+   * otherwise scan the text again to find them): see eventSpans().
+   */
+  spans: Int32Array | null;
+}
+
+/*
+ * Layout of ScannedBody.spans, per event: start, end, member count (-1: not an
+ * object), then per member: key start (at its quote), key end (past its quote),
+ * value start, value end, flags (KEY_ESCAPED, VALUE_SPACED).
+ */
+const KEY_ESCAPED = 1;
+const VALUE_SPACED = 2;
+
+class Invalid extends Error {}
+const INVALID = new Invalid();
+
+/**
+ * Scan `text` as a batch body. Null: not handled here (see above); otherwise
+ * JSON.parse(text) is an object nested at most `maxDepth` deep whose members
+ * are `members`.
+ */
+export function scanBatchBody(text: string, maxDepth: number): ScannedBody | null {
+  if (CONTROL.test(text)) return null;
+  const scanner = new Scanner(text, maxDepth);
+  try {
+    return scanner.body();
+  } catch (err) {
+    if (err === INVALID) return null;
+    throw err;
+  }
+}
+
+class Scanner {
+  private i = 0;
+  /** container kinds of the value being walked (value()), reused */
+  private stack: Uint8Array | null = null;
+  /** the next backslash at or after `i` (text.length when none): strings without escapes skip escape handling */
+  private nextBackslash = -1;
+  private readonly end: number;
+
+  constructor(private readonly text: string, private readonly maxDepth: number) {
+    this.end = text.length;
+  }
+
+  body(): ScannedBody {
+    const { text } = this;
+    this.ws();
+    if (text.charCodeAt(this.i) !== LBRACE) throw INVALID;
+    this.i++;
+    const members = new Map<string, [number, number]>();
+    let events: ScannedEvent[] | null = null;
+    let spans: SpanWriter | null = null;
+    this.ws();
+    if (text.charCodeAt(this.i) === RBRACE) this.i++;
+    else {
+      for (;;) {
+        const key = this.key();
+        const start = this.i;
+        if (key === 'events' && text.charCodeAt(start) === LBRACKET) { spans = new SpanWriter(); events = this.events(spans); }
+        else {
+          if (key === 'events') { events = null; spans = null; }
+          this.value(1);
+        }
+        members.set(key, [start, this.i]);
+        if (this.afterMember()) break;
+      }
+    }
+    this.ws();
+    if (this.i !== this.end) throw INVALID;
+    return { members, events, spans: spans === null ? null : spans.done() };
+  }
+
+  /** At a key's opening quote: its decoded name; leaves `i` at the first character of its value. */
+  private key(): string {
+    const start = this.i;
+    const escaped = this.skipKey();
+    const { text } = this;
+    const end = this.keyEnd;
+    return escaped ? JSON.parse(text.slice(start, end)) as string : text.slice(start + 1, end - 1);
+  }
+
+  /** just past the closing quote of the key skipKey() passed */
+  private keyEnd = 0;
+
+  /** At a key's opening quote: past it, its colon and the whitespace after; whether the key has escapes. */
+  private skipKey(): boolean {
+    const { text } = this;
+    if (text.charCodeAt(this.i) !== QUOTE) throw INVALID;
+    const escaped = this.string();
+    this.keyEnd = this.i;
+    this.ws();
+    if (text.charCodeAt(this.i) !== COLON) throw INVALID;
+    this.i++;
+    this.ws();
+    return escaped;
+  }
+
+  /** After a member's value: true at the closing brace (consumed), false after a comma (at the next key). */
+  private afterMember(): boolean {
+    this.ws();
+    const c = this.text.charCodeAt(this.i++);
+    if (c === RBRACE) return true;
+    if (c !== COMMA) throw INVALID;
+    this.ws();
+    return false;
+  }
+
+  /**
+   * At `[` of the top-level `events`: each element, with the spans of an object
+   * element's `kind` and `labels`; every member's spans go to `spans`.
+   */
+  private events(spans: SpanWriter): ScannedEvent[] {
+    const { text } = this;
+    const out: ScannedEvent[] = [];
+    if (2 > this.maxDepth) throw INVALID;
+    this.i++;
+    this.ws();
+    if (text.charCodeAt(this.i) === RBRACKET) { this.i++; return out; }
+    for (;;) {
+      const start = this.i;
+      const ev: ScannedEvent = { start, end: start, object: false, kind: null, labels: null };
+      const head = spans.length;
+      spans.push3(start, start, -1);
+      if (text.charCodeAt(start) === LBRACE) {
+        if (3 > this.maxDepth) throw INVALID;
+        ev.object = true;
+        let count = 0;
+        this.i++;
+        this.ws();
+        if (text.charCodeAt(this.i) === RBRACE) this.i++;
+        else {
+          for (;;) {
+            const keyStart = this.i;
+            const escaped = this.skipKey();
+            const keyEnd = this.keyEnd;
+            const at = this.i;
+            const spaces = this.spaces;
+            this.value(3);
+            spans.push5(keyStart, keyEnd, at, this.i, (escaped ? KEY_ESCAPED : 0) | (this.spaces !== spaces ? VALUE_SPACED : 0));
+            count++;
+            // only `kind` and `labels` matter here (a key without escapes is compared in place)
+            const key = escaped ? JSON.parse(text.slice(keyStart, keyEnd)) as string
+              : text.startsWith('kind"', keyStart + 1) ? 'kind' : text.startsWith('labels"', keyStart + 1) ? 'labels' : '';
+            if (key === 'kind') ev.kind = [at, this.i];
+            else if (key === 'labels') ev.labels = [at, this.i];
+            if (this.afterMember()) break;
+          }
+        }
+        spans.set(head + 2, count);
+      } else this.value(2);
+      ev.end = this.i;
+      spans.set(head + 1, this.i);
+      out.push(ev);
+      this.ws();
+      const c = text.charCodeAt(this.i++);
+      if (c === RBRACKET) return out;
+      if (c !== COMMA) throw INVALID;
+      this.ws();
+    }
+  }
+
+  /**
+   * One value starting at `i`, nested `depth` deep once opened (the top-level
+   * object is depth 1). Containers are walked with an explicit stack of their
+   * kinds, so deep nesting costs no recursion.
+   */
+  private value(depth: number): void {
+    const { text } = this;
+    const c = text.charCodeAt(this.i);
+    if (c !== LBRACE && c !== LBRACKET) { this.scalar(c); return; }
+    if (depth + 1 > this.maxDepth) throw INVALID;
+    // stack[d] = 1 inside an object, 0 inside an array, for nesting below this value
+    const stack = this.stack ??= new Uint8Array(this.maxDepth + 2);
+    let d = 0;
+    for (;;) {
+      // at the first character of a value
+      const v = text.charCodeAt(this.i);
+      if (v === LBRACE || v === LBRACKET) {
+        if (depth + 1 + d > this.maxDepth) throw INVALID;
+        const inObject = v === LBRACE;
+        stack[d++] = inObject ? 1 : 0;
+        this.i++;
+        this.ws();
+        const close = text.charCodeAt(this.i);
+        if (close === (inObject ? RBRACE : RBRACKET)) { this.i++; d--; }
+        else {
+          if (inObject) this.skipKey();
+          continue;
+        }
+      } else this.scalar(v);
+      // after a value: close containers or move to the next member/element
+      for (;;) {
+        if (d === 0) return;
+        this.ws();
+        const n = text.charCodeAt(this.i++);
+        const inObject = stack[d - 1] === 1;
+        if (n === COMMA) {
+          this.ws();
+          if (inObject) this.skipKey();
+          break;
+        }
+        if (n !== (inObject ? RBRACE : RBRACKET)) throw INVALID;
+        d--;
+      }
+    }
+  }
+
+  /** A string, number, true, false or null at `i`. */
+  private scalar(c: number): void {
+    if (c === QUOTE) { this.string(); return; }
+    const { text } = this;
+    if (c === 0x74) return this.literal('true');
+    if (c === 0x66) return this.literal('false');
+    if (c === 0x6e) return this.literal('null');
+    // number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+    let i = this.i;
+    if (c === MINUS) i++;
+    let d = text.charCodeAt(i);
+    if (d === ZERO) i++;
+    else if (d > ZERO && d <= NINE) { do i++; while (isDigit(text.charCodeAt(i))); }
+    else throw INVALID;
+    if (text.charCodeAt(i) === 0x2e) {
+      i++;
+      if (!isDigit(text.charCodeAt(i))) throw INVALID;
+      do i++; while (isDigit(text.charCodeAt(i)));
+    }
+    d = text.charCodeAt(i);
+    if (d === 0x65 || d === 0x45) {
+      i++;
+      d = text.charCodeAt(i);
+      if (d === 0x2b || d === MINUS) i++;
+      if (!isDigit(text.charCodeAt(i))) throw INVALID;
+      do i++; while (isDigit(text.charCodeAt(i)));
+    }
+    this.i = i;
+  }
+
+  private literal(word: string): void {
+    if (!this.text.startsWith(word, this.i)) throw INVALID;
+    this.i += word.length;
+  }
+
+  /**
+   * At an opening quote: moves past the closing one; whether the string has
+   * escapes. Control characters were ruled out for the whole text up front, so
+   * only escapes need a look: each must be one JSON.parse accepts.
+   */
+  private string(): boolean {
+    const { text } = this;
+    let i = this.i + 1;
+    let escaped = false;
+    for (;;) {
+      const q = text.indexOf('"', i);
+      if (q < 0) throw INVALID;
+      if (this.nextBackslash < i) {
+        const b = text.indexOf('\\', i);
+        this.nextBackslash = b < 0 ? this.end : b;
+      }
+      if (this.nextBackslash > q) { this.i = q + 1; return escaped; }
+      // an escape before the quote: check it, then look again after it
+      escaped = true;
+      const b = this.nextBackslash;
+      const e = text.charCodeAt(b + 1);
+      if (e === 0x75 /* u */) {
+        for (let k = b + 2; k < b + 6; k++) if (!isHex(text.charCodeAt(k))) throw INVALID;
+        i = b + 6;
+      } else if (e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+        i = b + 2;
+      } else throw INVALID;
+    }
+  }
+
+  /** whitespace characters skipped so far (a value is compact when none were skipped inside it) */
+  private spaces = 0;
+
+  private ws(): void {
+    // tab, newline and CR never reach here (the control-character test), so JSON whitespace is a space
+    const from = this.i;
+    while (this.text.charCodeAt(this.i) === SPACE) this.i++;
+    this.spaces += this.i - from;
+  }
+}
+
+/** An Int32Array filled from the front, grown by doubling. */
+class SpanWriter {
+  private a = new Int32Array(4096);
+  length = 0;
+
+  private room(n: number): Int32Array {
+    if (this.length + n > this.a.length) {
+      const grown = new Int32Array(this.a.length * 2);
+      grown.set(this.a);
+      this.a = grown;
+    }
+    return this.a;
+  }
+
+  push3(x: number, y: number, z: number): void {
+    const a = this.room(3);
+    a[this.length] = x; a[this.length + 1] = y; a[this.length + 2] = z;
+    this.length += 3;
+  }
+
+  push5(x: number, y: number, z: number, u: number, v: number): void {
+    const a = this.room(5);
+    const n = this.length;
+    a[n] = x; a[n + 1] = y; a[n + 2] = z; a[n + 3] = u; a[n + 4] = v;
+    this.length = n + 5;
+  }
+
+  set(at: number, value: number): void { this.a[at] = value; }
+
+  done(): Int32Array { return this.a.subarray(0, this.length); }
+}
+
+function isDigit(c: number): boolean {
+  return c >= ZERO && c <= NINE;
+}
+
+function isHex(c: number): boolean {
+  return (c >= ZERO && c <= NINE) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46);
+}
+
+/**
+ * The events of a batch as ScannedBody.spans describes them, in the shape
+ * arrayMemberSpans() gives (api/json_text.ts): the shard's view of the events
+ * without a second scan of the text. A member value the scan saw no whitespace
+ * in is marked compact (its stored text needs no minify pass).
+ */
+export function eventSpans(text: string, spans: Int32Array): ElementSpans[] {
+  const out: ElementSpans[] = [];
+  let i = 0;
+  while (i < spans.length) {
+    const start = spans[i]!;
+    const end = spans[i + 1]!;
+    const count = spans[i + 2]!;
+    i += 3;
+    if (count < 0) { out.push({ span: [start, end], members: undefined }); continue; }
+    const members = new Map<string, MemberSpan>();
+    for (let m = 0; m < count; m++, i += 5) {
+      const keyStart = spans[i]!;
+      const keyEnd = spans[i + 1]!;
+      const flags = spans[i + 4]!;
+      const key = flags & KEY_ESCAPED ? JSON.parse(text.slice(keyStart, keyEnd)) as string : text.slice(keyStart + 1, keyEnd - 1);
+      members.set(key, flags & VALUE_SPACED ? [spans[i + 2]!, spans[i + 3]!] : [spans[i + 2]!, spans[i + 3]!, true]);
+    }
+    out.push({ span: [start, end], members });
+  }
+  return out;
+}

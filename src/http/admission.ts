@@ -1,0 +1,148 @@
+// Admission control at the front (issue #11, overload): decide whether to take a
+// request the moment its head arrives, before its body is read, parsed and
+// validated, so a refused request costs almost nothing (a 503 + Retry-After
+// written from the request handler; uWS skips the unread body and keeps the
+// connection).
+//
+// Two signals, both queueing delays (CoDel's idea: a queue that stays above a
+// target delay for an interval is a standing queue, not a burst):
+//  - the front's own event-loop lag, probed by a timer: under overload every
+//    request waits in the socket buffers for a whole loop iteration, which no
+//    shard queue shows;
+//  - the queueing delay of the target shard(s), measured by the pool
+//    (ShardPool.overloaded: how long its oldest unanswered request has waited,
+//    kept above the bound for an interval, and the queue length cap).
+// A single long iteration (a GC pause, one big page) does not shed: the lag
+// must stay above its bound for LAG_INTERVAL_MS, with requests in flight.
+import { createHistogram, monitorEventLoopDelay, type IntervalHistogram, type RecordableHistogram } from 'node:perf_hooks';
+import { LIMITS } from '../limits.js';
+import { log } from '../log.js';
+import { HTTP } from '../metrics.js';
+import type { Shards } from '../shard/shards.js';
+
+/** ms between lag probes */
+const PROBE_MS = 10;
+/** lag above the bound for this long (ms) counts as a standing queue */
+const LAG_INTERVAL_MS = 100;
+/** the front's lag bound is this fraction of the shard delay bound (both delays add up in a request's latency) … */
+const LAG_SHARE = 0.5;
+/** … but never below this (ms): timers on a busy machine fire a few ms late anyway */
+const LAG_FLOOR_MS = 10;
+/** how often (ms) the `shedding` log line may be written while requests are refused */
+const REPORT_MS = 1000;
+
+export type Target = 'front' | 'every' | number;
+
+export class Admission {
+  /** ms of event-loop lag the front tolerates (0: off) */
+  readonly lagBoundMs: number;
+  /** last probe's lag (ms) */
+  lagMs = 0;
+  /** performance.now() since when every probe saw lag above the bound (null: not now) */
+  private highSince: number | null = null;
+  private expected = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly histogram: IntervalHistogram;
+  /** µs from request head to answer of the 2xx answers since the last report (the server's share of admitted latency) */
+  private readonly answered: RecordableHistogram = createHistogram();
+  private reportTimer: NodeJS.Timeout | null = null;
+  // counters since start-up (and since the last report)
+  shedByLag = 0;
+  shedByShard = 0;
+  admitted = 0;
+  private reported = { byLag: 0, byShard: 0, admitted: 0, poolLength: 0, poolDelay: 0 };
+
+  constructor(delayBoundMs: number, private readonly pool: () => Shards | undefined) {
+    this.lagBoundMs = delayBoundMs > 0 ? Math.max(LAG_FLOOR_MS, delayBoundMs * LAG_SHARE) : 0;
+    this.histogram = monitorEventLoopDelay({ resolution: 10 });
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.histogram.enable();
+    HTTP.onFinish = (status, seconds) => { if (status < 300) this.answered.record(Math.max(1, Math.round(seconds * 1e6))); };
+    this.expected = performance.now() + PROBE_MS;
+    this.timer = setInterval(() => this.probe(), PROBE_MS);
+    this.timer.unref();
+    this.reportTimer = setInterval(() => this.report(), REPORT_MS);
+    this.reportTimer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    if (this.reportTimer) clearInterval(this.reportTimer);
+    this.timer = this.reportTimer = null;
+    this.histogram.disable();
+    HTTP.onFinish = null;
+  }
+
+  private probe(): void {
+    const now = performance.now();
+    this.lagMs = Math.max(0, now - this.expected);
+    this.expected = now + PROBE_MS;
+    if (this.lagBoundMs === 0 || this.lagMs <= this.lagBoundMs) this.highSince = null;
+    else this.highSince ??= now;
+  }
+
+  /**
+   * Is the front's loop lagging behind standingly, with requests of its own in
+   * flight? On a machine busy with other work the lag alone would shed the few
+   * requests of a light client (the ARA callback does not retry a 503): as at a
+   * shard, a short queue is always admitted.
+   */
+  get lagging(): boolean {
+    return this.highSince !== null && performance.now() - this.highSince >= LAG_INTERVAL_MS
+      && (this.pool()?.inFlight ?? 0) >= LIMITS.shardQueueDelayMinimum;
+  }
+
+  /**
+   * Should a request for `target` be refused now? 'front': it needs no shard;
+   * a shard number: the one shard it needs; 'every': its shard is known only
+   * from its body (or it is scattered over all): refused early only when every
+   * shard is overloaded (ShardPool.send decides for the one it reaches).
+   */
+  shed(target: Target): boolean {
+    if (this.lagging) { this.shedByLag++; return true; }
+    const pool = this.pool();
+    if (pool && target !== 'front') {
+      const refuse = target === 'every' ? pool.everyOverloaded() : pool.overloaded(target);
+      if (refuse) { this.shedByShard++; return true; }
+    }
+    this.admitted++;
+    return false;
+  }
+
+  /** Refusals since start-up by where they were decided (for /metrics). */
+  totals(): Record<'front_lag' | 'shard_queue' | 'after_parse', number> {
+    const pool = this.pool();
+    return { front_lag: this.shedByLag, shard_queue: this.shedByShard, after_parse: (pool?.shedByDelay ?? 0) + (pool?.shedByLength ?? 0) };
+  }
+
+  /** While refusing, one line per second says why and how much (the operator's view of overload). */
+  private report(): void {
+    const pool = this.pool();
+    const r = this.reported;
+    const byLag = this.shedByLag - r.byLag, byShard = this.shedByShard - r.byShard;
+    const poolLength = pool?.shedByLength ?? 0, poolDelay = pool?.shedByDelay ?? 0;
+    const inPool = poolLength - r.poolLength + poolDelay - r.poolDelay;
+    const p99 = this.histogram.percentile(99) / 1e6;
+    const admitted = this.admitted - r.admitted;
+    this.reported = { byLag: this.shedByLag, byShard: this.shedByShard, admitted: this.admitted, poolLength, poolDelay };
+    const max = this.histogram.max / 1e6;
+    const stats = pool?.takeDelayStats();
+    const answered = { p50: this.answered.percentile(50) / 1e3, p99: this.answered.percentile(99) / 1e3 };
+    this.histogram.reset();
+    this.answered.reset();
+    if (byLag + byShard + inPool === 0) return;
+    log.warn('shedding', {
+      seconds: REPORT_MS / 1000, admitted, refusedFrontLag: byLag, refusedShardDelay: byShard,
+      refusedAfterParse: inPool, refusedQueueLength: poolLength - r.poolLength,
+      admittedP50Ms: round(answered.p50), admittedP99Ms: round(answered.p99),
+      eventLoopLagP99Ms: round(p99), eventLoopLagMaxMs: round(max),
+      shardRoundTripMinMs: stats?.map((s) => round(s.minMs)), shardRoundTripMeanMs: stats?.map((s) => round(s.meanMs)), shardRoundTripMaxMs: stats?.map((s) => round(s.maxMs)),
+      shardQueued: pool ? Array.from(pool.queued) : [],
+    });
+  }
+}
+
+function round(x: number): number { return Number.isFinite(x) ? Math.round(x * 10) / 10 : 0; }

@@ -1,0 +1,138 @@
+// The batch body scan (src/api/json_scan.ts) stands in for JSON.parse on the
+// ingest path: whenever it answers, JSON.parse must accept the text, give an
+// object nested within the limit, and give the members and event kinds/labels
+// the scan reports. A seeded property test compares the two on random bodies,
+// valid and mutated (replay with JSON_SCAN_SEED=<seed>).
+import test from 'ava';
+import { isDeepStrictEqual } from 'node:util';
+import { eventSpans, scanBatchBody } from '../src/api/json_scan.js';
+import { arrayMemberSpans, minify, type ElementSpans } from '../src/api/json_text.js';
+import { nestedDeeperThan } from '../src/http/body.js';
+import { mulberry32, seedFrom } from './helpers/random.js';
+
+const has = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+type Obj = Record<string, unknown>;
+const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** null when the scan is sound for `text`, else what it got wrong. */
+function disagreement(text: string, maxDepth: number): string | null {
+  const scan = scanBatchBody(text, maxDepth);
+  if (scan === null) return null; // the caller falls back to JSON.parse: always correct
+  let parsed: unknown;
+  try { parsed = JSON.parse(text); } catch { return 'answered for text JSON.parse refuses'; }
+  if (!isObject(parsed)) return 'answered for a top level that is not an object';
+  if (nestedDeeperThan(text, maxDepth)) return 'answered for text nested too deep';
+  if (Object.keys(parsed).length !== scan.members.size) return 'member count';
+  for (const [key, [a, b]] of scan.members) {
+    if (!has(parsed, key) || !isDeepStrictEqual(JSON.parse(text.slice(a, b)), parsed[key])) return `member ${key}`;
+  }
+  const events = parsed.events;
+  if (Array.isArray(events) !== (scan.events !== null)) return 'events found or not';
+  if (scan.events === null) return scan.spans === null ? null : 'spans without events';
+  if (scan.events.length !== (events as unknown[]).length) return 'event count';
+  // the shard's view (eventSpans) is what its own scan (arrayMemberSpans) finds, and `compact` is only said of compact values
+  const shardView = eventSpans(text, scan.spans!);
+  const own = arrayMemberSpans(text, 'events')!;
+  const plain = (list: ElementSpans[]) => list.map((e) => [e.span, e.members && [...e.members].map(([k, [a, b]]) => [k, a, b])]);
+  if (!isDeepStrictEqual(plain(shardView), plain(own))) return 'eventSpans differ from arrayMemberSpans';
+  for (const e of shardView) for (const [, [a, b, compact]] of e.members ?? []) if (compact && minify(text, a, b) !== text.slice(a, b)) return 'compact value that is not';
+  for (let i = 0; i < scan.events.length; i++) {
+    const ev = (events as unknown[])[i];
+    const at = scan.events[i]!;
+    if (at.object !== isObject(ev)) return `event ${i}: object or not`;
+    if (!isDeepStrictEqual(JSON.parse(text.slice(at.start, at.end)), ev)) return `event ${i}: span`;
+    if (!isObject(ev)) continue;
+    for (const [name, span] of [['kind', at.kind], ['labels', at.labels]] as const) {
+      if (has(ev, name) !== (span !== null)) return `event ${i}: ${name} found or not`;
+      if (span && !isDeepStrictEqual(JSON.parse(text.slice(span[0], span[1])), ev[name])) return `event ${i}: ${name} value`;
+    }
+  }
+  return null;
+}
+
+test('answers for compact and spaced batch bodies, with the members JSON.parse gives', (t) => {
+  const body = {
+    playbook: { uuid: 'u-1', labels: ['a'] }, seq: 2,
+    events: [
+      { kind: 'result', task: 't', host: 'h', content: { a: [1, 2.5e-3, -0, true, null], 'k"\\': 'é\u2028😀', '__proto__': {} } },
+      { kind: 'playbook', labels: ['x', 'y'] }, 3, [], { kind: 7 }, {},
+    ],
+  };
+  const compact = JSON.stringify(body);
+  const spaced = compact.replace(/([,:])(?=[[{"\dtfn-])/g, '$1 ');
+  for (const text of [compact, spaced, ` ${compact} `, '{}', '{"events":[]}']) {
+    t.not(scanBatchBody(text, 512), null, text);
+    t.is(disagreement(text, 512), null, text);
+  }
+  const scan = scanBatchBody(compact, 512)!;
+  t.deepEqual([...scan.members.keys()], ['playbook', 'seq', 'events']);
+  t.deepEqual(scan.events!.map((e) => e.object), [true, true, false, false, true, true]);
+  t.is(compact.slice(...scan.events![1]!.labels!), '["x","y"]');
+  // compact values need no minify pass in the shard; spaced ones do
+  const content = (text: string) => eventSpans(text, scanBatchBody(text, 512)!.spans!)[0]!.members!.get('content')!;
+  t.true(content(compact)[2]);
+  t.falsy(content(spaced)[2]);
+});
+
+test('leaves to JSON.parse what it does not handle', (t) => {
+  for (const text of [
+    '{"a":\n1}', '{"a":"\t"}', '[]', '1', '"x"', 'null', '', ' ', '{"a":1', '{"a":1}}', '{"a":01}', '{"a":1.}',
+    '{"a":-}', '{"a":tru}', '{"a":"\\x"}', '{"a":"\\u12g4"}', '{"a":[1,]}', '{"a":1,}', '{,}', '{"a" 1}',
+    '{"a":1}\u00a0', '\ufeff{}', '{"a":\'x\'}', '{"events":[{"kind":"x",}]}', '{"a":NaN}', '{"a":"x"\u2028}',
+  ]) t.is(scanBatchBody(text, 512), null, JSON.stringify(text));
+  // nesting beyond the limit (the caller answers 400 "too deep" after JSON.parse)
+  t.is(scanBatchBody('{"a":[[[]]]}', 3), null);
+  t.not(scanBatchBody('{"a":[[]]}', 3), null);
+  t.is(scanBatchBody('{"events":[{"a":[]}]}', 3), null);
+  t.not(scanBatchBody('{"events":[{"a":1}]}', 3), null);
+});
+
+test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) => {
+  const seed = seedFrom('JSON_SCAN_SEED');
+  t.log(`seed ${seed} (replay with JSON_SCAN_SEED=${seed})`);
+  const rnd = mulberry32(seed);
+  const pick = <T>(a: readonly T[]): T => a[Math.floor(rnd() * a.length)]!;
+  const strings = ['', 'a', 'kind', 'events', 'seq', 'labels', '__proto__', 'é', '\u2028', 'x"y', 'b\\c', '😀', '\u0001', '\ud800'];
+  const value = (depth: number): unknown => {
+    const r = rnd();
+    if (depth > 4 || r < 0.4) return pick([0, -1, 1.5, 1e21, 123456789012345678901234567890, true, false, null, pick(strings)]);
+    if (r < 0.7) return Array.from({ length: Math.floor(rnd() * 4) }, () => value(depth + 1));
+    const o: Obj = {};
+    for (let i = Math.floor(rnd() * 4); i > 0; i--) o[pick(strings)] = value(depth + 1);
+    return o;
+  };
+  const space = (): string => (rnd() < 0.2 ? ' '.repeat(1 + Math.floor(rnd() * 2)) : '');
+  const write = (v: unknown): string => {
+    if (Array.isArray(v)) return '[' + space() + v.map((x) => space() + write(x) + space()).join(',') + ']';
+    if (isObject(v)) return '{' + space() + Object.entries(v).map(([k, x]) => JSON.stringify(k) + space() + ':' + space() + write(x) + space()).join(',') + '}';
+    const s = JSON.stringify(v);
+    return typeof v === 'string' && rnd() < 0.3 ? s.replace(/[a-z]/, (c) => '\\u00' + c.charCodeAt(0).toString(16)) : s;
+  };
+  let answered = 0;
+  for (let n = 0; n < 20_000; n++) {
+    const top: Obj = {};
+    if (rnd() < 0.9) top.seq = pick([1, 2, '3', null]);
+    if (rnd() < 0.9) top.playbook = rnd() < 0.8 ? { uuid: 'u', x: value(2) } : value(1);
+    if (rnd() < 0.9) {
+      top.events = rnd() < 0.9
+        ? Array.from({ length: Math.floor(rnd() * 5) }, () => (rnd() < 0.85 ? { kind: pick(['result', 'playbook', 3, null]), labels: value(3), content: value(3) } : value(2)))
+        : value(1);
+    }
+    if (rnd() < 0.3) top[pick(strings)] = value(1);
+    let text = write(top);
+    if (rnd() < 0.1) text = text.replace('"events"', '"events":[],"events"');
+    if (rnd() < 0.05) text = text.replace('"kind"', '"k\\u0069nd"');
+    for (let m = rnd() < 0.5 ? 0 : 1 + Math.floor(rnd() * 3); m > 0; m--) {
+      const p = Math.floor(rnd() * (text.length + 1));
+      const r = rnd();
+      if (r < 0.3) text = text.slice(0, p) + text.slice(p + 1);
+      else if (r < 0.7) text = text.slice(0, p) + pick(['"', '\\', ',', ':', '{', '}', '[', ']', '0', '-', '.', 'e', 't', ' ', '\n', '\\u12', '\u00a0']) + text.slice(p);
+      else text = text.slice(0, p) + text.slice(p, p + 5) + text.slice(p);
+    }
+    const maxDepth = rnd() < 0.2 ? 3 : 512;
+    const wrong = disagreement(text, maxDepth);
+    if (wrong !== null) return t.fail(`${wrong}: ${JSON.stringify(text)} (depth ${maxDepth})`);
+    if (scanBatchBody(text, maxDepth) !== null) answered++;
+  }
+  t.true(answered > 5_000, `answered ${answered} of 20000`); // the fast path is taken, not just safe
+});
