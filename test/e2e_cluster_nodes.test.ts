@@ -13,6 +13,8 @@
 // Needs nats-server (Debian `nats-server`); skipped without it. CI installs it.
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { hasNatsServer, startNatsCluster, type NatsCluster } from './helpers/nats.js';
@@ -221,6 +223,18 @@ serial('labels are one catalogue: created on one node, renamed on another, delet
   t.is((await api(c!.url, 'DELETE', `/api/v1/labels/${id}`)).status, 204);
   views = await until((v) => v.every((x) => !x.includes(`${id}:`)));
   t.true(views.every((v) => v === views[0] && !v.includes(`${id}:`)), JSON.stringify(views));
+});
+
+serial('/metrics of a node has every logbook_cluster_* metric the shipped alert rules name, and /healthz its standbys', async (t) => {
+  const node = live()[0]!;
+  const text = (await api(node.url, 'GET', '/metrics')).text;
+  const alerts = readFileSync(join(process.cwd(), 'deploy', 'prometheus', 'alerts.yml'), 'utf8').replace(/^\s*#.*$/gm, '');
+  const used = new Set([...alerts.matchAll(/\b(logbook_cluster_[a-z_]+)/g)].map((m) => m[1]!));
+  t.true(used.size >= 3, [...used].join(' '));
+  for (const name of used) t.regex(text, new RegExp(`^${name}\\{`, 'm'), `${name} is exported`);
+  const health = (await api(node.url, 'GET', '/healthz')).body.cluster;
+  t.true(Array.isArray(health.standby) && health.standby.length > 0, JSON.stringify(health));
+  t.true(health.standby.every((s: { lag: number | null }) => s.lag === null || s.lag >= 0));
 });
 
 serial('a node started with another LOGBOOK_PARTITIONS stops with a message naming the count the cluster has', async (t) => {
