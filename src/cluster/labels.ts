@@ -64,7 +64,7 @@ export class ClusterLabels implements LabelStore {
     const deadline = Date.now() + 30_000;
     const messages = await retrying(deadline, async () => {
       const consumer = await this.js.consumers.get(LABEL_STREAM, { deliver_policy: DeliverPolicy.All });
-      return consumer.consume({ max_messages: 256 });
+      return consumer.consume({ max_messages: 256, expires: 5000 }); // see partition_log.ts replay()
     });
     this.abort.signal.addEventListener('abort', () => { void messages.close(); }, { once: true });
     let caughtUp: () => void;

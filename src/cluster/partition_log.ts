@@ -380,7 +380,9 @@ export class PartitionLog {
     if (!options.follow && (fromSeq > end || state.messages === 0)) return;
     const messages = await retrying(Date.now() + this.retryForMs, async () => {
       const consumer = await this.js.consumers.get(name, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, fromSeq) });
-      return consumer.consume({ max_messages: 512 });
+      // expires 5 s (default 30): the server's idle heartbeats come every 2.5 s, so a consumer whose
+      // server died is noticed and recreated within seconds (a standby's tail, a takeover's replay)
+      return consumer.consume({ max_messages: 512, expires: 5000 });
     });
     const onAbort = () => { void messages.close(); };
     options.signal?.addEventListener('abort', onAbort, { once: true });
