@@ -13,7 +13,9 @@ import { ShardPool } from './shard/pool.js';
 import { checkDataDir } from './store/data_dir.js';
 import { FrontStore, lockDataDir } from './store/front_store.js';
 import { VERSION } from './version.js';
-import type { MaintainReply } from './shard/protocol.js';
+import type { PoolOptions } from './shard/pool.js';
+import type { Shards } from './shard/shards.js';
+import type { MaintenanceTarget } from './retention.js';
 import { connect } from '@nats-io/transport-node';
 import { join } from 'node:path';
 import { rmSync } from 'node:fs';
@@ -40,21 +42,11 @@ export async function startServer(config: Config): Promise<Server> {
     // Accept connections at once: until recovery is done every request gets 503
     // (and /healthz says "recovering"), so orchestrators can tell slow from dead.
     const front = new Front(config, VERSION, store);
-    const app = App();
-    front.stream.register(app); // WebSocket upgrades of /api/v1/stream, before the catch-all
-    app.any('/*', (res, req) => front.onRequest(res, req));
-    const socket = await new Promise<us_listen_socket>((resolve, reject) => {
-      app.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
-    });
-    front.port = us_socket_local_port(socket);
+    const socket = await listen(front, config);
     log.info('recovering', { host: config.host, port: front.port, dataDir: config.dataDir, shards: config.shards });
     const { pool, ready } = await ShardPool.start({
-      shards: config.shards, compat: config.araCompat, dataDir: config.dataDir, durability: config.durability,
-      snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000, logLevel: config.logLevel,
-      mapSize: config.mapSize,
-      queueLimit: config.shardQueue, queueDelayMs: config.shardQueueDelay, ids: front.ids.buffer,
-      ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,
-      streamRetention: config.streamRetention, streamOrder: front.stream.order.buffer,
+      ...poolOptions(config, front), shards: config.shards, dataDir: config.dataDir, mapSize: config.mapSize,
+      streamOrder: front.stream.order.buffer,
     });
     front.recover(pool, ready);
     const totals = ready.reduce((a, r) => ({
@@ -69,38 +61,15 @@ export async function startServer(config: Config): Promise<Server> {
     // ---- operations: recovery metrics, retention/expiry ----
     front.metrics.recovery.set(recoveryMs / 1000);
     for (const r of ready) front.metrics.shardRecovery.set({ shard: String(r.shard) }, r.recovery.ms / 1000);
-    const retention = new Retention(poolTarget(pool, (deleted) => front.forget(deleted)), {
-      retentionDays: config.retentionDays, expireRunningAfter: config.expireRunningAfter,
-      intervalMs: config.maintenanceInterval * 1000, sink: front.metrics,
-    });
-    if (retention.enabled) {
-      log.info('retention on', {
-        retentionDays: config.retentionDays, expireRunningAfterSeconds: config.expireRunningAfter,
-        checkIntervalSeconds: config.maintenanceInterval,
-      });
-    }
-    retention.start();
+    const retention = startRetention(poolTarget(pool, (deleted) => front.forget(deleted)), front, config);
     const frontStore = store;
     return {
       port: front.port,
-      async close() {
-        // Stop accepting: no new connections; requests on open connections get
-        // 503 + Connection: close. In-flight requests (bodies still arriving,
-        // commands in the shards, label writes) finish within the bound.
-        const stopAt = performance.now();
-        us_listen_socket_close(socket);
-        front.draining = true;
-        front.close();
-        const deadline = Date.now() + config.shutdownTimeout * 1000;
-        const stopping = retention.stop();
-        while ((HTTP.inFlight > 0 || pool.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-        const abandoned = HTTP.inFlight;
-        await Promise.race([stopping, new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())))]);
+      close: () => drain(socket, front, pool, retention, config, async () => {
         await pool.close();
         await frontStore.close();
         unlock();
-        log.info('drained', { ms: Math.round(performance.now() - stopAt), unfinishedRequests: abandoned });
-      },
+      }),
     };
   } catch (err) {
     unlock();
@@ -126,52 +95,87 @@ async function startClusterNode(config: Config): Promise<Server> {
     const plog = await PartitionLog.open(nc, { partitions: cluster.partitions, replicas: cluster.replicas });
     const labels = await ClusterLabels.open(nc, plog);
     const front = new Front(config, VERSION, labels, new ClusterDirectory(cluster.partitions, labels));
-    const app = App();
-    front.stream.register(app);
-    app.any('/*', (res, req) => front.onRequest(res, req));
-    const socket = await new Promise<us_listen_socket>((resolve, reject) => {
-      app.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
-    });
-    front.port = us_socket_local_port(socket);
+    const socket = await listen(front, config);
     log.info('joining the cluster', { node: cluster.node, partitions: cluster.partitions, replicas: cluster.replicas, port: front.port });
-    const shards = new ClusterShards(cluster, nc, plog, {
-      shards: cluster.partitions, compat: config.araCompat, dataDir: null, durability: config.durability,
-      snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000, logLevel: config.logLevel,
-      queueLimit: config.shardQueue, queueDelayMs: config.shardQueueDelay, ids: front.ids.buffer,
-      ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments, streamRetention: config.streamRetention,
-    }, () => front.labelReplica(), join(config.dataDir, 'cluster', cluster.node));
+    // the partition's stream is the journal: no data directory for the workers (dataDir null)
+    const shards = new ClusterShards(cluster, nc, plog, { ...poolOptions(config, front), shards: cluster.partitions, dataDir: null },
+      join(config.dataDir, 'cluster', cluster.node));
     labels.onChange = (id, stored) => front.labelChanged(id, stored);
     await shards.start();
     front.recover(shards, []);
-    // retention/expiry: each node runs the batches of the partitions it owns
-    const all = poolTarget(shards, () => {});
-    const idle: MaintainReply = { k: 'maintain', rid: 0, status: 200, deleted: null, expired: [0, 0, 0], more: false };
-    const retention = new Retention({ size: all.size, maintain: (p, task) => (shards.owns(p) ? all.maintain(p, task) : Promise.resolve(idle)) }, {
-      retentionDays: config.retentionDays, expireRunningAfter: config.expireRunningAfter,
-      intervalMs: config.maintenanceInterval * 1000, sink: front.metrics,
-    });
-    retention.start();
+    const retention = startRetention(shards.maintenanceTarget(), front, config);
     const status = shards.clusterStatus();
     log.info('joined', { node: cluster.node, ms: Math.round(performance.now() - t0), nodes: status.nodes, owned: Object.keys(status.owned).length });
     return {
       port: front.port,
-      async close() {
-        const stopAt = performance.now();
-        us_listen_socket_close(socket);
-        front.draining = true;
-        front.close();
-        const deadline = Date.now() + config.shutdownTimeout * 1000;
-        const stopping = retention.stop();
-        while ((HTTP.inFlight > 0 || shards.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-        await Promise.race([stopping, new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())))]);
+      close: () => drain(socket, front, shards, retention, config, async () => {
         await shards.close();
         labels.close();
         await nc.drain().catch(() => {});
-        log.info('drained', { ms: Math.round(performance.now() - stopAt), unfinishedRequests: HTTP.inFlight });
-      },
+      }),
     };
   } catch (err) {
     await nc.close().catch(() => {});
     throw err;
   }
+}
+
+// ---- what both modes share ----
+
+/** The HTTP app: stream WebSocket upgrades before the catch-all; resolves once listening (front.port set). */
+async function listen(front: Front, config: Config): Promise<us_listen_socket> {
+  const app = App();
+  front.stream.register(app); // WebSocket upgrades of /api/v1/stream, before the catch-all
+  app.any('/*', (res, req) => front.onRequest(res, req));
+  const socket = await new Promise<us_listen_socket>((resolve, reject) => {
+    app.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
+  });
+  front.port = us_socket_local_port(socket);
+  return socket;
+}
+
+/** Shard worker settings from the configuration (the shard count and data directory are the mode's). */
+function poolOptions(config: Config, front: Front): Omit<PoolOptions, 'shards' | 'dataDir'> {
+  return {
+    compat: config.araCompat, durability: config.durability,
+    snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000, logLevel: config.logLevel,
+    queueLimit: config.shardQueue, queueDelayMs: config.shardQueueDelay, ids: front.ids.buffer,
+    ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments, streamRetention: config.streamRetention,
+  };
+}
+
+function startRetention(target: MaintenanceTarget, front: Front, config: Config): Retention {
+  const retention = new Retention(target, {
+    retentionDays: config.retentionDays, expireRunningAfter: config.expireRunningAfter,
+    intervalMs: config.maintenanceInterval * 1000, sink: front.metrics,
+  });
+  if (retention.enabled) {
+    log.info('retention on', {
+      retentionDays: config.retentionDays, expireRunningAfterSeconds: config.expireRunningAfter,
+      checkIntervalSeconds: config.maintenanceInterval,
+    });
+  }
+  retention.start();
+  return retention;
+}
+
+/**
+ * Stop accepting: no new connections; requests on open connections get
+ * 503 + Connection: close. In-flight requests (bodies still arriving, commands
+ * in the shards, label writes) finish within the bound; then `release` closes
+ * what the mode holds.
+ */
+async function drain(socket: us_listen_socket, front: Front, shards: Shards, retention: Retention, config: Config,
+  release: () => Promise<void>): Promise<void> {
+  const stopAt = performance.now();
+  us_listen_socket_close(socket);
+  front.draining = true;
+  front.close();
+  const deadline = Date.now() + config.shutdownTimeout * 1000;
+  const stopping = retention.stop();
+  while ((HTTP.inFlight > 0 || shards.inFlight > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  const abandoned = HTTP.inFlight;
+  await Promise.race([stopping, new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())))]);
+  await release();
+  log.info('drained', { ms: Math.round(performance.now() - stopAt), unfinishedRequests: abandoned });
 }

@@ -12,16 +12,10 @@
 // the caller then takes the JSON.parse path, which gives the exact error. So a
 // pretty-printed body costs what it did before, and no error message changes.
 
-import type { ElementSpans, MemberSpan } from './json_text.js';
+import {
+  BACKSLASH, COLON, COMMA, LBRACE, LBRACKET, QUOTE, RBRACE, RBRACKET, type ElementSpans, type MemberSpan,
+} from './json_text.js';
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const LBRACE = 0x7b;
-const RBRACE = 0x7d;
-const LBRACKET = 0x5b;
-const RBRACKET = 0x5d;
 const SPACE = 0x20;
 const MINUS = 0x2d;
 const ZERO = 0x30;

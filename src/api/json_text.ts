@@ -11,15 +11,15 @@
 // unspecified but the functions still terminate. All of them are linear in the
 // span: strings are skipped with indexOf, containers by depth counting.
 
-// Char codes used below.
-const QUOTE = 34; // "
-const BACKSLASH = 92; // \
-const COMMA = 44;
-const COLON = 58;
-const LBRACE = 123;
-const RBRACE = 125;
-const LBRACKET = 91;
-const RBRACKET = 93;
+// Char codes used below (and by json_scan.ts).
+export const QUOTE = 34; // "
+export const BACKSLASH = 92; // \
+export const COMMA = 44;
+export const COLON = 58;
+export const LBRACE = 123;
+export const RBRACE = 125;
+export const LBRACKET = 91;
+export const RBRACKET = 93;
 
 /** JSON whitespace is exactly these four characters. */
 function isWs(c: number): boolean {

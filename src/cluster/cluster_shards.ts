@@ -17,7 +17,8 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Errors } from '../api/errors.js';
 import { errText, log } from '../log.js';
 import { ShardPool, type PoolOptions, type ReplyHandler } from '../shard/pool.js';
-import { decode, encode, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply } from '../shard/protocol.js';
+import { decode, encode, type ErrorReply, type FrontToShard, type MaintainReply, type ReadyMessage, type Reply } from '../shard/protocol.js';
+import { poolTarget, type MaintenanceTarget } from '../retention.js';
 import type { Shards } from '../shard/shards.js';
 import type { StreamChange } from '../shard/changes.js';
 import type { ClusterConfig } from './config.js';
@@ -87,8 +88,6 @@ export class ClusterShards implements Shards {
     private readonly nc: NatsConnection,
     private readonly log: PartitionLog,
     poolOptions: PoolOptions,
-    /** the label catalogue, for a partition's worker once it has started (its replica) */
-    private readonly labels: () => Array<[number, string]>,
     /** throwaway local blob stores go under here (null: in memory) */
     private readonly blobDir: string | null = null,
     private readonly timings: ClusterTimings = DEFAULT_TIMINGS,
@@ -352,8 +351,6 @@ export class ClusterShards implements Shards {
         ready = await this.pool.open(partition, { cluster: this.partitionInit(ownership.epoch, ownership.fenceSeq, false) });
       }
       if (this.closing) { await this.pool.release(partition); return; }
-      const labels = this.labels();
-      if (labels.length) this.pool.send(partition, { k: 'labels', upsert: labels, remove: [] }, null);
       this.owned.set(partition, {
         epoch: ownership.epoch, sub: this.serve(partition), since: Date.now(),
         releaseSub: this.nc.subscribe(releaseSubject(partition), {
@@ -365,6 +362,7 @@ export class ClusterShards implements Shards {
       });
       this.counters.takeovers++;
       this.beat();
+      // the front gives the worker the label replica, in this same turn (before any request can reach it)
       this.onRestart?.(ready);
       log.info('partition taken', {
         partition, epoch: ownership.epoch, from: ownership.previous?.node ?? null, ms: Math.round(performance.now() - t0),
@@ -445,8 +443,15 @@ export class ClusterShards implements Shards {
     return Math.max(0, ownerSeq - (this.positions.get(partition) ?? 0));
   }
 
-  /** Does this node own the partition (retention runs where the partition is)? */
-  owns(partition: number): boolean { return this.owned.has(partition) && this.pool.isUp(partition); }
+  /** Retention and expiry batches: each node runs those of the partitions it owns (the others' are no-ops here). */
+  maintenanceTarget(): MaintenanceTarget {
+    const all = poolTarget(this, () => {});
+    const idle: MaintainReply = { k: 'maintain', rid: 0, status: 200, deleted: null, expired: [0, 0, 0], more: false };
+    return {
+      size: this.size,
+      maintain: (p, task) => (this.owned.has(p) && this.pool.isUp(p) ? all.maintain(p, task) : Promise.resolve(idle)),
+    };
+  }
 
   clusterStatus(): ClusterStatus {
     const owned: Record<string, number> = {};

@@ -163,11 +163,6 @@ export class Front {
     this.metrics.shardRecovery.set({ shard: String(msg.shard) }, msg.recovery.ms / 1000);
   }
 
-  /** The label catalogue as the shards' replicas hold it. */
-  labelReplica(): Array<[number, string]> {
-    return [...this.labels.byId.values()].map((l) => [l.id, l.name]);
-  }
-
   /** Cluster mode: another node changed a label (the label stream): the catalogue and the local shards' replicas follow. */
   labelChanged(id: number, stored: StoredLabel | null): void {
     const change = this.labels.applyStored(id, stored);

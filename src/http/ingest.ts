@@ -116,22 +116,19 @@ export class Ingest {
       routed = this.deps.dir.streamShard(key);
       const known = routed === null ? this.known(key) : null;
       if (routed === null && known === null && seq !== 1) return reply(ex, 409, Errors.expectedSeq(1));
-      if (known === null) {
+      if (routed !== null && seq !== 1) playbook = 0; // the shard finds it (one it does not know answers 409)
+      else if (known === null) {
         // seq 1 of a new stream: the playbook's create fields are checked here, like POST /playbooks.
         // Routed by uuid (cluster mode), the front cannot know whether the stream is new: it sends
-        // the create fields of a first batch, and the shard answers 409 to a later one it does not know.
+        // the create fields of every first batch, and the shard creates the playbook or finds it.
         const fields: Obj = { ...header };
         delete fields.uuid;
         delete fields.id;
         const span = memberSpans(text)!.get('playbook')!;
         const n = this.deps.normalizer.normalize('playbook', 'create', fields, text, span[0], span[1]);
-        if (n.errors && (routed === null || seq === 1)) {
-          return reply(ex, 400, JSON.stringify({ playbook: JSON.parse(Errors.fields(n.errors, WRITE_FIELDS.playbook)) }));
-        }
-        if (!n.errors) {
-          create = n.set;
-          if (Array.isArray(create.labels)) names.push(...(create.labels as string[]));
-        }
+        if (n.errors) return reply(ex, 400, JSON.stringify({ playbook: JSON.parse(Errors.fields(n.errors, WRITE_FIELDS.playbook)) }));
+        create = n.set;
+        if (Array.isArray(create.labels)) names.push(...(create.labels as string[]));
         if (routed === null) {
           playbook = this.deps.dir.allocate('playbook');
           this.streams.set(key, playbook);

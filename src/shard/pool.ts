@@ -137,9 +137,7 @@ export class ShardPool implements Shards {
   /** Send to a running worker whether or not it is up (a standby's promotion). */
   control<C>(shard: number, message: FrontToShard, handler: ReplyHandler<C>, context?: C): void {
     if (!this.workers[shard]) { queueMicrotask(() => handler(unavailable(0, shard), context as C)); return; }
-    const up = this.up[shard]!;
-    this.up[shard] = true;
-    try { this.send(shard, message, handler, context); } finally { this.up[shard] = up; }
+    this.post(shard, message, handler, context);
   }
 
   markUp(shard: number): void { if (this.workers[shard]) this.up[shard] = true; }
@@ -252,6 +250,11 @@ export class ShardPool implements Shards {
       queueMicrotask(() => handler({ k: 'error', rid: 0, status: 503, body: Errors.overloaded() }, context as C));
       return;
     }
+    this.post(shard, message, handler, context);
+  }
+
+  /** Post to the shard's worker (admitted), registering the handler for its reply. */
+  private post<C>(shard: number, message: FrontToShard, handler: ReplyHandler<C> | null, context?: C): void {
     if (handler) {
       const rid = this.nextRid++;
       (message as { rid: number }).rid = rid;
