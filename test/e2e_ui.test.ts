@@ -297,6 +297,12 @@ browserTest('with read login required: 401 + Basic prompt for pages, browser cre
     const withToken = await open(`/ui/playbooks/${pb.id}`, { httpCredentials: { username: 'nobody', password: 'wrong' } }, locked.url);
     const streamStatus: number[] = [];
     withToken.page.on('response', (r) => { if (r.url().includes('/api/v1/stream') && r.url().includes('token=')) streamStatus.push(r.status()); });
+    // what the page did with the stream, logged if the wait below fails (it flaked once in ~6 runs: 21:05 UTC)
+    const streamLog: string[] = [];
+    const note = (what: string) => (r: { url(): string }) => { if (r.url().includes('/api/v1/stream')) streamLog.push(`${new Date().toISOString()} ${what} ${r.url()}`); };
+    withToken.page.on('request', note('request'));
+    withToken.page.on('response', (r) => note(`response ${r.status()}`)(r));
+    withToken.page.on('requestfailed', (r) => note(`failed ${r.failure()?.errorText ?? ''}`)(r));
     await withToken.page.locator('form.signin').waitFor();
     await screenshot(withToken.page, 'signin');
     await withToken.page.fill('input[name=token]', 'dash.wrong');
@@ -307,7 +313,10 @@ browserTest('with read login required: 401 + Basic prompt for pages, browser cre
     await withToken.page.locator('h1', { hasText: 'guarded run' }).waitFor();
     t.is(await withToken.page.evaluate(() => sessionStorage.getItem('logbook.authorization')), 'Bearer dash.dash-secret');
     // the stream (EventSource cannot send headers) is opened with ?token=
-    if (!streamMissing) await eventually(() => streamStatus.includes(200), 'the stream accepted ?token=', 45_000);
+    if (!streamMissing) {
+      await eventually(() => streamStatus.includes(200), 'the stream accepted ?token=', 45_000)
+        .catch((err: unknown) => { t.log(streamLog.join('\n')); throw err; });
+    }
     // only the expected refusals before signing in
     t.true(real(withToken.errors).every((e) => /401/.test(e)), withToken.errors.join('\n'));
   } finally {
