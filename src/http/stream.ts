@@ -117,11 +117,16 @@ export function parseStreamQuery(query: string, lastEventId: string, shards: num
   return { ok: true, params: { playbook, types, since, token: q.get('token')?.[0] ?? null } };
 }
 
-/** The Authorization header to check: the request's, else a `token` query parameter as a bearer token. */
+/**
+ * The Authorization header to check: a `token` query parameter as a bearer
+ * token when there is one (the page put it there on purpose: EventSource cannot
+ * send headers, while the browser may still attach Basic credentials it cached
+ * for the origin, wrong ones included), else the request's header.
+ */
 export function streamAuthorization(header: string, query: string): string {
-  if (header !== '' || !query.includes('token=')) return header;
+  if (!query.includes('token=')) return header;
   const token = parseQuery(query).get('token')?.[0];
-  return token ? 'Bearer ' + token : '';
+  return token ? 'Bearer ' + token : header;
 }
 
 // ---- messages ------------------------------------------------------------------
