@@ -77,7 +77,14 @@ export async function api(base: string, method: string, path: string, body?: unk
     init.body = typeof body === 'string' ? body : JSON.stringify(body);
     (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
   }
-  const res = await fetch(base + path, init);
+  let res: Response;
+  try {
+    res = await fetch(base + path, init);
+  } catch (err) {
+    // undici says only "fetch failed"; what failed (refused, reset, closed) is in its cause
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(`${method} ${path}: fetch failed: ${cause?.code ?? ''} ${cause?.message ?? String(err)}`);
+  }
   const text = await res.text();
   let json: any = undefined;
   try { json = text.length ? JSON.parse(text) : undefined; } catch { /* not JSON */ }
