@@ -69,9 +69,10 @@ test.after.always(async () => {
   }
 });
 
-async function open(path: string, options: Parameters<typeof openPage>[1] = {}, base = lb.url): Promise<OpenedPage> {
+async function open(path: string, options: Parameters<typeof openPage>[1] = {}, base = lb.url, beforeGoto?: (page: Page) => void): Promise<OpenedPage> {
   const o = await openPage(browser, options);
   opened.push(o);
+  beforeGoto?.(o.page); // listeners that must see the page's first requests
   await o.page.goto(base + path);
   return o;
 }
@@ -231,9 +232,10 @@ browserTest('a running playbook\'s page shows new results and moving counters wi
   const task = await createTask(lb.url, { playbook: pb.id, play: play.id, file: file.id }, { name: 'step', lineno: 3, status: 'running' });
   const hosts = [];
   for (const name of ['alpha', 'beta', 'gamma']) hosts.push(await createHost(lb.url, pb.id, { name }));
-  const { page, errors } = await open(`/ui/playbooks/${pb.id}`);
+  // the page may open its stream before goto() returns: listen from the start
   const streams: number[] = [];
-  page.on('response', (r) => { if (r.url().includes('/api/v1/stream')) streams.push(r.status()); });
+  const { page, errors } = await open(`/ui/playbooks/${pb.id}`, {}, lb.url,
+    (p) => p.on('response', (r) => { if (r.url().includes('/api/v1/stream')) streams.push(r.status()); }));
   await page.getByText('No results yet.').waitFor();
   await page.evaluate(() => { (window as unknown as { marker: number }).marker = 42; });
 
