@@ -87,20 +87,21 @@ export const LIMITS = {
    * of admission (src/http/admission.ts). A request is answered 503 +
    * Retry-After from its head, before its body is read, while its shard's oldest
    * unanswered request has waited longer than this for shardQueueDelayIntervalMs
-   * (with at least shardQueueDelayMinimum in flight), or while the front's event
-   * loop has lagged more than half of it (≥ 10 ms) for 100 ms with as many
-   * requests in flight. On by default from measurements (bench overload, open
-   * loop at 2× the sustainable write rate, 1 shard, a 2-core machine shared with
-   * other work; README, Benchmarks): with the length bound alone admitted writes
-   * waited p99 1–6 s and 503s up to 7 s; with this bound, in runs where the
-   * server got a core, p99 0.2–0.4 s with as many writes admitted, and a
-   * refusal costs 16–19 µs of CPU instead of 28–32. 0 restores the length
-   * bound alone: for ARA's callback (it does not retry a 503) on a disk so slow
-   * that 32 of its requests wait longer than the bound. */
-  shardQueueDelayMs: 50,
+   * (with at least shardQueueDelayMinimum in flight), and within such an episode
+   * while its shard has more in flight than drain within the bound at the rate
+   * it answers; or while the front's event loop has lagged more than half of it
+   * (≥ 10 ms) for 100 ms with as many requests in flight. On by default from
+   * measurements (bench overload, open loop at 2× the sustainable write rate
+   * for 60 s, 1 shard, the 2-core machine quiet; README, Benchmarks): 25 ms gave
+   * admitted writes p50 22 / p99 75 ms and admitted more writes than 50 ms (p99
+   * 176 ms); with the length bound alone admitted writes waited p99 1–6 s.
+   * A refusal costs 16–19 µs of CPU. 0 restores the length bound alone: for
+   * ARA's callback (it does not retry a 503) on a disk so slow that 32 of its
+   * requests wait longer than the bound. */
+  shardQueueDelayMs: 25,
   shardQueueDelayCeiling: 60_000,
   /** How long (ms) a shard's requests must keep waiting longer than the delay
-   * bound before new ones are refused (CoDel's interval; at most twice the
+   * bound before new ones are refused (CoDel's interval; at most four times the
    * bound): a single slow group commit under a light load sheds nothing. */
   shardQueueDelayIntervalMs: 100,
   /** A shard that refused a request for its delay within this long (ms) refuses
@@ -111,6 +112,10 @@ export const LIMITS = {
   /** Requests in flight to a shard that are always admitted, whatever the delay:
    * a few slow fsyncs under light load must not shed anything. */
   shardQueueDelayMinimum: 32,
+  /** Window (ms) over which a shard's answer rate is measured for admission:
+   * within an overload episode a shard admits at most rate × delay bound
+   * requests in flight (Little's law), so its queue drains within the bound. */
+  shardRateWindowMs: 100,
   /** Young generation of a shard worker (MiB). Recovery and ingest allocate
    * millions of short-lived objects; with V8's default (~16 MiB semi-spaces) a
    * third of recovery time was scavenging. 192 MiB (64 MiB semi-spaces) took 1 M
