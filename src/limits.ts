@@ -112,6 +112,11 @@ export const LIMITS = {
   /** Requests in flight to a shard that are always admitted, whatever the delay:
    * a few slow fsyncs under light load must not shed anything. */
   shardQueueDelayMinimum: 32,
+  /** Results per stored part of a playbook's snapshot (src/store/snapshot_format.ts
+   * splitResults): a shard encodes one part at a time between other work, ~5 ms
+   * each, instead of a large playbook's results in one value (365 k results:
+   * ~0.2 s of msgpack in one go, a stall every snapshot round). */
+  snapshotPartRows: 16_384,
   /** Window (ms) over which a shard's answer rate is measured for admission:
    * within an overload episode a shard admits at most rate × delay bound
    * requests in flight (Little's law), so its queue drains within the bound. */

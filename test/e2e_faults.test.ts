@@ -3,7 +3,8 @@
 // (LOGBOOK_TEST_HOOKS=1, LOGBOOK_TEST_KILL_AT=<snapshot|trim>:<n>:<delay ms>):
 // the process SIGKILLs itself `delay` ms after its <n>th snapshot put or its
 // <n>th trim was issued, while concurrent writers keep writing; snapshot slices
-// are slowed (LOGBOOK_TEST_SNAPSHOT_SLICE_DELAY_MS) so rounds span many commits.
+// are slowed (LOGBOOK_TEST_SNAPSHOT_SLICE_DELAY_MS) so rounds span many commits,
+// and results are snapshotted in parts of a few (LOGBOOK_TEST_SNAPSHOT_PART_ROWS).
 // After each kill the process restarts (without the hook) on the same data and
 // every acknowledged write must be there as acknowledged, acknowledged deletes
 // gone, and nothing that was never acknowledged (or in flight) present.
@@ -161,6 +162,9 @@ async function killCycles(t: import('ava').ExecutionContext, phase: 'snapshot' |
       const env = {
         ...BASE_ENV, LOGBOOK_TEST_HOOKS: '1', LOGBOOK_TEST_KILL_AT: `${phase}:${count}:${delay}`,
         LOGBOOK_TEST_SNAPSHOT_SLICE_DELAY_MS: phase === 'snapshot' ? String(rng.int(2, 10)) : '0',
+        // playbooks' results are snapshotted in parts of a few (thousands by default), so kills also
+        // land between a playbook's parts and between its parts and its snapshot
+        LOGBOOK_TEST_SNAPSHOT_PART_ROWS: String(rng.int(3, 9)),
       };
       lb = await startLogbook({ env, dataDir });
       const acked = world.acked;

@@ -16,6 +16,7 @@ import { api, startLogbook, type Logbook } from './helpers/server.js';
 import { dumpApi, flatten, listAll, type Dump } from './helpers/dump.js';
 import { runUntilExit } from './helpers/process.js';
 import { Rng, seedFrom } from './helpers/random.js';
+import { FORMAT_VERSION } from '../src/store/front_store.js';
 
 function tempDir(t: { teardown(fn: () => void): void }): string {
   const dir = mkdtempSync(join(tmpdir(), 'logbook-recovery-'));
@@ -47,6 +48,23 @@ async function journalLengths(dataDir: string, shards: number): Promise<number[]
     await env.close();
   }
   return out;
+}
+
+/** Result parts stored in each (closed) shard environment, and how many of them the snapshots refer to. */
+async function snapshotParts(dataDir: string, shards: number): Promise<{ stored: number; referred: number }> {
+  let stored = 0, referred = 0;
+  for (let k = 0; k < shards; k++) {
+    const env = open({ path: join(dataDir, `shard-${k}.mdb`), maxDbs: 8, readOnly: true });
+    const snapshots = env.openDB<unknown[], number>({ name: 'snapshots', keyEncoding: 'uint32', encoding: 'msgpack' });
+    const parts = env.openDB<unknown, [number, number, number]>({ name: 'snapshot_parts', encoding: 'msgpack' });
+    for (const key of parts.getKeys()) {
+      stored++;
+      const head = snapshots.get(key[0]);
+      if (head && head[0] === key[1] && typeof head[8] === 'number' && key[2] < head[8]) referred++;
+    }
+    await env.close();
+  }
+  return { stored, referred };
 }
 
 /** List queries (filters, orders) whose answers must also survive a restart. */
@@ -171,7 +189,9 @@ test('snapshot + journal trim + replay: every list and detail is the same after 
   let kept = false;
   const keep = () => { kept = true; return dataDir; };
   t.teardown(() => { if (!kept) rmSync(dataDir, { recursive: true, force: true }); });
-  const env = { LOGBOOK_SHARDS: '3', LOGBOOK_SNAPSHOT_EVERY: '50', LOGBOOK_SNAPSHOT_INTERVAL: '86400' };
+  // results are snapshotted in parts of 7 (test hook; thousands by default), so parts are written,
+  // replaced round after round, removed with their playbook, and loaded back
+  const env = { LOGBOOK_SHARDS: '3', LOGBOOK_SNAPSHOT_EVERY: '50', LOGBOOK_SNAPSHOT_INTERVAL: '86400', LOGBOOK_TEST_HOOKS: '1', LOGBOOK_TEST_SNAPSHOT_PART_ROWS: '7' };
   let lb = await startLogbook({ env, dataDir });
   t.teardown(async () => { await lb.stop('SIGKILL'); });
 
@@ -207,6 +227,10 @@ test('snapshot + journal trim + replay: every list and detail is the same after 
   t.log(`${writes} writes; journal entries left per shard after SIGTERM: ${journal.join(', ')}`);
   t.true(journal.every((n) => n < 2 * 50 + 30), `every shard's journal was trimmed after its snapshots (${journal.join(', ')} entries for ${writes} writes)`);
   t.true(journal.some((n) => n > 0), 'some state is only in the journal tail (so replay is exercised)');
+  const parts = await snapshotParts(dataDir, 3);
+  t.log(`snapshot parts stored: ${parts.stored}, referred to by snapshots: ${parts.referred}`);
+  t.true(parts.referred > 0, 'some snapshots keep their results in parts');
+  t.is(parts.stored, parts.referred, 'no part is left that no snapshot refers to (older rounds, the deleted playbook)');
 
   lb = await startLogbook({ env, dataDir });
   const recovered = recoveryLine(lb);
@@ -359,7 +383,7 @@ test('a data dir in a newer on-disk format is refused (exit 2, message names the
   t.is(await lb.stop('SIGTERM'), 0);
 
   const original = await rewriteFormat(dataDir, (r) => ({ ...r, format: 999, shards: 3, created: new Date().toISOString() }));
-  t.like(original, { format: 1, shards: 3 }, 'the format record as written by this logbook');
+  t.like(original, { format: FORMAT_VERSION, shards: 3 }, 'the format record as written by this logbook');
   const refused = await runUntilExit({ env, dataDir });
   t.log(refused.output.trim());
   t.is(refused.code, 2, 'exit code 2');
@@ -375,8 +399,18 @@ test('a data dir in a newer on-disk format is refused (exit 2, message names the
 
   await rewriteFormat(dataDir, () => original);
   lb = await startLogbook({ env, dataDir });
-  t.teardown(async () => { await lb.stop('SIGKILL'); });
   t.like(await must(lb.url, 'GET', `/api/v1/playbooks/${pb.id}`), { id: pb.id, path: '/srv/site.yml', labels: pb.labels }, 'the refused starts changed nothing');
+  t.is(await lb.stop('SIGTERM'), 0);
+
+  // data of the first format (before snapshot parts) opens, and its record is raised to this format
+  // (older binaries must refuse what this one may write there now)
+  await rewriteFormat(dataDir, (r) => ({ ...r, format: 1 }));
+  lb = await startLogbook({ env, dataDir });
+  t.teardown(async () => { await lb.stop('SIGKILL'); });
+  t.like(await must(lb.url, 'GET', `/api/v1/playbooks/${pb.id}`), { id: pb.id, path: '/srv/site.yml' });
+  t.is(await lb.stop('SIGTERM'), 0);
+  const upgraded = await rewriteFormat(dataDir, (r) => r);
+  t.like(upgraded, { format: FORMAT_VERSION, shards: 3 });
 });
 
 test('a data dir written with another LOGBOOK_SHARDS is refused with a message naming both counts', async (t) => {

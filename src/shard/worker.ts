@@ -56,9 +56,12 @@ try {
   if (delay > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
   // test hook: slow snapshot slices, so a crash test can kill the process inside a round
   const sliceDelay = testHooks ? Number(process.env.LOGBOOK_TEST_SNAPSHOT_SLICE_DELAY_MS ?? 0) : 0;
+  // test hook: snapshots split a playbook's results into parts of this many (the default is thousands)
+  const partRows = testHooks ? Number(process.env.LOGBOOK_TEST_SNAPSHOT_PART_ROWS ?? 0) : 0;
   if (!partition) durable = openShardStore({
     dataDir: init.dataDir, shard: init.shard, durability: init.durability, mapSize: init.mapSize ?? null,
     snapshotSliceDelayMs: sliceDelay, step: testHooks ? killAt(process.env.LOGBOOK_TEST_KILL_AT) : null,
+    ...(partRows > 0 ? { snapshotPartRows: partRows } : {}),
     // commits stopped settling: the storage engine lost a failed transaction and
     // every later one waits behind it. Exit: the pool restarts the worker, which
     // recovers from disk on a fresh environment; requests it held get 503.

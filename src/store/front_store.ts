@@ -7,8 +7,14 @@ import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 
 import { join, resolve } from 'node:path';
 import type { LabelStore } from '../http/labels.js';
 
-/** Bump when the on-disk layout changes; older binaries refuse newer data. */
-export const FORMAT_VERSION = 1;
+/**
+ * Bump when the on-disk layout changes; older binaries refuse newer data, and
+ * this one upgrades the record of older data when it opens it.
+ *   1: the first layout.
+ *   2: a large playbook's snapshot keeps its results in parts (snapshot_parts):
+ *      a format-1 binary would load such a playbook without its results.
+ */
+export const FORMAT_VERSION = 2;
 
 export class StoreError extends Error {}
 
@@ -71,6 +77,8 @@ export class FrontStore implements LabelStore {
     if (record.shards !== shards) {
       throw new StoreError(`data directory ${resolve(dataDir)} was written with LOGBOOK_SHARDS=${record.shards}; start with the same shard count (got ${shards})`);
     }
+    // older data reads as it is; from now on it may be written in this format, which older binaries must refuse
+    if (record.format < FORMAT_VERSION) await durable(this.meta.put('format', { ...record, format: FORMAT_VERSION }));
   }
 
   /** Store a label; a new highest id is recorded in the same transaction (same event turn). */

@@ -2,6 +2,7 @@
 // shards commit in parallel) holding
 //   journal    seq → events of one command        (append-only, trimmed after snapshots)
 //   snapshots  playbook id → aggregate snapshot    (key 0: shard meta)
+//   snapshot_parts  [playbook id, seq, k] → part k of that snapshot's results (large playbooks)
 //   blobs      key → large JSON text               (LZ4-compressed when it pays)
 //   head       one record whose version is the seq of the last stored command
 // Every command's journal entry and blob changes are issued in one event turn, so
@@ -24,7 +25,8 @@ import type { StreamChange } from '../shard/changes.js';
 import type { BlobKey } from './blobs.js';
 import { log } from '../log.js';
 import { recoverShard } from './recovery.js';
-import { encodeAggregate, type AggregateSnapshot, type ShardMeta } from './snapshot_format.js';
+import { encodeAggregate, joinResults, resultPartsOf, splitResults, type AggregateSnapshot, type ShardMeta } from './snapshot_format.js';
+import { LIMITS } from '../limits.js';
 import { StorageError, type DurableShardStore, type Durability, type RecoveryStats, type StoreStats } from './types.js';
 
 /** Test hook: refuse a write the way a failed LMDB transaction does (none of its writes land). */
@@ -41,6 +43,8 @@ export interface LmdbStoreOptions {
   faults?: StoreFaults | null;
   /** test hook: pause this long between snapshot slices (widens the window a crash test aims at) */
   snapshotSliceDelayMs?: number;
+  /** results per stored snapshot part (default LIMITS.snapshotPartRows; tests use a few to exercise parts) */
+  snapshotPartRows?: number;
   /** test hook: told after each snapshot put and each trim is issued (a crash test kills the process there) */
   step?: ((phase: 'snapshot' | 'trim', count: number) => void) | null;
   /**
@@ -61,6 +65,10 @@ export class LmdbShardStore implements DurableShardStore {
   private readonly env: RootDatabase;
   private readonly journal: Database<Event[], number>;
   private readonly snapshots: Database<AggregateSnapshot | ShardMeta, number>;
+  /** results of large playbooks' snapshots, in parts written one at a time (snapshot_format.ts splitResults) */
+  private readonly snapshotParts: Database<unknown[][], [number, number, number]>;
+  /** playbooks whose stored parts may have no snapshot referring to them any more (cleaned after a round) */
+  private readonly partsToClean = new Set<number>();
   private readonly blobs: Database<string, BlobKey>;
   /** the same table, for writes: compresses with a short dictionary (see blobWriteDictionary) */
   private readonly blobWriter: Database<string, BlobKey>;
@@ -83,6 +91,7 @@ export class LmdbShardStore implements DurableShardStore {
   private readonly mapSize: number | null;
   private readonly faults: StoreFaults | null;
   private readonly sliceDelayMs: number;
+  private readonly partRows: number;
   private readonly step: ((phase: 'snapshot' | 'trim', count: number) => void) | null;
   private stepCounts = { snapshot: 0, trim: 0 };
   /** writes issued and not yet durable or failed, and when one last settled (stall watchdog) */
@@ -99,6 +108,7 @@ export class LmdbShardStore implements DurableShardStore {
     this.mapSize = options.mapSize ?? null;
     this.faults = options.faults ?? null;
     this.sliceDelayMs = options.snapshotSliceDelayMs ?? 0;
+    this.partRows = options.snapshotPartRows ?? LIMITS.snapshotPartRows;
     this.step = options.step ?? null;
     if (options.onStall) {
       const onStall = options.onStall;
@@ -124,6 +134,7 @@ export class LmdbShardStore implements DurableShardStore {
     });
     this.journal = this.env.openDB({ name: 'journal', keyEncoding: 'uint32', encoding: 'msgpack' });
     this.snapshots = this.env.openDB({ name: 'snapshots', keyEncoding: 'uint32', encoding: 'msgpack' });
+    this.snapshotParts = this.env.openDB({ name: 'snapshot_parts', encoding: 'msgpack' });
     this.blobs = this.env.openDB({ name: 'blobs', encoding: 'string', compression: { threshold: 512 } });
     const dictionary = blobWriteDictionary();
     this.blobWriter = dictionary === null ? this.blobs
@@ -153,7 +164,11 @@ export class LmdbShardStore implements DurableShardStore {
       stored = this.afterHead(after, () => {
         for (const key of removes) void this.blobWriter.remove(key);
         for (const [key, value] of puts) void this.blobWriter.put(key, value);
-        for (const id of droppedPlaybooks) void this.snapshots.remove(id);
+        for (const id of droppedPlaybooks) {
+          void this.snapshots.remove(id);
+          for (const key of this.snapshotParts.getKeys({ start: [id], end: [id + 1] })) void this.snapshotParts.remove(key);
+          this.partsToClean.add(id); // parts a round has in flight now: removed once it is durable
+        }
         void this.journal.put(seq, events);
         void this.heads.put(HEAD_KEY, null, seq);
       });
@@ -286,25 +301,45 @@ export class LmdbShardStore implements DurableShardStore {
     this.sinceSnapshot = 0;
     const start = this.seq + 1;
     const stored: Array<Promise<void>> = [];
-    const put = (id: number, value: AggregateSnapshot | ShardMeta): void => {
+    const put = (id: number | [number, number, number], value: AggregateSnapshot | ShardMeta | unknown[][]): void => {
       if (this.generation !== generation) throw new StorageError('the snapshot round was overtaken by a recovery');
       const p: Promise<boolean> = this.faults?.fail('snapshot')
         ? this.injected('snapshot')
-        : (this.lastIssued = this.afterHead(this.head, () => { void this.snapshots.put(id, value); }));
+        : (this.lastIssued = this.afterHead(this.head, typeof id === 'number'
+          ? () => { void this.snapshots.put(id, value as AggregateSnapshot | ShardMeta); }
+          : () => { void this.snapshotParts.put(id, value as unknown[][]); }));
       const done = this.durable(p, 'snapshot');
       done.catch(() => {}); // judged below, with the others
       stored.push(done);
       this.step?.('snapshot', ++this.stepCounts.snapshot);
     };
+    let sliceStart = performance.now();
+    let longestSliceMs = 0;
+    const slice = async (): Promise<void> => {
+      const ms = performance.now() - sliceStart;
+      if (ms > longestSliceMs) longestSliceMs = ms;
+      if (ms <= 8 && this.sliceDelayMs === 0) return;
+      await new Promise((r) => (this.sliceDelayMs > 0 ? setTimeout(r, this.sliceDelayMs) : setImmediate(r)));
+      sliceStart = performance.now();
+    };
     try {
-      let sliceStart = performance.now();
       for (const id of ids) {
         const agg = state.aggregates.get(id);
-        if (agg) put(id, encodeAggregate(this.seq, agg));
-        if (performance.now() - sliceStart > 8 || this.sliceDelayMs > 0) {
-          await new Promise((r) => (this.sliceDelayMs > 0 ? setTimeout(r, this.sliceDelayMs) : setImmediate(r)));
-          sliceStart = performance.now();
+        if (agg) {
+          // the rows are copied at this seq in one go (a consistent cut); their
+          // encoding is what takes long, and it goes part by part between other work
+          const seq = this.seq;
+          const { head, parts } = splitResults(encodeAggregate(seq, agg), this.partRows);
+          if (parts.length) this.partsToClean.add(id);
+          for (let k = 0; k < parts.length; k++) {
+            put([id, seq, k], parts[k]!);
+            await slice();
+          }
+          // written after its parts, so a snapshot never refers to a part not stored;
+          // a playbook deleted meanwhile gets none (its parts are cleaned below)
+          if (parts.length === 0 || state.aggregates.get(id) === agg) put(id, head);
         }
+        await slice();
       }
       const at = Date.now();
       put(META_KEY, { seq: this.seq, maxIds: state.maxIds.slice(), at });
@@ -324,13 +359,50 @@ export class LmdbShardStore implements DurableShardStore {
         trims.push(this.faults?.fail('trim') ? this.injected('trim') : (this.lastIssued = this.journal.remove(key)));
       }
       if (trims.length) this.step?.('trim', ++this.stepCounts.trim);
-      for (const result of await Promise.allSettled(trims)) {
+      const partsRemoved = this.cleanParts();
+      for (const result of await Promise.allSettled([...trims, ...partsRemoved])) {
         if (result.status === 'rejected') throw new StorageError(`journal trim failed (the entries stay; the next round trims them): ${await failureText(result.reason)}`);
       }
-      log.info('snapshot taken', { playbooks: ids.length, journalEntriesTrimmed: trims.length, ms: Math.round(performance.now() - t0) });
+      log.info('snapshot taken', {
+        playbooks: ids.length, journalEntriesTrimmed: trims.length, resultPartsRemoved: partsRemoved.length,
+        ms: Math.round(performance.now() - t0), longestSliceMs: Math.round(longestSliceMs),
+      });
     } finally {
       this.snapshotting = false;
     }
+  }
+
+  /**
+   * Remove result parts no stored snapshot refers to: those of an older round
+   * of the same playbook, of a deleted playbook, of a round that failed. Runs
+   * once the round is durable, so the snapshots read here are the ones on disk.
+   */
+  private cleanParts(): Array<Promise<unknown>> {
+    const removes: Array<Promise<unknown>> = [];
+    for (const id of this.partsToClean) {
+      this.partsToClean.delete(id);
+      const head = this.snapshots.get(id) as AggregateSnapshot | undefined;
+      const keep = head !== undefined && resultPartsOf(head) > 0 ? head[0] : null;
+      for (const key of this.snapshotParts.getKeys({ start: [id], end: [id + 1] })) {
+        if (key[1] !== keep) removes.push(this.snapshotParts.remove(key));
+      }
+    }
+    return removes;
+  }
+
+  /** A stored snapshot with its results (from its parts when it was split). */
+  private wholeSnapshot(id: number, stored: AggregateSnapshot): AggregateSnapshot {
+    const count = resultPartsOf(stored);
+    if (count === 0) return stored;
+    const parts: unknown[][][] = [];
+    for (let k = 0; k < count; k++) {
+      const part = this.snapshotParts.get([id, stored[0], k]);
+      if (part === undefined) {
+        throw new Error(`${this.path}: the snapshot of playbook ${id} refers to part ${k + 1} of ${count} of its results, which is not stored: the data directory is damaged (restore it from a backup)`);
+      }
+      parts.push(part);
+    }
+    return joinResults(stored, parts);
   }
 
   /** Load the snapshots, then replay the journal tail into an empty state (recovery.ts). */
@@ -340,8 +412,9 @@ export class LmdbShardStore implements DurableShardStore {
     this.generation++;
     const snapshots = this.snapshots;
     const journal = this.journal;
+    const whole = (id: number, stored: AggregateSnapshot) => this.wholeSnapshot(id, stored);
     const recovered = recoverShard({
-      *snapshots() { for (const { key, value } of snapshots.getRange({ start: 1 })) yield [key, value as AggregateSnapshot]; },
+      *snapshots() { for (const { key, value } of snapshots.getRange({ start: 1 })) yield [key, whole(key, value as AggregateSnapshot)]; },
       meta: () => snapshots.get(META_KEY) as ShardMeta | undefined,
       *journal() { for (const { key, value } of journal.getRange()) yield [key, value]; },
     }, state);
@@ -351,6 +424,8 @@ export class LmdbShardStore implements DurableShardStore {
     this.head = head === undefined ? null : head.version ?? null;
     if (this.head !== null && this.head > this.seq) this.seq = this.head;
     this.sinceSnapshot = recovered.journalEntries;
+    // parts a crashed round left behind, unreferenced: the next round removes them
+    for (const key of this.snapshotParts.getKeys()) this.partsToClean.add(key[0]);
     const { snapshots: count, journalEntries, eventsApplied, ms } = recovered;
     return { snapshots: count, journalEntries, eventsApplied, ms };
   }
@@ -383,7 +458,7 @@ export class LmdbShardStore implements DurableShardStore {
     let fileBytes = 0;
     try { fileBytes = statSync(this.path).size; } catch { /* not created yet */ }
     return {
-      journalBytes: used(this.journal), snapshotBytes: used(this.snapshots), blobBytes: used(this.blobs),
+      journalBytes: used(this.journal), snapshotBytes: used(this.snapshots) + used(this.snapshotParts), blobBytes: used(this.blobs),
       fileBytes, lastSnapshotAt: this.lastSnapshotAt,
     };
   }

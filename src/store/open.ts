@@ -13,6 +13,8 @@ export interface StoreOptions {
   mapSize: number | null;
   /** test hooks (LOGBOOK_TEST_HOOKS=1 only): slow snapshot slices; told of each snapshot put / trim */
   snapshotSliceDelayMs?: number;
+  /** test hook: results per snapshot part (LOGBOOK_TEST_SNAPSHOT_PART_ROWS) */
+  snapshotPartRows?: number;
   step?: ((phase: 'snapshot' | 'trim', count: number) => void) | null;
   /** commits stopped settling (the engine lost one): the caller must restart on a fresh store */
   onStall?: ((pendingCommits: number, ms: number) => void) | null;
@@ -24,6 +26,7 @@ export function openShardStore(options: StoreOptions): DurableShardStore | null 
   if (options.dataDir === null) return null;
   return new LmdbShardStore(options.dataDir, options.shard, options.durability, {
     mapSize: options.mapSize, snapshotSliceDelayMs: options.snapshotSliceDelayMs ?? 0, step: options.step ?? null,
+    ...(options.snapshotPartRows ? { snapshotPartRows: options.snapshotPartRows } : {}),
     onStall: options.onStall ?? null, ...(options.stallMs ? { stallMs: options.stallMs } : {}),
   });
 }

@@ -3,8 +3,18 @@
 import type { Aggregate, ShardState } from '../shard/state.js';
 import { PlaybookRow, PlayRow, TaskRow, HostRow, ResultRow, FileRow, RecordRow } from '../shard/rows.js';
 
-/** Aggregate snapshot: [seq, playbook, plays, tasks, hosts, results, files, records] as positional arrays. */
-export type AggregateSnapshot = [number, unknown[], unknown[][], unknown[][], unknown[][], unknown[][], unknown[][], unknown[][]];
+/**
+ * Aggregate snapshot: [seq, playbook, plays, tasks, hosts, results, files,
+ * records] as positional arrays, and optionally the number of parts its results
+ * were stored in apart (then `results` is empty here): a playbook of a large
+ * fleet holds hundreds of thousands of results, and encoding them as one value
+ * stalled its shard for a third of a second each round.
+ */
+export type AggregateSnapshot = [number, unknown[], unknown[][], unknown[][], unknown[][], unknown[][], unknown[][], unknown[][], number?];
+
+/** Index of `results` and of the part count in an AggregateSnapshot. */
+const RESULTS = 5;
+const PARTS = 8;
 
 /**
  * Written last in each completed snapshot round: the seq the round reflects, the
@@ -32,4 +42,31 @@ export function loadAggregate(state: ShardState, snapshot: AggregateSnapshot): n
     results: results.map(ResultRow.fromArray), files: files.map(FileRow.fromArray), records: records.map(RecordRow.fromArray),
   });
   return seq;
+}
+
+/**
+ * Split a snapshot's results into parts of at most `partRows` rows, stored
+ * apart from it; a snapshot with no more than that keeps them inline.
+ */
+export function splitResults(snapshot: AggregateSnapshot, partRows: number): { head: AggregateSnapshot; parts: unknown[][][] } {
+  const results = snapshot[RESULTS];
+  if (results.length <= partRows) return { head: snapshot, parts: [] };
+  const parts: unknown[][][] = [];
+  for (let i = 0; i < results.length; i += partRows) parts.push(results.slice(i, i + partRows));
+  const head = snapshot.slice() as AggregateSnapshot;
+  head[RESULTS] = [];
+  head[PARTS] = parts.length;
+  return { head, parts };
+}
+
+/** How many result parts a stored snapshot refers to (0: its results are inline). */
+export function resultPartsOf(snapshot: AggregateSnapshot): number {
+  return snapshot[PARTS] ?? 0;
+}
+
+/** A stored snapshot with its result parts put back. */
+export function joinResults(head: AggregateSnapshot, parts: unknown[][][]): AggregateSnapshot {
+  const whole = head.slice(0, PARTS) as AggregateSnapshot;
+  whole[RESULTS] = parts.length === 1 ? parts[0]! : ([] as unknown[][]).concat(...parts);
+  return whole;
 }

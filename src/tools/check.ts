@@ -68,7 +68,7 @@ export async function checkDataDir(dataDir: string): Promise<CheckReport> {
   for (const id of front.labels.keys()) if (id > front.labelMaxId) problem(`front.mdb: label ${id} is above the label id high-water mark ${front.labelMaxId} (a new label could reuse its id)`);
   const shardFiles = readdirSync(dataDir).map((n) => /^shard-(\d+)\.mdb$/.exec(n)).filter((m) => m !== null).map((m) => Number(m![1])).sort((a, b) => a - b);
   if (!front.format) problem('front.mdb: no format record (a logbook never started here, or front.mdb was replaced)');
-  else if (front.format.format !== FORMAT_VERSION) problem(`front.mdb: on-disk format ${front.format.format}, this check reads format ${FORMAT_VERSION}`);
+  else if (typeof front.format.format !== 'number' || front.format.format > FORMAT_VERSION || front.format.format < 1) problem(`front.mdb: on-disk format ${front.format.format}, this check reads formats 1 to ${FORMAT_VERSION}`);
   const shards = front.format?.shards ?? shardFiles.length;
   report.shards = shards;
   for (let k = 0; k < shards; k++) if (!shardFiles.includes(k)) problem(`shard-${k}.mdb is missing (the data was written with ${shards} shards)`);
