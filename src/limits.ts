@@ -104,11 +104,13 @@ export const LIMITS = {
    * bound before new ones are refused (CoDel's interval; at most four times the
    * bound): a single slow group commit under a light load sheds nothing. */
   shardQueueDelayIntervalMs: 100,
-  /** A shard that refused a request for its delay within this long (ms) refuses
-   * again as soon as its oldest request waits longer than the bound, without a
-   * new interval: else under a steady flood its queue swings up to bound +
-   * interval (measured: round trips of ~140 ms with a 50 ms bound). */
-  shardQueueDelayRecentMs: 1000,
+  /** An overload episode of a shard lasts this long (ms) past its last refusal
+   * for delay: meanwhile it admits only what drains within the bound at its
+   * answer rate, and refuses as soon as its oldest request waits longer than
+   * the bound, without a new interval (else under a steady flood its queue
+   * swings up to bound + interval). Was 1 s: at half the load after a flood, a
+   * GC pause or slow commit then kept a shard refusing 2–20 % of requests. */
+  shardQueueDelayRecentMs: 200,
   /** Requests in flight to a shard that are always admitted, whatever the delay:
    * a few slow fsyncs under light load must not shed anything. */
   shardQueueDelayMinimum: 32,

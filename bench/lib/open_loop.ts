@@ -28,7 +28,14 @@ export interface LoadSpec {
   onAck?: (body: string) => void;
 }
 
-interface Conn { socket: Socket; busy: boolean; buf: Buffer; current: { due: number; sent: number; resolve: (s: Sample) => void } | null }
+interface Conn { socket: Socket; busy: boolean; buf: Buffer; current: { due: number; sent: number; resolve: (s: Sample) => void } | null; idleSince: number }
+
+/**
+ * A connection idle this long (ms) is closed instead of reused: uWS closes
+ * connections idle for ~10 s, and a request written as it does so fails with
+ * the connection (as HTTP clients do, keep-alive ends on the client first).
+ */
+const IDLE_REUSE_MS = 5000;
 
 export class LoadGenerator {
   private readonly requests: Buffer[];
@@ -54,7 +61,7 @@ export class LoadGenerator {
   /** Send one request (due now or at `due`); resolves with its sample. */
   send(due = performance.now()): Promise<Sample> {
     return new Promise((resolve) => {
-      const conn = this.idle.pop();
+      const conn = this.takeIdle();
       if (conn) { this.start(conn, due, resolve); return; }
       this.waiting.push({ due, resolve });
       if (this.all.size + this.connecting < this.maxConnections) this.open();
@@ -65,7 +72,7 @@ export class LoadGenerator {
     this.connecting++;
     const socket = connect({ port: this.spec.port, host: '127.0.0.1' });
     socket.setNoDelay(true);
-    const conn: Conn = { socket, busy: false, buf: Buffer.alloc(0), current: null };
+    const conn: Conn = { socket, busy: false, buf: Buffer.alloc(0), current: null, idleSince: 0 };
     socket.on('connect', () => {
       this.connecting--;
       this.all.add(conn);
@@ -84,6 +91,18 @@ export class LoadGenerator {
     });
   }
 
+  /** The most recently used idle connection that is not about to be closed by the server. */
+  private takeIdle(): Conn | undefined {
+    const now = performance.now();
+    for (let conn = this.idle.pop(); conn; conn = this.idle.pop()) {
+      if (now - conn.idleSince < IDLE_REUSE_MS) return conn;
+      this.all.delete(conn);
+      conn.socket.removeAllListeners('close');
+      conn.socket.destroy();
+    }
+    return undefined;
+  }
+
   private start(conn: Conn, due: number, resolve: (s: Sample) => void): void {
     conn.busy = true;
     conn.current = { due, sent: performance.now(), resolve };
@@ -94,7 +113,7 @@ export class LoadGenerator {
     conn.busy = false;
     const next = this.waiting.shift();
     if (next) this.start(conn, next.due, next.resolve);
-    else this.idle.push(conn);
+    else { conn.idleSince = performance.now(); this.idle.push(conn); }
   }
 
   private onData(conn: Conn, chunk: Buffer): void {

@@ -41,6 +41,8 @@ export interface OverloadPhase {
   shedRps: number;
   /** answers other than 2xx and 503, and connections that failed */
   errors: number;
+  /** those by status (0: the connection closed before an answer) */
+  errorStatuses: Record<string, number>;
   admittedMs: { p50: number; p99: number; max: number };
   /** p99 of the 503 answers' latency: shedding must be fast */
   shedP99Ms: number;
@@ -113,6 +115,10 @@ function phase(samples: Sample[], from: number, to: number, offeredRps: number, 
   return {
     seconds, offeredRps, admittedRps: admitted.length / seconds, shedRps: shed / seconds,
     errors: inside.length - admitted.length - shed,
+    errorStatuses: inside.reduce<Record<string, number>>((by, s) => {
+      if ((s.status < 200 || s.status >= 300) && s.status !== 503) by[s.status] = (by[s.status] ?? 0) + 1;
+      return by;
+    }, {}),
     admittedMs: { p50: percentile(admitted, 0.5), p99: percentile(admitted, 0.99), max: admitted.reduce((a, b) => Math.max(a, b), -Infinity) },
     shedP99Ms: percentile(shedSamples.map((s) => s.latency), 0.99),
     generatorLagP99Ms: percentile(inside.map((s) => s.lag), 0.99),
@@ -280,7 +286,7 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
       sheddingLines: lines.map(({ level: _l, pid: _p, msg: _m, ...rest }) => rest), baseRssBytes, peakRssBytes, peakConnections,
       acknowledged: acked.size, lost, unacknowledgedStored: stored.size - (acked.size - lost),
     };
-    ctx.step(`overload [${policy}]: at 2× admitted ${fmt.int(overload.admittedRps)}/s (p50 ${fmt.ms(overload.admittedMs.p50)} / p99 ${fmt.ms(overload.admittedMs.p99)} / max ${fmt.ms(overload.admittedMs.max)} ms), shed ${fmt.int(overload.shedRps)}/s (p99 ${fmt.ms(overload.shedP99Ms)} ms), ${overload.errors} errors, generator lag p99 ${fmt.ms(overload.generatorLagP99Ms)} ms, ${peakConnections} conn; ` +
+    ctx.step(`overload [${policy}]: at 2× admitted ${fmt.int(overload.admittedRps)}/s (p50 ${fmt.ms(overload.admittedMs.p50)} / p99 ${fmt.ms(overload.admittedMs.p99)} / max ${fmt.ms(overload.admittedMs.max)} ms), shed ${fmt.int(overload.shedRps)}/s (p99 ${fmt.ms(overload.shedP99Ms)} ms), ${overload.errors} errors${overload.errors ? ` ${JSON.stringify(overload.errorStatuses)}` : ''}, generator lag p99 ${fmt.ms(overload.generatorLagP99Ms)} ms, ${peakConnections} conn; ` +
       `RSS ${fmt.mib(baseRssBytes)} → peak ${fmt.mib(peakRssBytes)}; last 503 ${fmt.int(sheddingEndedMs)} ms and p99 < ${RECOVERED_P99_MS} ms ${recoveryMs === null ? 'not within the phase' : `${fmt.int(recoveryMs)} ms`} after the drop; ` +
       `${fmt.int(acked.size)} acknowledged, ${lost} lost, ${run.unacknowledgedStored} stored without an answer`);
     ctx.step(`overload [${policy}]: admitted p50/p99 from the write ${fmt.ms(overload.admittedFromSendMs.p50)} / ${fmt.ms(overload.admittedFromSendMs.p99)} ms; cores at 2×: server ${overload.serverCores.toFixed(2)}, generator ${overload.generatorCores.toFixed(2)} (nice ${generatorNice}); ` +

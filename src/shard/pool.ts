@@ -309,7 +309,7 @@ export class ShardPool implements Shards {
     const now = performance.now();
     const sinceRefused = now - this.lastRefused[shard]!;
     const recentlyRefused = sinceRefused <= LIMITS.shardQueueDelayRecentMs;
-    // Within an overload episode (a refusal within the last two intervals),
+    // Within an overload episode (a refusal within shardQueueDelayRecentMs),
     // admit only what drains within the bound at the rate the shard answers
     // (Little's law: queue = rate × wait). The oldest-wait test alone reacts a
     // bound late: while the oldest request ages towards the bound every arrival
@@ -317,7 +317,7 @@ export class ShardPool implements Shards {
     // admitted writes waited ~100 ms on average with a 50 ms bound (bench
     // overload, 60 s at 2×). Outside an episode only the oldest-wait test
     // sheds, so a burst onto an idle shard is admitted.
-    if (sinceRefused <= 2 * this.queueDelayIntervalMs && queued >= this.answerRate[shard]! * this.queueDelayMs) {
+    if (recentlyRefused && queued >= this.answerRate[shard]! * this.queueDelayMs) {
       this.lastRefused[shard] = now;
       return 'delay';
     }
