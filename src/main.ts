@@ -8,6 +8,7 @@ import { errText, log, setLogLevel } from './log.js';
 import { startServer } from './server.js';
 import { StoreError } from './store/front_store.js';
 import { PartitionCountMismatchError } from './cluster/partition_log.js';
+import { NatsAccessError } from './cluster/nats_options.js';
 import { VERSION } from './version.js';
 
 const argv = process.argv.slice(2);
@@ -38,7 +39,7 @@ let server;
 try {
   server = await startServer(config);
 } catch (err) {
-  if (err instanceof StoreError || err instanceof PartitionCountMismatchError) { process.stderr.write(`logbook: ${err.message}\n`); process.exit(2); }
+  if (err instanceof StoreError || err instanceof PartitionCountMismatchError || err instanceof NatsAccessError) { process.stderr.write(`logbook: ${err.message}\n`); process.exit(2); }
   log.fatal('start-up failed', { err: errText(err) });
   await log.flush();
   process.exit(1);

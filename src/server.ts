@@ -16,7 +16,7 @@ import { VERSION } from './version.js';
 import type { PoolOptions } from './shard/pool.js';
 import type { Shards } from './shard/shards.js';
 import type { MaintenanceTarget } from './retention.js';
-import { connect } from '@nats-io/transport-node';
+import { connectNode, natsConnectionOptions } from './cluster/nats_options.js';
 import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { ClusterShards } from './cluster/cluster_shards.js';
@@ -88,9 +88,7 @@ async function startClusterNode(config: Config): Promise<Server> {
   const t0 = performance.now();
   // throwaway blob stores of an earlier run of this node (the streams hold everything)
   rmSync(join(config.dataDir, 'cluster', cluster.node), { recursive: true, force: true });
-  const nc = await connect({ servers: cluster.servers, name: `logbook ${cluster.node}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, waitOnFirstConnect: true,
-    // no stack capture per request (nats-core builds one for every request error otherwise: ~6 % of a node's main thread)
-    noAsyncTraces: true });
+  const nc = await connectNode(natsConnectionOptions(cluster.servers, `logbook ${cluster.node}`, cluster.auth));
   try {
     const plog = await PartitionLog.open(nc, { partitions: cluster.partitions, replicas: cluster.replicas });
     const labels = await ClusterLabels.open(nc, plog);

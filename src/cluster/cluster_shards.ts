@@ -378,7 +378,7 @@ export class ClusterShards implements Shards {
 
   private partitionInit(epoch: number, fenceSeq: number, standby: boolean) {
     const c = this.config;
-    return { servers: c.servers, node: c.node, partitions: c.partitions, replicas: c.replicas, epoch, fenceSeq, standby, blobDir: this.blobDir };
+    return { servers: c.servers, auth: c.auth, node: c.node, partitions: c.partitions, replicas: c.replicas, epoch, fenceSeq, standby, blobDir: this.blobDir };
   }
 
   private promote(partition: number, epoch: number, fenceSeq: number): Promise<{ entries: number; ms: number; results: number }> {

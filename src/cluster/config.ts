@@ -1,7 +1,9 @@
-// Cluster-mode configuration (issue #12): which NATS servers to use, this node's
-// name, the partition count and the stream replica count. Nothing in the
-// single-process server reads this yet; with LOGBOOK_CLUSTER unset the result is
-// `null` and logbook runs exactly as before.
+// Cluster-mode configuration (issue #12): which NATS servers to use and how to
+// authenticate to them, this node's name, the partition count and the stream
+// replica count. With LOGBOOK_CLUSTER unset the result is `null` and logbook
+// runs as a single process.
+import { accessSync, constants } from 'node:fs';
+import type { NatsAuth } from './nats_options.js';
 
 export interface ClusterConfig {
   /** nats:// URLs of the NATS servers to connect to (any of them will do; the client fails over). */
@@ -12,7 +14,15 @@ export interface ClusterConfig {
   partitions: number;
   /** JetStream replicas of each partition stream (1..5; 3 survives the loss of one server) */
   replicas: number;
+  /** credentials and TLS for the NATS connections (LOGBOOK_CLUSTER_USER … _TLS_KEY) */
+  auth: NatsAuth;
 }
+
+/** The variables that configure cluster mode, besides LOGBOOK_CLUSTER. */
+const CLUSTER_VARIABLES = [
+  'LOGBOOK_NODE', 'LOGBOOK_PARTITIONS', 'LOGBOOK_REPLICAS', 'LOGBOOK_CLUSTER_USER', 'LOGBOOK_CLUSTER_PASSWORD',
+  'LOGBOOK_CLUSTER_TOKEN', 'LOGBOOK_CLUSTER_CREDS', 'LOGBOOK_CLUSTER_TLS_CA', 'LOGBOOK_CLUSTER_TLS_CERT', 'LOGBOOK_CLUSTER_TLS_KEY',
+] as const;
 
 export const DEFAULT_PARTITIONS = 32;
 export const DEFAULT_REPLICAS = 3;
@@ -70,7 +80,7 @@ export function clusterConfigFromEnv(env: Record<string, string | undefined> = p
   const rawServers = env.LOGBOOK_CLUSTER;
   if (rawServers === undefined || rawServers.trim() === '') {
     // The other cluster variables mean nothing without servers: say so rather than ignore them.
-    for (const name of ['LOGBOOK_NODE', 'LOGBOOK_PARTITIONS', 'LOGBOOK_REPLICAS'] as const) {
+    for (const name of CLUSTER_VARIABLES) {
       const v = env[name];
       if (v !== undefined && v.trim() !== '') {
         throw new ClusterConfigError(`${name} is set but LOGBOOK_CLUSTER is not; set LOGBOOK_CLUSTER to the NATS servers' URLs for cluster mode, or unset ${name}`);
@@ -86,5 +96,38 @@ export function clusterConfigFromEnv(env: Record<string, string | undefined> = p
   }
   const partitions = parseIntIn('LOGBOOK_PARTITIONS', env.LOGBOOK_PARTITIONS, DEFAULT_PARTITIONS, 1, MAX_PARTITIONS);
   const replicas = parseIntIn('LOGBOOK_REPLICAS', env.LOGBOOK_REPLICAS, DEFAULT_REPLICAS, 1, 5);
-  return { servers, node, partitions, replicas };
+  return { servers, node, partitions, replicas, auth: authFromEnv(env) };
+}
+
+/** NATS credentials and TLS files from the environment; a file that cannot be read stops start-up naming it. */
+function authFromEnv(env: Record<string, string | undefined>): NatsAuth {
+  const value = (name: string): string | undefined => {
+    const v = env[name];
+    return v === undefined || v === '' ? undefined : v;
+  };
+  const file = (name: string): string | undefined => {
+    const path = value(name)?.trim();
+    if (path === undefined) return undefined;
+    try {
+      accessSync(path, constants.R_OK);
+    } catch (err) {
+      throw new ClusterConfigError(`${name}=${path}: cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+    }
+    return path;
+  };
+  const auth: NatsAuth = {};
+  const user = value('LOGBOOK_CLUSTER_USER'), password = value('LOGBOOK_CLUSTER_PASSWORD'), token = value('LOGBOOK_CLUSTER_TOKEN');
+  if (password !== undefined && user === undefined) throw new ClusterConfigError('LOGBOOK_CLUSTER_PASSWORD is set without LOGBOOK_CLUSTER_USER');
+  const ways = [user !== undefined, token !== undefined, value('LOGBOOK_CLUSTER_CREDS') !== undefined].filter(Boolean).length;
+  if (ways > 1) throw new ClusterConfigError('set one of LOGBOOK_CLUSTER_USER (with _PASSWORD), LOGBOOK_CLUSTER_TOKEN or LOGBOOK_CLUSTER_CREDS, not several');
+  if (user !== undefined) { auth.user = user; auth.password = password ?? ''; }
+  if (token !== undefined) auth.token = token;
+  const creds = file('LOGBOOK_CLUSTER_CREDS');
+  if (creds !== undefined) auth.credsFile = creds;
+  const ca = file('LOGBOOK_CLUSTER_TLS_CA');
+  if (ca !== undefined) auth.tlsCa = ca;
+  const cert = file('LOGBOOK_CLUSTER_TLS_CERT'), key = file('LOGBOOK_CLUSTER_TLS_KEY');
+  if ((cert === undefined) !== (key === undefined)) throw new ClusterConfigError('LOGBOOK_CLUSTER_TLS_CERT and LOGBOOK_CLUSTER_TLS_KEY go together (a client certificate and its key)');
+  if (cert !== undefined) { auth.tlsCert = cert; auth.tlsKey = key!; }
+  return auth;
 }

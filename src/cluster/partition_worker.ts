@@ -9,6 +9,7 @@
 // records between where it is and its fence: failover replays a short tail,
 // not the partition's history.
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { natsConnectionOptions, type NatsAuth } from './nats_options.js';
 import { ShardState } from '../shard/state.js';
 import type { RecoveryStats } from '../store/types.js';
 import { PartitionIds } from './ids.js';
@@ -20,6 +21,8 @@ import { join } from 'node:path';
 /** What the node's ownership layer hands a partition's worker (ShardInit.cluster). */
 export interface PartitionInit {
   servers: string[];
+  /** credentials and TLS, as the node's own connection has them */
+  auth: NatsAuth;
   node: string;
   partitions: number;
   replicas: number;
@@ -45,7 +48,7 @@ export interface OpenedPartition {
 }
 
 export async function openPartition(k: number, init: PartitionInit): Promise<OpenedPartition> {
-  const nc = await connect({ servers: init.servers, name: `logbook ${init.node} p${k}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
+  const nc = await connect(natsConnectionOptions(init.servers, `logbook ${init.node} p${k}`, init.auth));
   try {
     const log = await PartitionLog.attach(nc, { partitions: init.partitions, replicas: init.replicas });
     const store = new PartitionStore(init.blobDir === null ? undefined

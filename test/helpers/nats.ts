@@ -48,6 +48,8 @@ export interface NatsClusterOptions {
   size?: number;
   /** max_payload of every server, bytes (NATS default 1 MB); small values make split commits cheap to test */
   maxPayload?: number;
+  /** more top-level lines of every server's configuration (e.g. `tls { … }`, `authorization { … }`) */
+  extraConfig?: string[];
 }
 
 function waitExit(child: ChildProcess): Promise<void> {
@@ -79,11 +81,15 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
       '  max_memory_store: 67108864',
       '  max_file_store: 1073741824',
       '}',
-      'cluster {',
-      '  name: logbook-test',
-      `  listen: 127.0.0.1:${routePorts[i]}`,
-      `  routes: [${routes.join(', ')}]`,
-      '}',
+      ...(options.extraConfig ?? []),
+      // one server is no cluster (JetStream then runs standalone)
+      ...(size > 1 ? [
+        'cluster {',
+        '  name: logbook-test',
+        `  listen: 127.0.0.1:${routePorts[i]}`,
+        `  routes: [${routes.join(', ')}]`,
+        '}',
+      ] : []),
       '',
     ].join('\n'));
     servers.push({ name, url: `nats://127.0.0.1:${clientPorts[i]}`, clientPort: clientPorts[i]!, configFile, child: null });
