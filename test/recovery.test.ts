@@ -332,6 +332,36 @@ test('a deleted label keeps its id to itself after a restart: a new label neithe
   );
 });
 
+test('a playbook whose results shrink below one snapshot part leaves no part behind; a restart shows what was served', async (t) => {
+  const dataDir = tempDir(t);
+  // snapshots by age every second, results in parts of 3 (test hook)
+  const env = { LOGBOOK_SHARDS: '1', LOGBOOK_SNAPSHOT_INTERVAL: '1', LOGBOOK_TEST_HOOKS: '1', LOGBOOK_TEST_SNAPSHOT_PART_ROWS: '3' };
+  let lb = await startLogbook({ env, dataDir });
+  t.teardown(async () => { await lb.stop('SIGKILL'); });
+  const rounds = () => lb.output().split('\n').filter((l) => l.includes('"msg":"snapshot taken"')).length;
+  const nextRound = async () => {
+    const before = rounds();
+    for (let i = 0; i < 100 && rounds() === before; i++) await new Promise((r) => setTimeout(r, 100));
+    t.true(rounds() > before, 'a snapshot round ran');
+  };
+  const pb = (await must(lb.url, 'POST', '/api/v1/playbooks', { path: '/srv/shrink.yml', runner_version: '2.16.0' })).id;
+  const play = (await must(lb.url, 'POST', '/api/v1/plays', { playbook: pb, name: 'p', uuid: '6bd4f5a2-4c5e-4f0a-9a7e-0c0ffee00001' })).id;
+  const file = (await must(lb.url, 'POST', '/api/v1/files', { playbook: pb, path: '/srv/shrink.yml', content: '- hosts: all' })).id;
+  const task = (await must(lb.url, 'POST', '/api/v1/tasks', { playbook: pb, play, file, action: 'debug', lineno: 1, handler: false })).id;
+  const host = (await must(lb.url, 'POST', '/api/v1/hosts', { playbook: pb, name: 'h' })).id;
+  const results: number[] = [];
+  for (let k = 0; k < 10; k++) results.push((await must(lb.url, 'POST', '/api/v1/results', { playbook: pb, play, task, host, status: 'ok', content: { k } })).id);
+  await nextRound(); // 10 results: 4 parts
+  for (const id of results.slice(0, 8)) await must(lb.url, 'DELETE', `/api/v1/results/${id}`);
+  await nextRound(); // 2 results: inline, the 4 parts go
+  const served = await fullDump(lb.url);
+  t.is(await lb.stop('SIGTERM'), 0);
+  t.deepEqual(await snapshotParts(dataDir, 1), { stored: 0, referred: 0 });
+  lb = await startLogbook({ env, dataDir });
+  t.deepEqual(await fullDump(lb.url), served);
+  t.deepEqual((await listAll(lb.url, 'results', `playbook=${pb}`)).map((r) => r.id), results.slice(8));
+});
+
 test('ids of records in a deleted playbook are not handed out again after a crash', async (t) => {
   const dataDir = tempDir(t);
   // one shard, a snapshot after every 10 journaled writes, none by time

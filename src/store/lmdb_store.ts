@@ -330,7 +330,8 @@ export class LmdbShardStore implements DurableShardStore {
           // encoding is what takes long, and it goes part by part between other work
           const seq = this.seq;
           const { head, parts } = splitResults(encodeAggregate(seq, agg), this.partRows);
-          if (parts.length) this.partsToClean.add(id);
+          // its parts of earlier rounds go after this one (also when it has none now: it shrank)
+          this.partsToClean.add(id);
           for (let k = 0; k < parts.length; k++) {
             put([id, seq, k], parts[k]!);
             await slice();
