@@ -86,6 +86,8 @@ export class LmdbShardStore implements DurableShardStore {
   private readonly overlay = new Map<BlobKey, { seq: number; value: string | null }>();
   private sinceSnapshot = 0;
   private snapshotting = false;
+  /** settles when the snapshot round in progress ends (close() lets it finish) */
+  private roundEnded: Promise<void> = Promise.resolve();
   private readonly path: string;
   private lastSnapshotAt: number | null = null;
   private readonly mapSize: number | null;
@@ -290,8 +292,14 @@ export class LmdbShardStore implements DurableShardStore {
    * recovery) puts its playbooks back as dirty and trims nothing: the next
    * round snapshots them again.
    */
-  async snapshot(state: ShardState): Promise<void> {
-    if (this.snapshotting) return;
+  snapshot(state: ShardState): Promise<void> {
+    if (this.snapshotting) return Promise.resolve();
+    const round = this.snapshotRound(state);
+    this.roundEnded = round.then(() => undefined, () => undefined);
+    return round;
+  }
+
+  private async snapshotRound(state: ShardState): Promise<void> {
     this.snapshotting = true;
     const generation = this.generation;
     const t0 = performance.now();
@@ -446,6 +454,8 @@ export class LmdbShardStore implements DurableShardStore {
 
   async close(): Promise<void> {
     if (this.stallTimer) clearInterval(this.stallTimer);
+    // a round cut short leaves parts no snapshot refers to until the next one: let it end (bounded)
+    await Promise.race([this.roundEnded, new Promise((r) => setTimeout(r, 5000).unref())]);
     // lmdb-js never resolves the flush of a failed transaction: do not wait forever for it
     await Promise.race([this.env.flushed, new Promise((r) => setTimeout(r, 5000).unref())]);
     await this.env.close();
