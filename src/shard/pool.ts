@@ -83,7 +83,7 @@ export class ShardPool implements Shards {
   private readonly rtMin: Float64Array;
   /** per shard: rids and send times in send order, to find the oldest unanswered one */
   private readonly sent: Array<{ rids: number[]; at: number[]; head: number }>;
-  /** per shard: answers per ms, smoothed over windows of LIMITS.shardRateWindowMs (the rate a queue drains at) */
+  /** per shard: answers per ms, the decaying peak over windows of LIMITS.shardRateWindowMs (the rate a queue drains at; see countAnswer) */
   private readonly answerRate: Float64Array;
   /** per shard: start (performance.now()) and answers of the current rate window */
   private readonly rateWindowStart: Float64Array;
