@@ -86,8 +86,9 @@ export async function startServer(config: Config): Promise<Server> {
 async function startClusterNode(config: Config): Promise<Server> {
   const cluster = config.cluster!;
   const t0 = performance.now();
-  // throwaway blob stores of an earlier run of this node (the streams hold everything)
-  rmSync(join(config.dataDir, 'cluster', cluster.node), { recursive: true, force: true });
+  // throwaway blob stores of this node's partitions; an earlier run's go (the streams hold everything)
+  const blobDir = join(config.dataDir, 'cluster', cluster.node);
+  rmSync(blobDir, { recursive: true, force: true });
   const nc = await connectNode(natsConnectionOptions(cluster.servers, `logbook ${cluster.node}`, cluster.auth));
   try {
     const plog = await PartitionLog.open(nc, { partitions: cluster.partitions, replicas: cluster.replicas });
@@ -97,7 +98,7 @@ async function startClusterNode(config: Config): Promise<Server> {
     log.info('joining the cluster', { node: cluster.node, partitions: cluster.partitions, replicas: cluster.replicas, port: front.port });
     // the partition's stream is the journal: no data directory for the workers (dataDir null)
     const shards = new ClusterShards(cluster, nc, plog, { ...poolOptions(config, front), shards: cluster.partitions, dataDir: null },
-      join(config.dataDir, 'cluster', cluster.node));
+      blobDir);
     labels.onChange = (id, stored) => front.labelChanged(id, stored);
     await shards.start();
     front.recover(shards, []);

@@ -87,6 +87,7 @@ export class Ingest {
     if (!parsed.ok) return reply(ex, parsed.status, parsed.body);
     const { value } = parsed;
     const spans = 'spans' in parsed ? parsed.spans ?? null : null;
+    const members = 'members' in parsed ? parsed.members ?? null : null;
     const envelope = checkEnvelope(value);
     if (typeof envelope === 'string') return reply(ex, envelope === TOO_MANY ? 413 : 400, envelope === TOO_MANY ? Errors.tooManyEvents(LIMITS.ingestEvents) : envelope);
     const { seq, events } = envelope;
@@ -124,7 +125,8 @@ export class Ingest {
         const fields: Obj = { ...header };
         delete fields.uuid;
         delete fields.id;
-        const span = memberSpans(text)!.get('playbook')!;
+        // where the playbook member is: found by the envelope's scan, or (JSON.parse path) by a walk of the top level
+        const span = (members ?? memberSpans(text)!).get('playbook')!;
         const n = this.deps.normalizer.normalize('playbook', 'create', fields, text, span[0], span[1]);
         if (n.errors) return reply(ex, 400, JSON.stringify({ playbook: JSON.parse(Errors.fields(n.errors, WRITE_FIELDS.playbook)) }));
         create = n.set;
@@ -202,7 +204,7 @@ export class Ingest {
  * JSON.parse accepts (api/json_scan.ts); otherwise by JSON.parse, whose errors
  * are the answer. Either way the values are the ones JSON.parse would give.
  */
-function envelopeOf(text: string): { ok: true; value: Obj; spans?: Uint8Array | null } | { ok: false; status: number; body: string } {
+function envelopeOf(text: string): { ok: true; value: Obj; spans?: Uint8Array | null; members?: Map<string, [number, number]> } | { ok: false; status: number; body: string } {
   const scan = scanBatchBody(text, LIMITS.jsonDepth);
   if (scan === null) return parseJsonText(text);
   const value: Obj = {};
@@ -220,7 +222,7 @@ function envelopeOf(text: string): { ok: true; value: Obj; spans?: Uint8Array | 
     });
   }
   const spans = scan.spans && new Uint8Array(scan.spans.buffer, scan.spans.byteOffset, scan.spans.byteLength);
-  return { ok: true, value, spans };
+  return { ok: true, value, spans, members: scan.members };
 }
 
 const TOO_MANY = '\u0000too many';

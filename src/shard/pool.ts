@@ -254,6 +254,7 @@ export class ShardPool implements Shards {
     }
     const refused = handler ? this.overloadedBy(shard) : null;
     if (handler && refused !== null) {
+      this.refusing(shard, refused);
       if (refused === 'length') this.shedByLength++; else this.shedByDelay++;
       queueMicrotask(() => handler({ k: 'error', rid: 0, status: 503, body: Errors.overloaded() }, context as C));
       return;
@@ -288,20 +289,39 @@ export class ShardPool implements Shards {
    * disk alone cannot shed a light load.
    */
   overloaded(shard: number): boolean {
-    return this.overloadedBy(shard) !== null;
+    const refused = this.overloadedBy(shard);
+    if (refused === null) return false;
+    this.refusing(shard, refused); // the caller refuses the request
+    return true;
   }
 
-  /** Would every shard refuse a request now? (The front asks before it knows which shard a body targets.) */
+  /**
+   * Would every shard refuse a request now? (The front asks before it knows
+   * which shard a body targets.) Only a refusal counts as one: a shard that
+   * would refuse while another admits is not in an overload episode for it.
+   */
   everyOverloaded(): boolean {
     let up = 0;
     for (let shard = 0; shard < this.size; shard++) {
       if (!this.up[shard]) continue;
-      if (!this.overloaded(shard)) return false;
+      if (this.overloadedBy(shard) === null) return false;
       up++;
     }
-    return up > 0; // shards that are down answer for themselves (503, "Shard k is unavailable")
+    if (up === 0) return false; // shards that are down answer for themselves (503, "Shard k is unavailable")
+    // refused: each shard's reason again (cheap, and only on this path; nothing allocated per request)
+    for (let shard = 0; shard < this.size; shard++) {
+      const why = this.up[shard] ? this.overloadedBy(shard) : null;
+      if (why !== null) this.refusing(shard, why);
+    }
+    return true;
   }
 
+  /** A request is refused for this shard's sake: a refusal for its delay starts (or extends) its overload episode. */
+  private refusing(shard: number, why: 'length' | 'delay'): void {
+    if (why === 'delay') this.lastRefused[shard] = performance.now();
+  }
+
+  /** Why a request for `shard` would be refused now (null: admitted); records nothing (see refusing()). */
   private overloadedBy(shard: number): 'length' | 'delay' | null {
     const queued = this.queued[shard]!;
     if (queued >= this.queueLimit) return 'length';
@@ -317,16 +337,12 @@ export class ShardPool implements Shards {
     // admitted writes waited ~100 ms on average with a 50 ms bound (bench
     // overload, 60 s at 2×). Outside an episode only the oldest-wait test
     // sheds, so a burst onto an idle shard is admitted.
-    if (recentlyRefused && queued >= this.answerRate[shard]! * this.queueDelayMs) {
-      this.lastRefused[shard] = now;
-      return 'delay';
-    }
+    if (recentlyRefused && queued >= this.answerRate[shard]! * this.queueDelayMs) return 'delay';
     if (!this.standing(shard, now)) return null;
     // the interval filters out a lone slow commit; a shard that was refusing a
     // moment ago has a standing queue still, and waiting out another interval
     // each time would let it grow to bound + interval (CoDel resumes dropping at once too)
     if (now - this.aboveSince[shard]! < this.queueDelayIntervalMs && !recentlyRefused) return null;
-    this.lastRefused[shard] = now;
     return 'delay';
   }
 
