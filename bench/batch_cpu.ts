@@ -6,7 +6,7 @@
 // clock, so the numbers hold on a machine other processes load (wall-clock
 // throughput does not). The store's commits run on lmdb-js's threads; the
 // process's total CPU (all threads) is reported beside it.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileWriteValidators } from '../src/api/schemas.js';
@@ -33,6 +33,20 @@ function threadCpu(): number {
   return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]) / 1000;
 }
 const processCpu = (): number => { const u = process.cpuUsage(); return u.user + u.system; };
+/** CPU time in µs of each of this process's threads, summed by thread name (main, V8 GC helpers, lmdb-js's writer…). */
+function threadsCpu(): Map<string, number> {
+  const out = new Map<string, number>();
+  const tick = 1e6 / 100; // USER_HZ
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const name = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim().replace(/[0-9]+$/, '');
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) * tick);
+    } catch { /* the thread ended */ }
+  }
+  return out;
+}
 
 const normalizer = new BodyNormalizer(compileWriteValidators(), { ignoredFacts: [], ignoredArguments: [] });
 
@@ -125,9 +139,10 @@ async function frontPhase(ms: number): Promise<{ us: number; n: number }> {
 }
 
 // shard phase: STREAMS batches in flight, each stream's next once its last is durable
-async function shardPhase(ms: number): Promise<{ us: number; n: number; all: number; wall: number }> {
+async function shardPhase(ms: number): Promise<{ us: number; n: number; all: number; wall: number; threads: Record<string, number> }> {
   const c0 = threadCpu();
   const p0 = processCpu();
+  const th0 = threadsCpu();
   const t0 = performance.now();
   let n = 0;
   let extra = 0; // front work done here to make messages, subtracted
@@ -141,7 +156,12 @@ async function shardPhase(ms: number): Promise<{ us: number; n: number; all: num
       n += batchSize;
     }
   }));
-  return { us: threadCpu() - c0 - extra, n, all: processCpu() - p0 - extra, wall: performance.now() - t0 };
+  const threads: Record<string, number> = {};
+  for (const [name, us] of threadsCpu()) {
+    const d = us - (th0.get(name) ?? 0);
+    if (d > 0) threads[name] = +(d / n).toFixed(2);
+  }
+  return { us: threadCpu() - c0 - extra, n, all: processCpu() - p0 - extra, wall: performance.now() - t0, threads };
 }
 
 await frontPhase(500);
@@ -154,6 +174,8 @@ console.log(JSON.stringify({
   shardUsPerResult: +(s.us / s.n).toFixed(2),
   shardProcessUsPerResult: +(s.all / s.n).toFixed(2),
   shardResultsPerSecond: Math.round(s.n / (s.wall / 1000)),
+  // µs per result by thread (the main thread's includes the front work subtracted above)
+  threadsUsPerResult: s.threads,
 }));
 await store.close();
 rmSync(dataDir, { recursive: true, force: true });

@@ -19,6 +19,11 @@ export const blobKey = {
   file: (sha1: string): BlobKey => 'f' + sha1,
 };
 
+/** The result id of a content blob's key, or null for any other key. */
+export function contentResultId(key: BlobKey): number | null {
+  return typeof key === 'number' && key >= ROW && key < 2 * ROW ? key - ROW : null;
+}
+
 const KINDS = [null, 'content', 'facts', 'arguments', 'value'] as const;
 /** Which field a blob key is for (tools and tests that walk the blob table). */
 export function blobKind(key: BlobKey): 'content' | 'facts' | 'arguments' | 'value' | 'file' | null {

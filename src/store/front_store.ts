@@ -13,8 +13,10 @@ import type { LabelStore } from '../http/labels.js';
  *   1: the first layout.
  *   2: a large playbook's snapshot keeps its results in parts (snapshot_parts):
  *      a format-1 binary would load such a playbook without its results.
+ *   3: the result contents of a batch are packed (content_chunks): an older
+ *      binary would serve them as `{}`.
  */
-export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
 
 export class StoreError extends Error {}
 

@@ -4,6 +4,7 @@
 //   snapshots  playbook id → aggregate snapshot    (key 0: shard meta)
 //   snapshot_parts  [playbook id, seq, k] → part k of that snapshot's results (large playbooks)
 //   blobs      key → large JSON text               (LZ4-compressed when it pays)
+//   content_chunks  [playbook, first, last] → contents of results a batch created, packed (content_chunks.ts)
 //   head       one record whose version is the seq of the last stored command
 // Every command's journal entry and blob changes are issued in one event turn, so
 // lmdb-js puts them in one transaction; the shard replies only once that
@@ -22,7 +23,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Event, ShardState } from '../shard/state.js';
 import type { StreamChange } from '../shard/changes.js';
-import type { BlobKey } from './blobs.js';
+import { BLOB_DEFAULT, contentResultId, type BlobKey } from './blobs.js';
+import { CHUNK_ALONE_BYTES, CHUNK_MIN_CONTENTS, ContentChunks, type ChunkKey, type PackableContent } from './content_chunks.js';
 import { log } from '../log.js';
 import { recoverShard } from './recovery.js';
 import { encodeAggregate, joinResults, resultPartsOf, splitResults, type AggregateSnapshot, type ShardMeta } from './snapshot_format.js';
@@ -72,6 +74,9 @@ export class LmdbShardStore implements DurableShardStore {
   private readonly blobs: Database<string, BlobKey>;
   /** the same table, for writes: compresses with a short dictionary (see blobWriteDictionary) */
   private readonly blobWriter: Database<string, BlobKey>;
+  /** result contents of batches, packed (content_chunks.ts) */
+  private readonly chunkTable: Database<Buffer, ChunkKey>;
+  private readonly chunks: ContentChunks;
   /** the live stream's numbered changes, the last N (src/shard/changes.ts) */
   private readonly changes: Database<StreamChange[], number>;
   private readonly heads: Database<null, string>;
@@ -143,6 +148,8 @@ export class LmdbShardStore implements DurableShardStore {
       : this.env.openDB({ name: 'blobs', encoding: 'string', compression: { threshold: 512, dictionary } });
     this.heads = this.env.openDB({ name: 'head', encoding: 'msgpack', useVersions: true });
     this.changes = this.env.openDB({ name: 'changes', encoding: 'msgpack' });
+    this.chunkTable = this.env.openDB({ name: 'content_chunks', encoding: 'binary', compression: { threshold: 512 } });
+    this.chunks = new ContentChunks(this.chunkTable);
   }
 
   get journalLength(): number { return this.sinceSnapshot; }
@@ -150,7 +157,10 @@ export class LmdbShardStore implements DurableShardStore {
   getBlob(key: BlobKey): string | undefined {
     const pending = this.overlay.get(key);
     if (pending) return pending.value ?? undefined;
-    return this.blobs.get(key);
+    const value = this.blobs.get(key);
+    if (value !== undefined) return value;
+    const result = contentResultId(key);
+    return result === null ? undefined : this.chunks.read(result);
   }
 
   write(events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[], droppedPlaybooks: number[]): Promise<void> {
@@ -163,9 +173,16 @@ export class LmdbShardStore implements DurableShardStore {
     let stored: Promise<boolean>;
     if (this.faults?.fail('journal')) stored = this.injected('journal');
     else {
+      const packed = puts.length >= CHUNK_MIN_CONTENTS ? this.pack(events, puts) : null;
+      let alone = packed === null ? puts : packed.alone;
+      const reset = removes.length ? this.packedResets(events, removes) : null;
+      if (reset) alone = alone.concat(reset);
+      const droppedChunks = droppedPlaybooks.length ? this.chunks.drop(new Set(droppedPlaybooks)) : null;
       stored = this.afterHead(after, () => {
         for (const key of removes) void this.blobWriter.remove(key);
-        for (const [key, value] of puts) void this.blobWriter.put(key, value);
+        for (const [key, value] of alone) void this.blobWriter.put(key, value);
+        if (packed) for (const [key, value] of packed.chunks) void this.chunkTable.put(key, value);
+        if (droppedChunks) for (const key of droppedChunks) void this.chunkTable.remove(key);
         for (const id of droppedPlaybooks) {
           void this.snapshots.remove(id);
           for (const key of this.snapshotParts.getKeys({ start: [id], end: [id + 1] })) void this.snapshotParts.remove(key);
@@ -181,6 +198,44 @@ export class LmdbShardStore implements DurableShardStore {
     // reads must show what is on disk (the shard rebuilds its state from disk too)
     const settle = () => { if (touched) for (const key of touched) if (this.overlay.get(key)?.seq === seq) this.overlay.delete(key); };
     return this.durable(stored, 'write').then(settle, (err) => { settle(); throw err; });
+  }
+
+  /**
+   * The contents of results this command creates, packed into chunks when there
+   * are enough of them (a batch); the other puts are stored alone. Null: none packed.
+   */
+  private pack(events: Event[], puts: Array<[BlobKey, string]>): { chunks: Array<[ChunkKey, Buffer]>; alone: Array<[BlobKey, string]> } | null {
+    const created = new Map<number, number>();
+    for (const ev of events) if (ev.e === 'create' && ev.t === 'result') created.set(ev.d.id as number, ev.p);
+    if (created.size < CHUNK_MIN_CONTENTS) return null;
+    const packable: PackableContent[] = [];
+    const alone: Array<[BlobKey, string]> = [];
+    for (const put of puts) {
+      const id = contentResultId(put[0]);
+      const playbook = id === null ? undefined : created.get(id);
+      if (playbook !== undefined && put[1].length < CHUNK_ALONE_BYTES) packable.push({ id: id!, playbook, text: put[1] });
+      else alone.push(put);
+    }
+    if (packable.length < CHUNK_MIN_CONTENTS) return null;
+    packable.sort((a, b) => a.id - b.id);
+    return { chunks: this.chunks.pack(packable), alone };
+  }
+
+  /**
+   * A packed content set back to the default (a PATCH/PUT: the shard removes
+   * the blob) is stored as the default instead: a removal would let the value
+   * in its chunk show through. A result deleted is only removed.
+   */
+  private packedResets(events: Event[], removes: BlobKey[]): Array<[BlobKey, string]> | null {
+    let out: Array<[BlobKey, string]> | null = null;
+    let updated: Set<number> | null = null;
+    for (const key of removes) {
+      const id = contentResultId(key);
+      if (id === null || !this.chunks.holds(id)) continue;
+      updated ??= new Set(events.flatMap((ev) => (ev.e === 'update' && ev.t === 'result' ? [ev.id] : [])));
+      if (updated.has(id)) (out ??= []).push([key, BLOB_DEFAULT.content]);
+    }
+    return out;
   }
 
   /**
@@ -427,6 +482,7 @@ export class LmdbShardStore implements DurableShardStore {
       meta: () => snapshots.get(META_KEY) as ShardMeta | undefined,
       *journal() { for (const { key, value } of journal.getRange()) yield [key, value]; },
     }, state);
+    this.chunks.load();
     if (recovered.lastSeq > this.seq) this.seq = recovered.lastSeq;
     if (recovered.lastSnapshotAt !== null) this.lastSnapshotAt = recovered.lastSnapshotAt;
     const head = this.heads.getEntry(HEAD_KEY);
@@ -444,6 +500,11 @@ export class LmdbShardStore implements DurableShardStore {
   /** Every stored blob: its key and the bytes of its (decompressed) text. */
   *blobEntries(): Iterable<{ key: BlobKey; bytes: number }> {
     for (const { key, value } of this.blobs.getRange()) yield { key, bytes: Buffer.byteLength(value) };
+  }
+
+  /** Stored chunks of packed result contents (content_chunks.ts). */
+  chunkEntries(): Iterable<{ key: ChunkKey; ids: number[]; bytes: number }> {
+    return this.chunks.entries();
   }
 
   /** Journal entry seqs in order, and the seq the last completed snapshot round covers (meta). */
@@ -469,7 +530,8 @@ export class LmdbShardStore implements DurableShardStore {
     let fileBytes = 0;
     try { fileBytes = statSync(this.path).size; } catch { /* not created yet */ }
     return {
-      journalBytes: used(this.journal), snapshotBytes: used(this.snapshots) + used(this.snapshotParts), blobBytes: used(this.blobs),
+      journalBytes: used(this.journal), snapshotBytes: used(this.snapshots) + used(this.snapshotParts),
+      blobBytes: used(this.blobs) + used(this.chunkTable),
       fileBytes, lastSnapshotAt: this.lastSnapshotAt,
     };
   }

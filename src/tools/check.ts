@@ -6,7 +6,8 @@
 //   - references: play→playbook, task→play/file, result→task/play/host, delegated
 //     hosts, playbook labels → front.mdb's label catalogue
 //   - placement: each playbook in the shard that owns its id, no id in two shards
-//   - blobs: no blob whose row does not exist (orphan), no file without its text
+//   - blobs: no blob whose row does not exist (orphan), no file without its text;
+//     no packed chunk of contents (content_chunks.ts) whose playbook does not exist
 //   - journal: no gap between the last snapshot round and the journal tail
 // Prints a summary and exits 0, or lists what is wrong (at most MAX_LISTED) and
 // exits 1. It holds the data directory's lock while it runs, so a logbook cannot
@@ -178,6 +179,8 @@ function checkShard(state: ShardState, k: number, shards: number, where: string,
 /** Every blob belongs to a row that exists; every file's text is there. */
 function checkBlobs(store: LmdbShardStore, state: ShardState, where: string, report: CheckReport, problem: (m: string) => void): void {
   const fileBlobs = new Set<string>();
+  /** results whose content is stored alone (a PATCH after a batch: it wins over the chunk's) */
+  const alone = new Set<number>();
   for (const { key, bytes: size } of store.blobEntries()) {
     const kind = blobKind(key);
     const tally = (report.blobs[kind ?? 'unknown'] ??= { count: 0, bytes: 0 });
@@ -185,7 +188,7 @@ function checkBlobs(store: LmdbShardStore, state: ShardState, where: string, rep
     const id = typeof key === 'number' ? key % ROW : 0;
     const orphan = (type: string) => problem(`${where}: orphan blob ${describeKey(key)}: ${type} ${id} does not exist`);
     switch (kind) {
-      case 'content': if (!state.results.has(id)) orphan('result'); break;
+      case 'content': if (!state.results.has(id)) orphan('result'); alone.add(id); break;
       case 'facts': if (!state.hosts.has(id)) orphan('host'); break;
       case 'arguments': if (!state.aggregates.has(id)) orphan('playbook'); break;
       case 'value': if (!state.records.has(id)) orphan('record'); break;
@@ -198,6 +201,22 @@ function checkBlobs(store: LmdbShardStore, state: ShardState, where: string, rep
       default: problem(`${where}: blob with an unknown key ${JSON.stringify(key)}`);
     }
   }
+  // packed contents of batches: a chunk goes with its playbook; a result deleted alone leaves its content there
+  let unreferenced = 0;
+  for (const { key, ids, bytes: size } of store.chunkEntries()) {
+    const tally = (report.blobs.content ??= { count: 0, bytes: 0 });
+    tally.bytes += size;
+    const [playbook, first, last] = key;
+    if (!state.aggregates.has(playbook)) {
+      problem(`${where}: orphan chunk of contents of results ${first}–${last}: playbook ${playbook} does not exist`);
+      continue;
+    }
+    for (const id of ids) {
+      if (state.results.has(id) && !alone.has(id)) tally.count++;
+      else unreferenced++;
+    }
+  }
+  if (unreferenced) report.notes.push(`${where}: ${unreferenced} content(s) of deleted or rewritten results kept in chunks until their playbook is deleted`);
   for (const file of state.files.values()) {
     if (!fileBlobs.has(file.sha1)) problem(`file ${file.id}: its content (blob f${file.sha1}) is missing from ${where}`);
   }
