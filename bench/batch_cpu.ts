@@ -15,7 +15,7 @@ import { Directory } from '../src/http/directory.js';
 import { Ingest } from '../src/http/ingest.js';
 import { LabelCatalogue } from '../src/http/labels.js';
 import type { Exchange } from '../src/http/respond.js';
-import { decode, encode, type FrontToShard, type ShardToFront } from '../src/shard/protocol.js';
+import { decode, encode, postToShard, receivedFromFront, type FrontToShard, type Posted, type ShardToFront } from '../src/shard/protocol.js';
 import type { ShardPool } from '../src/shard/pool.js';
 import { Shard } from '../src/shard/shard.js';
 import { ShardState } from '../src/shard/state.js';
@@ -66,12 +66,14 @@ const first = (stream: string): string => JSON.stringify({
 const body = (stream: string, seq: number): Buffer => Buffer.from(`{"playbook":{"uuid":"${stream}"},"seq":${seq},"events":[${events}]}`);
 
 // ---- the front, with a pool that hands the encoded message to us ----
-let sent: Uint8Array | null = null;
+let sent: Posted | null = null;
 let answer: ((r: ShardToFront) => void) | null = null;
+/** what a worker's postMessage would move (the bytes are transferred, not cloned) */
+const port = { postMessage(value: unknown): void { sent = value as Posted; } };
 const pool = {
   shardOf: () => 0,
   send(_shard: number, message: FrontToShard, handler: (r: ShardToFront, ctx: unknown) => void, ctx: unknown): void {
-    sent = encode(message);
+    postToShard(port, message);
     answer = (r) => handler(r, ctx);
   },
 } as unknown as ShardPool;
@@ -87,8 +89,8 @@ function exchange(): Exchange {
   };
   return { res, method: 'POST', allow: '', aborted: false, done: false, close: false, extraHeaders: null, cors: null, slot: 0, t0: 0, url: '' } as unknown as Exchange;
 }
-/** Front: one request → the encoded message for the shard. */
-function front(bytes: Buffer): Uint8Array {
+/** Front: one request → the message as posted to the shard. */
+function front(bytes: Buffer): Posted {
   sent = null;
   ingest.handle(exchange(), 'application/json', '', bytes);
   if (sent === null) throw new Error(`the front answered ${status} itself`);
@@ -107,9 +109,9 @@ const shard = new Shard({
 shard.replaceState(new ShardState());
 shard.changes.recover();
 /** Shard: one encoded message → its (decoded) reply, once durable. */
-function onShard(bytes: Uint8Array): Promise<ShardToFront> {
+function onShard(posted: Posted): Promise<ShardToFront> {
   return new Promise((resolve) => {
-    const msg = decode<FrontToShard>(bytes);
+    const msg = receivedFromFront(posted);
     replies.push(resolve);
     const r = shard.handle(msg);
     if (r) { replies.pop(); resolve(decode(encode(r))); }

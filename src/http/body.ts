@@ -33,8 +33,9 @@ export class BodyReader {
  * Collect the body and call `done(bytes)` once, or `tooLarge()` once if it exceeds
  * `limit`, or `busy()` once if all bodies being read together would exceed
  * LIMITS.bodiesInFlight × `limit` bytes. uWS neuters each chunk's
- * ArrayBuffer when the callback returns, so every chunk but a lone last one is
- * copied: `done`'s bytes may be a view that is valid only during the call.
+ * ArrayBuffer when the callback returns, so every chunk is copied: `done`'s
+ * bytes are the body's own, exactly sized ArrayBuffer (a batch body is moved
+ * to its shard's worker, possibly after `done` returned: src/shard/protocol.ts postToShard).
  * The caller releases the reader if the request is aborted, or answered before
  * its body has arrived (uWS then closes without calling onAborted).
  */
@@ -52,7 +53,7 @@ export function readBody(res: HttpResponse, limit: number, done: (bytes: Buffer)
     if (bodyBytesInFlight > budget) { reader.release(); busy(); return; }
     if (isLast) {
       reader.release();
-      if (parts === null) done(Buffer.from(chunk));
+      if (parts === null) done(Buffer.from(chunk.slice(0)));
       else { parts.push(Buffer.from(chunk)); done(Buffer.concat(parts, size)); }
       return;
     }

@@ -150,7 +150,8 @@ export class Ingest {
     }
     const shard = routed ?? this.deps.pool().shardOf(playbook);
     const ctx: IngestContext = { ex, shard, uuid, playbook, claims: null };
-    const cmd: IngestCommand = { playbook, uuid, seq, create, text, labels: [], spans };
+    // the shard gets the body's bytes (moved to its worker) rather than the text: see protocol.ts postToShard
+    const cmd: IngestCommand = { playbook, uuid, seq, create, text: '', body: bytes, labels: [], spans };
     const send = (): void => this.deps.pool().send(shard, { k: 'ingest', rid: 0, cmd }, this.onReply, ctx);
     if (names.length === 0) return send();
 

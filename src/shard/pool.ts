@@ -11,7 +11,7 @@ import { Worker } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
 import { LIMITS } from '../limits.js';
 import { errText, log } from '../log.js';
-import { decode, encode, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
+import { decode, encode, postToShard, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
 import type { StreamChange } from './changes.js';
 import type { Shards } from './shards.js';
 
@@ -272,8 +272,7 @@ export class ShardPool implements Shards {
       if (this.queueDelayMs > 0) { const q = this.sent[shard]!; q.rids.push(rid); q.at.push(at); }
       this.queued[shard]!++;
     }
-    const bytes = encode(message);
-    this.workers[shard]!.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
+    postToShard(this.workers[shard]!, message);
   }
 
   /**

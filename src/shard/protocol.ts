@@ -35,6 +35,12 @@ export interface IngestCommand {
   create: Record<string, unknown> | null;
   /** the batch body's JSON text, as received (after gunzip): the shard parses the events itself */
   text: string;
+  /**
+   * On the way to the shard, the same text as the body's UTF-8 bytes instead
+   * (then `text` is empty): the front posts them beside the message, moved
+   * rather than copied or encoded again (postToShard), and Shard.ingest decodes them.
+   */
+  body?: Uint8Array | null;
   /** label ids for `playbook` events that set labels, by event index (names resolved by the front) */
   labels: Array<[number, number[]]>;
   /** where the events and their members are in `text`, as the front's scan found them (api/json_scan.ts,
@@ -249,4 +255,35 @@ export function encode(message: unknown): Uint8Array {
 
 export function decode<T>(bytes: Uint8Array): T {
   return packr.unpack(bytes) as T;
+}
+
+/** What the front posts to a shard's worker: the encoded message, and beside it an ingest batch's body bytes. */
+export type Posted = Uint8Array | [Uint8Array, Uint8Array];
+
+/**
+ * Post a message to a worker. An ingest batch's body (megabytes) does not go
+ * through msgpack: its bytes are transferred beside the message, so the front
+ * neither encodes the text again nor copies it (a view of a larger buffer is copied once).
+ */
+export function postToShard(port: { postMessage(value: unknown, transfer: ArrayBuffer[]): void }, message: FrontToShard): void {
+  const body = message.k === 'ingest' ? message.cmd.body : null;
+  if (!body) {
+    const bytes = encode(message);
+    port.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
+    return;
+  }
+  const cmd = (message as Extract<FrontToShard, { k: 'ingest' }>).cmd;
+  cmd.body = null;
+  const bytes = encode(message);
+  cmd.body = body;
+  const moved = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer ? body : body.slice();
+  port.postMessage([bytes, moved] satisfies Posted, [bytes.buffer as ArrayBuffer, moved.buffer as ArrayBuffer]);
+}
+
+/** A message as a worker receives it from postToShard. */
+export function receivedFromFront(data: Posted): FrontToShard {
+  if (!Array.isArray(data)) return decode<FrontToShard>(data);
+  const message = decode<FrontToShard>(data[0]);
+  if (message.k === 'ingest') message.cmd.body = data[1];
+  return message;
 }

@@ -17,7 +17,7 @@ import { BodyNormalizer } from '../api/validate.js';
 import { compileWriteValidators } from '../api/schemas.js';
 import { ShardState } from './state.js';
 import { errText, log, setLogLevel } from '../log.js';
-import { decode, encode, type FrontToShard, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
+import { encode, receivedFromFront, type FrontToShard, type Posted, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
 
 const init = workerData as ShardInit;
 const port = parentPort!;
@@ -152,10 +152,10 @@ if (partition) {
 const snapshotTimer = setInterval(() => { if (store.journalLength > 0) shard.snapshotSoon(); }, init.snapshotIntervalMs);
 snapshotTimer.unref();
 
-port.on('message', (bytes: Uint8Array) => {
+port.on('message', (data: Posted) => {
   let msg: FrontToShard | undefined;
   try {
-    msg = decode<FrontToShard>(bytes);
+    msg = receivedFromFront(data);
     if (msg.k === 'close') { void closeStore(); return; }
     if (msg.k === 'stats') { post(shard.stats(msg.rid, init.shard)); return; }
     if (msg.k === 'promote') {
