@@ -178,6 +178,8 @@ console.log(JSON.stringify({
   shardResultsPerSecond: Math.round(s.n / (s.wall / 1000)),
   // µs per result by thread (the main thread's includes the front work subtracted above)
   threadsUsPerResult: s.threads,
+  // disk: pages of the blob tables (contents, packed) per stored result
+  blobBytesPerResult: Math.round(store.stats().blobBytes / shard.state.results.size),
 }));
 await store.close();
 rmSync(dataDir, { recursive: true, force: true });
