@@ -276,7 +276,10 @@ export function postToShard(port: { postMessage(value: unknown, transfer: ArrayB
   cmd.body = null;
   const bytes = encode(message);
   cmd.body = body;
-  const moved = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer ? body : body.slice();
+  // only a buffer the body has to itself may move; a view of a larger one (a Buffer
+  // pool slab, a NATS read buffer) is copied: moving it would detach what it is part of
+  // (and Buffer#slice is a view, not a copy)
+  const moved = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer ? body : new Uint8Array(body);
   port.postMessage([bytes, moved] satisfies Posted, [bytes.buffer as ArrayBuffer, moved.buffer as ArrayBuffer]);
 }
 
