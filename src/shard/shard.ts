@@ -46,6 +46,14 @@ export interface ShardOptions {
   streamRetention?: number;
   /** live stream: the commit order shared by all shards (absent: commits are not stamped) */
   order?: { shard: number; order: CommitOrder };
+  /**
+   * Group commit: per-record writes handled before `schedule` runs its callback
+   * (the worker passes setImmediate: the messages of one event-loop pass) are
+   * staged together and stored as one journal entry, with one set of live-stream
+   * changes (derived rows once per group, not once per write). Absent: each
+   * write is its own commit (tests that drive a Shard by hand).
+   */
+  schedule?: (flush: () => void) => void;
 }
 
 /** Changes of one command (or one ingest batch) on their way to one journal entry. */
@@ -58,6 +66,9 @@ class Staged {
   /** what the live stream will say about this commit */
   readonly changes = new ChangeCollector();
 }
+
+/** Writes staged in this event-loop pass, committed together; their replies wait in `entry`. */
+interface Group { staged: Staged; entry: Waiting; blobs: Map<BlobKey, string | null> }
 
 /**
  * Replies held behind one commit. `generation`: how many storage failures the
@@ -87,11 +98,15 @@ export class Shard {
   /** the live stream's numbered changes (SPEC §14) */
   readonly changes: ChangeLog;
   private readonly order: { shard: number; order: CommitOrder } | null;
+  private readonly schedule: ((flush: () => void) => void) | null;
+  /** the open group commit (options.schedule), null when none */
+  private group: Group | null = null;
+  private readonly flushGroupNow = (): void => this.flushGroup();
 
   constructor(options: ShardOptions) {
     this.compat = options.compat;
     this.store = options.store ?? new MemoryStore();
-    this.serializer = new Serializer(this.state, this.store, options.compat);
+    this.serializer = new Serializer(this.state, this.blobReader, options.compat);
     this.clock = options.clock ?? nowMicros;
     this.snapshotEvery = options.snapshotEvery ?? Infinity;
     this.onReply = options.onReply ?? (() => {});
@@ -101,17 +116,29 @@ export class Shard {
     const changeStore = 'appendChanges' in this.store ? this.store as unknown as ChangeStore : null;
     this.changes = new ChangeLog(changeStore, options.streamRetention ?? 50_000);
     this.order = options.order ?? null;
+    this.schedule = options.schedule ?? null;
   }
+
+  /** Blobs as replies must show them: an open group's values (not yet handed to the store) first. */
+  private readonly blobReader = {
+    getBlob: (key: BlobKey): string | undefined => {
+      const pending = this.group?.blobs.get(key);
+      if (pending !== undefined) return pending ?? undefined;
+      return this.store.getBlob(key);
+    },
+  };
 
   /** Replace the state (recovery); the label replica is kept. */
   replaceState(state: ShardState): void {
     for (const [id, name] of this.state.labels) state.labels.set(id, name);
     this.state = state;
-    this.serializer = new Serializer(state, this.store, this.compat);
+    this.serializer = new Serializer(state, this.blobReader, this.compat);
   }
 
   /** Handle one message; returns the reply if it can leave now, else it leaves via onReply. */
   handle(msg: FrontToShard): ShardToFront | null {
+    // writes and reads join the open group; anything else is ordered after it
+    if (this.group !== null && msg.k !== 'write' && msg.k !== 'get' && msg.k !== 'list' && msg.k !== 'labels' && msg.k !== 'stats') this.flushGroup();
     switch (msg.k) {
       case 'write': return this.write(msg.rid, msg.cmd);
       case 'ingest': return this.ingest(msg.rid, msg.cmd);
@@ -149,19 +176,25 @@ export class Shard {
     if (!decision.ok) { reply.body = decision.body; return this.deliver(reply, null); }
     const { events } = decision;
     let durable: Promise<void> | null = null;
-    if (events.length) {
+    let group: Group | null = null;
+    if (events.length && this.schedule !== null) {
+      group = this.openGroup();
+      reply.deleted = this.stage(group.staged, events, group.blobs);
+    } else if (events.length) {
       const committed = this.commit(events);
       durable = committed.durable;
       reply.deleted = committed.removed;
     }
-    if (cmd.op === 'delete') return this.deliver(reply, durable);
-    if (cmd.op === 'create') reply.created = [TYPE_CODE[decision.type], decision.id];
-    if (cmd.minimal) reply.body = '{"id":' + decision.id + '}';
-    else {
-      const row = this.state.index(decision.type).get(decision.id);
-      const agg = decision.type === 'playbook' ? row : this.state.aggregates.get(row.playbook)!;
-      reply.body = this.serializer.any(decision.type, agg, row, 'write');
+    if (cmd.op !== 'delete') {
+      if (cmd.op === 'create') reply.created = [TYPE_CODE[decision.type], decision.id];
+      if (cmd.minimal) reply.body = '{"id":' + decision.id + '}';
+      else {
+        const row = this.state.index(decision.type).get(decision.id);
+        const agg = decision.type === 'playbook' ? row : this.state.aggregates.get(row.playbook)!;
+        reply.body = this.serializer.any(decision.type, agg, row, 'write');
+      }
     }
+    if (group !== null) { group.entry.replies.push(reply); return null; }
     return this.deliver(reply, durable);
   }
 
@@ -190,20 +223,70 @@ export class Shard {
     return this.flush(staged);
   }
 
-  /** Take the blobs out of events and apply them; they join `staged` for one journal entry. */
-  private stage(staged: Staged, events: Event[]): void {
+  /**
+   * Take the blobs out of events and apply them; they join `staged` for one
+   * journal entry. Returns the ids these events removed. `blobs`: an open
+   * group's view of the blob values it staged (replies are serialized before
+   * the group reaches the store).
+   */
+  private stage(staged: Staged, events: Event[], blobs?: Map<BlobKey, string | null>): Removed | null {
+    const puts = staged.puts.length;
+    const removes = staged.removes.length;
+    const files = staged.files.length;
     for (const ev of events) takeBlobs(ev, staged.puts, staged.removes, staged.files);
+    if (blobs) {
+      for (let i = removes; i < staged.removes.length; i++) blobs.set(staged.removes[i]!, null);
+      for (let i = puts; i < staged.puts.length; i++) blobs.set(staged.puts[i]![0], staged.puts[i]![1]);
+      for (let i = files; i < staged.files.length; i++) blobs.set(blobKey.file(staged.files[i]![0]), staged.files[i]![1]);
+    }
+    let mine: Removed | null = null;
     for (const ev of events) {
       staged.changes.before(this.state, ev);
       const r = this.state.apply(ev);
       staged.changes.after(ev);
-      if (r) staged.removed = staged.removed ? mergeRemoved(staged.removed, r) : r;
+      if (r) mine = mine ? mergeRemoved(mine, r) : r;
       staged.events.push(ev);
     }
+    // the group's own list (mergeRemoved appends in place: `mine` may be in a reply already)
+    if (mine) staged.removed = mergeRemoved(staged.removed ?? mine.map(() => []), mine);
+    return mine;
+  }
+
+  /** The open group commit, opened (and its flush scheduled) if none is. */
+  private openGroup(): Group {
+    if (this.group !== null) return this.group;
+    const entry: Waiting = { outcome: 'pending', replies: [], generation: this.generation, why: '' };
+    // queued now, so that replies computed after these writes (reads) wait behind them
+    this.waiting.push(entry);
+    this.group = { staged: new Staged(), entry, blobs: new Map() };
+    this.schedule!(this.flushGroupNow);
+    return this.group;
+  }
+
+  /** Hand the open group to the store (one journal entry); its replies leave once it is durable. */
+  flushGroup(): void {
+    const group = this.group;
+    if (group === null) return;
+    this.group = null;
+    const { entry, staged, blobs } = group;
+    // within a group, the last value staged for a key is the one stored (file text: flush() stores it, or removes it if released)
+    staged.puts.length = 0;
+    staged.removes.length = 0;
+    for (const [key, value] of blobs) {
+      if (typeof key === 'string') continue;
+      if (value === null) staged.removes.push(key); else staged.puts.push([key, value]);
+    }
+    const replies = entry.replies;
+    entry.replies = [];
+    // the commit's changes message is queued on the entry first: it leaves before the replies
+    const { durable } = this.flush(staged, entry);
+    entry.replies.push(...replies);
+    if (durable === null) { entry.outcome = 'durable'; this.drain(); return; }
+    durable.then(() => { entry.outcome = 'durable'; this.drain(); }, (err) => this.failed(entry, err));
   }
 
   /** Hand what was staged to the store as one journal entry with its blob changes. */
-  private flush(staged: Staged): { removed: Removed | null; durable: Promise<void> | null } {
+  private flush(staged: Staged, entry?: Waiting): { removed: Removed | null; durable: Promise<void> | null } {
     const { events, puts, removes, files, removed } = staged;
     for (const [sha1, text] of files) {
       const key = blobKey.file(sha1);
@@ -218,8 +301,10 @@ export class Shard {
       for (const id of removed[TYPE_CODE.record]!) removes.push(blobKey.value(id));
       for (const id of removed[TYPE_CODE.playbook]!) { removes.push(blobKey.arguments(id)); dropped.push(id); }
     }
-    const durable = this.store.write(events, puts, removes, dropped);
-    this.emitChanges(staged, durable);
+    // a blob of a row deleted after it was written (in one group) is only removed
+    const stored = removed && puts.length ? withoutRemoved(puts, removes) : puts;
+    const durable = this.store.write(events, stored, removes, dropped);
+    this.emitChanges(staged, durable, entry);
     if (this.store.journalLength >= this.snapshotEvery) this.snapshotSoon();
     return { removed, durable };
   }
@@ -230,7 +315,7 @@ export class Shard {
    * (blob reads see the commit's own values), sent once the commit is durable
    * and before the commit's replies.
    */
-  private emitChanges(staged: Staged, durable: Promise<void> | null): void {
+  private emitChanges(staged: Staged, durable: Promise<void> | null, entry?: Waiting): void {
     if (staged.changes.empty) return;
     const changes = staged.changes.finish(this.state, this.serializer, this.changes.seq);
     if (!changes.length) return;
@@ -241,6 +326,7 @@ export class Shard {
     const last = changes[changes.length - 1]![0];
     if (durable === null) this.changes.durableUpTo(last);
     else durable.then(() => this.changes.durableUpTo(last), () => {});
+    if (entry) { entry.replies.push({ k: 'changes', changes, stamp }); return; } // a group's: it leaves with the group
     const now = this.deliver({ k: 'changes', changes, stamp }, durable);
     if (now) this.sendChanges(now);
   }
@@ -284,6 +370,8 @@ export class Shard {
 
   snapshotSoon(): void {
     if (!this.store.snapshot) return;
+    // a snapshot must not capture writes that are not in the journal yet
+    this.flushGroup();
     this.store.snapshot(this.state).catch((err) => {
       log.error('snapshot failed', { err: errText(err) });
     });
@@ -337,6 +425,13 @@ export class Shard {
     entry.why = err instanceof Error ? err.message : String(err);
     if (entry.generation === this.generation) {
       this.generation++;
+      // an open group was decided on the state being thrown away: it is not stored, its replies are 503
+      const open = this.group;
+      if (open !== null) {
+        this.group = null;
+        open.entry.outcome = 'failed';
+        open.entry.why = entry.why;
+      }
       this.onStorageFailure(err);
     }
     this.drain();
@@ -358,6 +453,11 @@ function mergeRemoved(into: Removed, more: Removed): Removed {
     for (const id of more[code]!) target.push(id);
   }
   return into;
+}
+
+function withoutRemoved(puts: Array<[BlobKey, string]>, removes: BlobKey[]): Array<[BlobKey, string]> {
+  const gone = new Set(removes);
+  return puts.filter(([key]) => !gone.has(key));
 }
 
 /** Move an event's large JSON values out into blob puts/removes (the journal keeps the rest). */

@@ -77,6 +77,8 @@ try {
   const order = init.streamOrder ? new CommitOrder(init.streamOrder) : null;
   shard = new Shard({
     compat: init.compat, store, snapshotEvery: init.snapshotEvery, onReply: post,
+    // group commit: the writes of one event-loop pass are one journal entry (src/shard/shard.ts)
+    schedule: (flush) => { setImmediate(flush); },
     ids: partition?.ids ?? new IdAllocator(init.ids),
     streamRetention: init.streamRetention,
     ...(order ? { order: { shard: init.shard, order } } : {}),
@@ -215,6 +217,7 @@ function storageFull(limit: number): string {
 
 async function closeStore(): Promise<void> {
   clearInterval(snapshotTimer);
+  shard.flushGroup(); // writes staged in this pass are stored (and answered) before the store closes
   try { await store.close?.(); } catch (err) { logError('closing the store failed', err); }
   if (partition) await partition.nc.drain().catch(() => {});
   process.exit(0);
