@@ -5,7 +5,7 @@
 // valid and mutated (replay with JSON_SCAN_SEED=<seed>).
 import test from 'ava';
 import { isDeepStrictEqual } from 'node:util';
-import { eventSpans, scanBatchBody } from '../src/api/json_scan.js';
+import { eventSpans, scanBatchBody, scanObjectBody } from '../src/api/json_scan.js';
 import { arrayMemberSpans, minify, type ElementSpans } from '../src/api/json_text.js';
 import { nestedDeeperThan } from '../src/http/body.js';
 import { mulberry32, seedFrom } from './helpers/random.js';
@@ -50,6 +50,22 @@ function disagreement(text: string, maxDepth: number): string | null {
   return null;
 }
 
+/** The same for the per-record body scan (scanObjectBody): null when sound, else what it got wrong. */
+function objectDisagreement(text: string, maxDepth: number): string | null {
+  const members = scanObjectBody(text, maxDepth);
+  if (members === null) return null;
+  let parsed: unknown;
+  try { parsed = JSON.parse(text); } catch { return 'object scan answered for text JSON.parse refuses'; }
+  if (!isObject(parsed)) return 'object scan answered for a top level that is not an object';
+  if (nestedDeeperThan(text, maxDepth)) return 'object scan answered for text nested too deep';
+  if (Object.keys(parsed).length !== members.size) return 'object scan member count';
+  for (const [key, [a, b, compact]] of members) {
+    if (!has(parsed, key) || !isDeepStrictEqual(JSON.parse(text.slice(a, b)), parsed[key])) return `object scan member ${key}`;
+    if (compact && minify(text, a, b) !== text.slice(a, b)) return `object scan: member ${key} said compact, is not`;
+  }
+  return null;
+}
+
 test('answers for compact and spaced batch bodies, with the members JSON.parse gives', (t) => {
   const body = {
     playbook: { uuid: 'u-1', labels: ['a'] }, seq: 2,
@@ -80,6 +96,9 @@ test('leaves to JSON.parse what it does not handle', (t) => {
     '{"a":-}', '{"a":tru}', '{"a":"\\x"}', '{"a":"\\u12g4"}', '{"a":[1,]}', '{"a":1,}', '{,}', '{"a" 1}',
     '{"a":1}\u00a0', '\ufeff{}', '{"a":\'x\'}', '{"events":[{"kind":"x",}]}', '{"a":NaN}', '{"a":"x"\u2028}',
   ]) t.is(scanBatchBody(text, 512), null, JSON.stringify(text));
+  for (const text of ['{"a":\n1}', '[]', '{"a":1', '{"a":[1,]}', '{"a":"\t"}']) t.is(scanObjectBody(text, 512), null, JSON.stringify(text));
+  t.is(scanObjectBody('{"a":[[[]]]}', 3), null);
+  t.deepEqual([...scanObjectBody('{"a":[[]], "b" : {"c": 1}}', 3)!], [['a', [5, 9, true]], ['b', [17, 25]]]);
   // nesting beyond the limit (the caller answers 400 "too deep" after JSON.parse)
   t.is(scanBatchBody('{"a":[[[]]]}', 3), null);
   t.not(scanBatchBody('{"a":[[]]}', 3), null);
@@ -109,6 +128,7 @@ test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) =
     return typeof v === 'string' && rnd() < 0.3 ? s.replace(/[a-z]/, (c) => '\\u00' + c.charCodeAt(0).toString(16)) : s;
   };
   let answered = 0;
+  let objects = 0;
   for (let n = 0; n < 20_000; n++) {
     const top: Obj = {};
     if (rnd() < 0.9) top.seq = pick([1, 2, '3', null]);
@@ -130,9 +150,11 @@ test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) =
       else text = text.slice(0, p) + text.slice(p, p + 5) + text.slice(p);
     }
     const maxDepth = rnd() < 0.2 ? 3 : 512;
-    const wrong = disagreement(text, maxDepth);
+    const wrong = disagreement(text, maxDepth) ?? objectDisagreement(text, maxDepth);
     if (wrong !== null) return t.fail(`${wrong}: ${JSON.stringify(text)} (depth ${maxDepth})`);
     if (scanBatchBody(text, maxDepth) !== null) answered++;
+    if (scanObjectBody(text, maxDepth) !== null) objects++;
   }
   t.true(answered > 5_000, `answered ${answered} of 20000`); // the fast path is taken, not just safe
+  t.true(objects > 5_000, `object scan answered ${objects} of 20000`);
 });

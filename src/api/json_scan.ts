@@ -73,6 +73,40 @@ export function scanBatchBody(text: string, maxDepth: number): ScannedBody | nul
   }
 }
 
+/**
+ * Scan `text` as a per-record write body: null when not handled here (as for
+ * scanBatchBody: the caller takes the JSON.parse path); otherwise JSON.parse(text)
+ * is an object nested at most `maxDepth` deep whose members are at these spans,
+ * each marked compact when its value holds no whitespace (last occurrence of a
+ * key wins, as in JSON.parse).
+ */
+export function scanObjectBody(text: string, maxDepth: number): Map<string, MemberSpan> | null {
+  if (CONTROL.test(text)) return null;
+  const scanner = new Scanner(text, maxDepth);
+  try {
+    return scanner.object();
+  } catch (err) {
+    if (err === INVALID) return null;
+    throw err;
+  }
+}
+
+/**
+ * A value of the JSON type that starts with this character: what a JSON-valued
+ * field (stored as the client's text, never parsed) is validated as.
+ */
+export function jsonStandIn(first: number): unknown {
+  switch (first) {
+    case 0x7b: return {}; // {
+    case 0x5b: return []; // [
+    case 0x22: return ''; // "
+    case 0x6e: return null; // n
+    case 0x74: return true; // t
+    case 0x66: return false; // f
+    default: return 0;
+  }
+}
+
 class Scanner {
   private i = 0;
   /** container kinds of the value being walked (value()), reused */
@@ -111,6 +145,29 @@ class Scanner {
     this.ws();
     if (this.i !== this.end) throw INVALID;
     return { members, events, spans: spans === null ? null : spans.done() };
+  }
+
+  object(): Map<string, MemberSpan> {
+    const { text } = this;
+    this.ws();
+    if (text.charCodeAt(this.i) !== LBRACE) throw INVALID;
+    this.i++;
+    const members = new Map<string, MemberSpan>();
+    this.ws();
+    if (text.charCodeAt(this.i) === RBRACE) this.i++;
+    else {
+      for (;;) {
+        const key = this.key();
+        const start = this.i;
+        const spaces = this.spaces;
+        this.value(1);
+        members.set(key, this.spaces === spaces ? [start, this.i, true] : [start, this.i]);
+        if (this.afterMember()) break;
+      }
+    }
+    this.ws();
+    if (this.i !== this.end) throw INVALID;
+    return members;
   }
 
   /** At a key's opening quote: its decoded name; leaves `i` at the first character of its value. */

@@ -7,6 +7,8 @@ import type { HttpResponse } from 'uWebSockets.js';
 import { Errors } from '../api/errors.js';
 import { pythonType } from '../api/validate.js';
 import { LIMITS } from '../limits.js';
+import { jsonStandIn, scanObjectBody } from '../api/json_scan.js';
+import type { MemberSpan } from '../api/json_text.js';
 
 export type BodyResult =
   | { ok: true; value: Record<string, unknown>; text: string }
@@ -93,6 +95,30 @@ export function jsonBodyText(bytes: Buffer, contentType: string): { ok: true; te
   } catch {
     return { ok: false, status: 400, body: Errors.parse('the body is not valid UTF-8') };
   }
+}
+
+/**
+ * A per-record write body → its object, as parseJsonBody gives it, plus where
+ * each member is in the text. The text is scanned once (api/json_scan.ts) and
+ * only members that are not JSON-valued fields (`jsonFields`: result content,
+ * host facts…) are parsed: those are stored as the client's text, so their
+ * value here is a stand-in of the same JSON type, as batch events have it. A
+ * body the scan does not handle (pretty-printed, invalid, too deep) takes the
+ * JSON.parse path: every answer is the same.
+ */
+export function parseWriteBody(bytes: Buffer, contentType: string, jsonFields: ReadonlySet<string>): BodyResult & { members?: Map<string, MemberSpan> } {
+  const decoded = jsonBodyText(bytes, contentType);
+  if (!decoded.ok) return decoded;
+  const { text } = decoded;
+  const members = jsonFields.size ? scanObjectBody(text, LIMITS.jsonDepth) : null;
+  if (members === null) return parseJsonText(text);
+  const value: Record<string, unknown> = {};
+  for (const [key, [start, end]] of members) {
+    const v = jsonFields.has(key) ? jsonStandIn(text.charCodeAt(start)) : JSON.parse(text.slice(start, end));
+    if (key === '__proto__') Object.defineProperty(value, key, { value: v, enumerable: true, writable: true, configurable: true });
+    else value[key] = v;
+  }
+  return { ok: true, value, text, members };
 }
 
 /** A JSON body's text → an object (SPEC §1, §6), or the 400 that says why not. */

@@ -11,7 +11,7 @@ import { log } from '../log.js';
 import type { ReplyHandler } from '../shard/pool.js';
 import type { Shards } from '../shard/shards.js';
 import type { Reply, WriteCommand } from '../shard/protocol.js';
-import { parseJsonBody } from './body.js';
+import { parseWriteBody } from './body.js';
 import type { Directory } from './directory.js';
 import type { LabelResource } from './label_resource.js';
 import type { LabelCatalogue } from './labels.js';
@@ -22,6 +22,11 @@ import type { Req } from './routes.js';
 interface WriteContext { ex: Req; shard: number; claims: number[] | null; uuid: string | null }
 
 type RecordType = Exclude<ResourceType, 'label'>;
+
+/** JSON-valued fields per type (stored as the client's text): a write body is scanned, not parsed, for them. */
+const JSON_FIELDS = Object.fromEntries(Object.entries(WRITE_FIELDS).map(([type, fields]) => [
+  type, new Set(fields.filter((f) => f.kind === 'json').flatMap((f) => (f.alias ? [f.name, f.alias] : [f.name]))),
+])) as unknown as Record<ResourceType, ReadonlySet<string>>;
 
 export interface WriteDeps {
   pool: () => Shards;
@@ -42,9 +47,9 @@ export class Writes {
   constructor(private readonly deps: WriteDeps) {}
 
   create(ex: Req, type: ResourceType, body: Buffer): void {
-    const parsed = parseJsonBody(body, ex.contentType);
+    const parsed = parseWriteBody(body, ex.contentType, JSON_FIELDS[type]);
     if (!parsed.ok) return reply(ex, parsed.status, parsed.body);
-    const n = this.deps.normalizer.normalize(type, 'create', parsed.value, parsed.text);
+    const n = this.deps.normalizer.normalize(type, 'create', parsed.value, parsed.text, 0, parsed.text.length, parsed.members);
     if (type === 'label') return this.deps.labelResource.write(ex, null, n);
     if (type === 'playbook') {
       if (n.errors) return reply(ex, 400, Errors.fields(n.errors, WRITE_FIELDS.playbook));
@@ -63,10 +68,10 @@ export class Writes {
   update(ex: Req, type: ResourceType, id: number, body: Buffer, put: boolean): void {
     const shard = type === 'label' ? (this.deps.labelResource.exists(id) ? 0 : -1) : this.deps.dir.shardOf(type, id);
     if (shard < 0) return reply(ex, 404, Errors.notFound());
-    const parsed = parseJsonBody(body, ex.contentType);
+    const parsed = parseWriteBody(body, ex.contentType, JSON_FIELDS[type]);
     if (!parsed.ok) return reply(ex, parsed.status, parsed.body);
     const mode: WriteMode = put ? 'put' : 'patch';
-    const n = this.deps.normalizer.normalize(type, mode, parsed.value, parsed.text);
+    const n = this.deps.normalizer.normalize(type, mode, parsed.value, parsed.text, 0, parsed.text.length, parsed.members);
     if (type === 'label') return this.deps.labelResource.write(ex, id, n);
     if (type === 'playbook' && n.errors) return reply(ex, 400, Errors.fields(n.errors, WRITE_FIELDS.playbook));
     this.send(ex, shard, 'update', type, id, put, n);

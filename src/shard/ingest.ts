@@ -6,7 +6,7 @@
 // give. An event that breaks a rule is reported and skipped; the rest apply, and
 // the whole batch (with the stream's new `seq`) is one journal entry.
 import { Errors, Messages } from '../api/errors.js';
-import { eventSpans } from '../api/json_scan.js';
+import { eventSpans, jsonStandIn } from '../api/json_scan.js';
 import { arrayMemberSpans, type ElementSpans } from '../api/json_text.js';
 import { TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
 import { normalizeUuid } from '../api/uuid.js';
@@ -271,7 +271,7 @@ function eventObject(text: string, at: ElementSpans, body: Obj): Obj {
   const raw = typeof kind === 'string' ? JSON_FIELDS.get(kind) : undefined;
   const ev: Obj = {};
   for (const [key, [start, end]] of at.members) {
-    const value = raw?.has(key) ? standIn(text.charCodeAt(start)) : JSON.parse(text.slice(start, end));
+    const value = raw?.has(key) ? jsonStandIn(text.charCodeAt(start)) : JSON.parse(text.slice(start, end));
     if (key === '__proto__') {
       const own = { value, enumerable: true, writable: true, configurable: true };
       Object.defineProperty(ev, key, own);
@@ -292,18 +292,6 @@ function int32s(bytes: Uint8Array): Int32Array {
   return out;
 }
 
-/** A value of the JSON type that starts with this character. */
-function standIn(first: number): unknown {
-  switch (first) {
-    case 0x7b: return {}; // {
-    case 0x5b: return []; // [
-    case 0x22: return ''; // "
-    case 0x6e: return null; // n
-    case 0x74: return true; // t
-    case 0x66: return false; // f
-    default: return 0;
-  }
-}
 
 function command(op: 'create' | 'update', type: EventType, id: number, set: Obj): WriteCommand {
   return { op, type, id, put: false, set, errors: null, elsewhere: null, minimal: true };
