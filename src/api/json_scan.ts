@@ -63,14 +63,7 @@ const INVALID = new Invalid();
  * are `members`.
  */
 export function scanBatchBody(text: string, maxDepth: number): ScannedBody | null {
-  if (CONTROL.test(text)) return null;
-  const scanner = new Scanner(text, maxDepth);
-  try {
-    return scanner.body();
-  } catch (err) {
-    if (err === INVALID) return null;
-    throw err;
-  }
+  return scanned(text, maxDepth, (scanner) => scanner.body());
 }
 
 /**
@@ -81,10 +74,14 @@ export function scanBatchBody(text: string, maxDepth: number): ScannedBody | nul
  * key wins, as in JSON.parse).
  */
 export function scanObjectBody(text: string, maxDepth: number): Map<string, MemberSpan> | null {
+  return scanned(text, maxDepth, (scanner) => scanner.object());
+}
+
+/** Run one scan of `text`; null for what the scanner does not handle (control characters, or it threw INVALID). */
+function scanned<T>(text: string, maxDepth: number, scan: (scanner: Scanner) => T): T | null {
   if (CONTROL.test(text)) return null;
-  const scanner = new Scanner(text, maxDepth);
   try {
-    return scanner.object();
+    return scan(new Scanner(text, maxDepth));
   } catch (err) {
     if (err === INVALID) return null;
     throw err;
