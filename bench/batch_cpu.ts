@@ -65,7 +65,7 @@ const first = (stream: string): string => JSON.stringify({
 });
 const body = (stream: string, seq: number): Buffer => Buffer.from(`{"playbook":{"uuid":"${stream}"},"seq":${seq},"events":[${events}]}`);
 
-// ---- the front, with a pool that hands the encoded message to us ----
+// ---- the front, with a pool that hands us the message as it would post it ----
 let sent: Posted | null = null;
 let answer: ((r: ShardToFront) => void) | null = null;
 /** what a worker's postMessage would move (the bytes are transferred, not cloned) */

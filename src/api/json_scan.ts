@@ -118,53 +118,48 @@ class Scanner {
 
   body(): ScannedBody {
     const { text } = this;
-    this.ws();
-    if (text.charCodeAt(this.i) !== LBRACE) throw INVALID;
-    this.i++;
     const members = new Map<string, [number, number]>();
-    let events: ScannedEvent[] | null = null;
-    let spans: SpanWriter | null = null;
-    this.ws();
-    if (text.charCodeAt(this.i) === RBRACE) this.i++;
-    else {
-      for (;;) {
-        const key = this.key();
-        const start = this.i;
-        if (key === 'events' && text.charCodeAt(start) === LBRACKET) { spans = new SpanWriter(); events = this.events(spans); }
-        else {
-          if (key === 'events') { events = null; spans = null; }
-          this.value(1);
-        }
-        members.set(key, [start, this.i]);
-        if (this.afterMember()) break;
+    // the last `events` member's elements (and their spans), when it is an array
+    const last: { events: ScannedEvent[] | null; spans: SpanWriter | null } = { events: null, spans: null };
+    this.topObject((key) => {
+      const start = this.i;
+      if (key === 'events' && text.charCodeAt(start) === LBRACKET) { last.spans = new SpanWriter(); last.events = this.events(last.spans); }
+      else {
+        if (key === 'events') { last.events = null; last.spans = null; }
+        this.value(1);
       }
-    }
-    this.ws();
-    if (this.i !== this.end) throw INVALID;
-    return { members, events, spans: spans === null ? null : spans.done() };
+      members.set(key, [start, this.i]);
+    });
+    return { members, events: last.events, spans: last.spans === null ? null : last.spans.done() };
   }
 
   object(): Map<string, MemberSpan> {
+    const members = new Map<string, MemberSpan>();
+    this.topObject((key) => {
+      const start = this.i;
+      const spaces = this.spaces;
+      this.value(1);
+      members.set(key, this.spaces === spaces ? [start, this.i, true] : [start, this.i]);
+    });
+    return members;
+  }
+
+  /** The top-level object, to the end of the text: `member(key)` walks each member's value from `i`. */
+  private topObject(member: (key: string) => void): void {
     const { text } = this;
     this.ws();
     if (text.charCodeAt(this.i) !== LBRACE) throw INVALID;
     this.i++;
-    const members = new Map<string, MemberSpan>();
     this.ws();
     if (text.charCodeAt(this.i) === RBRACE) this.i++;
     else {
       for (;;) {
-        const key = this.key();
-        const start = this.i;
-        const spaces = this.spaces;
-        this.value(1);
-        members.set(key, this.spaces === spaces ? [start, this.i, true] : [start, this.i]);
+        member(this.key());
         if (this.afterMember()) break;
       }
     }
     this.ws();
     if (this.i !== this.end) throw INVALID;
-    return members;
   }
 
   /** At a key's opening quote: its decoded name; leaves `i` at the first character of its value. */

@@ -139,6 +139,15 @@ export const WRITE_FIELDS: Record<ResourceType, readonly FieldSpec[]> = {
   ],
 };
 
+/**
+ * JSON-valued fields per type (result content, host facts…): stored as the
+ * client's text, so a write body is scanned for them, never parsed (batch events
+ * and per-record bodies alike).
+ */
+export const JSON_FIELDS = Object.fromEntries(Object.entries(WRITE_FIELDS).map(([type, fields]) => [
+  type, new Set(fields.filter((f) => f.kind === 'json').flatMap((f) => (f.alias ? [f.name, f.alias] : [f.name]))),
+])) as unknown as Record<ResourceType, ReadonlySet<string>>;
+
 /** Sort keys each list accepts in `order` (SPEC §5). */
 export const ORDER_KEYS: Record<ResourceType, readonly string[]> = {
   label: ['id', 'created', 'updated', 'name'],

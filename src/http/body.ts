@@ -71,16 +71,6 @@ export function mediaType(contentType: string): string {
 }
 
 /**
- * Bytes → a JSON object (SPEC §1, §6). An empty body is `{}` whatever its type;
- * otherwise the media type must be application/json.
- */
-export function parseJsonBody(bytes: Buffer, contentType: string): BodyResult {
-  const decoded = jsonBodyText(bytes, contentType);
-  if (!decoded.ok) return decoded;
-  return parseJsonText(decoded.text);
-}
-
-/**
  * The text of a JSON body, before it is parsed: `{}` for an empty body, a 415
  * unless the media type is application/json, a 400 unless it is UTF-8.
  */
@@ -98,8 +88,9 @@ export function jsonBodyText(bytes: Buffer, contentType: string): { ok: true; te
 }
 
 /**
- * A per-record write body → its object, as parseJsonBody gives it, plus where
- * each member is in the text. The text is scanned once (api/json_scan.ts) and
+ * A per-record write body → a JSON object (SPEC §1, §6; an empty body is `{}`
+ * whatever its type, otherwise the media type must be application/json), plus
+ * where each member is in the text. The text is scanned once (api/json_scan.ts) and
  * only members that are not JSON-valued fields (`jsonFields`: result content,
  * host facts…) are parsed: those are stored as the client's text, so their
  * value here is a stand-in of the same JSON type, as batch events have it. A

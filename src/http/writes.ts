@@ -3,7 +3,7 @@
 // send the command, and on the reply update the directory and answer. The
 // shard decides everything that needs stored state and allocates child ids.
 import { Errors } from '../api/errors.js';
-import { TYPE_CODE, WRITE_FIELDS, type ResourceType } from '../api/resources.js';
+import { JSON_FIELDS, TYPE_CODE, WRITE_FIELDS, type ResourceType } from '../api/resources.js';
 import type { WriteMode } from '../api/schemas.js';
 import { nowMicros } from '../api/time.js';
 import type { BodyNormalizer, Normalized } from '../api/validate.js';
@@ -23,10 +23,6 @@ interface WriteContext { ex: Req; shard: number; claims: number[] | null; uuid: 
 
 type RecordType = Exclude<ResourceType, 'label'>;
 
-/** JSON-valued fields per type (stored as the client's text): a write body is scanned, not parsed, for them. */
-const JSON_FIELDS = Object.fromEntries(Object.entries(WRITE_FIELDS).map(([type, fields]) => [
-  type, new Set(fields.filter((f) => f.kind === 'json').flatMap((f) => (f.alias ? [f.name, f.alias] : [f.name]))),
-])) as unknown as Record<ResourceType, ReadonlySet<string>>;
 
 export interface WriteDeps {
   pool: () => Shards;

@@ -8,7 +8,7 @@
 import { Errors, Messages } from '../api/errors.js';
 import { eventSpans, jsonStandIn } from '../api/json_scan.js';
 import { arrayMemberSpans, type ElementSpans } from '../api/json_text.js';
-import { TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
+import { JSON_FIELDS, TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
 import { normalizeUuid } from '../api/uuid.js';
 import type { BodyNormalizer } from '../api/validate.js';
 import { LIMITS } from '../limits.js';
@@ -244,9 +244,7 @@ class Batch {
 }
 
 /** JSON-valued fields per event kind: stored as the client's text, so never parsed here. */
-const JSON_FIELDS = new Map<string, ReadonlySet<string>>([...KINDS].map(([kind, type]) => [
-  kind, new Set(WRITE_FIELDS[type].filter((f) => f.kind === 'json').map((f) => f.name)),
-]));
+const JSON_FIELDS_OF_KIND = new Map<string, ReadonlySet<string>>([...KINDS].map(([kind, type]) => [kind, JSON_FIELDS[type]]));
 
 /**
  * One event as an object, parsed member by member from its spans: JSON-valued
@@ -268,7 +266,7 @@ function eventObject(text: string, at: ElementSpans, body: Obj): Obj {
   }
   const kindSpan = at.members.get('kind');
   const kind = kindSpan ? JSON.parse(text.slice(kindSpan[0], kindSpan[1])) as unknown : undefined;
-  const raw = typeof kind === 'string' ? JSON_FIELDS.get(kind) : undefined;
+  const raw = typeof kind === 'string' ? JSON_FIELDS_OF_KIND.get(kind) : undefined;
   const ev: Obj = {};
   for (const [key, [start, end]] of at.members) {
     const value = raw?.has(key) ? jsonStandIn(text.charCodeAt(start)) : JSON.parse(text.slice(start, end));
