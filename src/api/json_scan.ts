@@ -60,10 +60,11 @@ const INVALID = new Invalid();
 /**
  * Scan `text` as a batch body. Null: not handled here (see above); otherwise
  * JSON.parse(text) is an object nested at most `maxDepth` deep whose members
- * are `members`.
+ * are `members`. `controlFree`: the caller has found no control character in
+ * the text (see scanned()).
  */
-export function scanBatchBody(text: string, maxDepth: number): ScannedBody | null {
-  return scanned(text, maxDepth, (scanner) => scanner.body());
+export function scanBatchBody(text: string, maxDepth: number, controlFree = false): ScannedBody | null {
+  return scanned(text, maxDepth, controlFree, (scanner) => scanner.body());
 }
 
 /**
@@ -73,13 +74,17 @@ export function scanBatchBody(text: string, maxDepth: number): ScannedBody | nul
  * each marked compact when its value holds no whitespace (last occurrence of a
  * key wins, as in JSON.parse).
  */
-export function scanObjectBody(text: string, maxDepth: number): Map<string, MemberSpan> | null {
-  return scanned(text, maxDepth, (scanner) => scanner.object());
+export function scanObjectBody(text: string, maxDepth: number, controlFree = false): Map<string, MemberSpan> | null {
+  return scanned(text, maxDepth, controlFree, (scanner) => scanner.object());
 }
 
-/** Run one scan of `text`; null for what the scanner does not handle (control characters, or it threw INVALID). */
-function scanned<T>(text: string, maxDepth: number, scan: (scanner: Scanner) => T): T | null {
-  if (CONTROL.test(text)) return null;
+/**
+ * Run one scan of `text`; null for what the scanner does not handle (control
+ * characters, or it threw INVALID). `controlFree`: the caller has checked that
+ * there are none (faster on the body's bytes: api/utf8.ts hasControlCharacter).
+ */
+function scanned<T>(text: string, maxDepth: number, controlFree: boolean, scan: (scanner: Scanner) => T): T | null {
+  if (!controlFree && CONTROL.test(text)) return null;
   try {
     return scan(new Scanner(text, maxDepth));
   } catch (err) {

@@ -9,12 +9,11 @@ import { pythonType } from '../api/validate.js';
 import { LIMITS } from '../limits.js';
 import { jsonStandIn, scanObjectBody } from '../api/json_scan.js';
 import type { MemberSpan } from '../api/json_text.js';
+import { decodeUtf8, hasControlCharacter } from '../api/utf8.js';
 
 export type BodyResult =
   | { ok: true; value: Record<string, unknown>; text: string }
   | { ok: false; status: number; body: string };
-
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Bytes of bodies being received right now, all requests together (≤ LIMITS.bodiesInFlight × limit). */
 let bodyBytesInFlight = 0;
@@ -81,7 +80,7 @@ export function jsonBodyText(bytes: Buffer, contentType: string): { ok: true; te
     return { ok: false, status: 415, body: Errors.unsupportedMediaType(contentType.split(';')[0]!.trim()) };
   }
   try {
-    return { ok: true, text: utf8.decode(bytes) };
+    return { ok: true, text: decodeUtf8(bytes) };
   } catch {
     return { ok: false, status: 400, body: Errors.parse('the body is not valid UTF-8') };
   }
@@ -101,7 +100,7 @@ export function parseWriteBody(bytes: Buffer, contentType: string, jsonFields: R
   const decoded = jsonBodyText(bytes, contentType);
   if (!decoded.ok) return decoded;
   const { text } = decoded;
-  const members = jsonFields.size ? scanObjectBody(text, LIMITS.jsonDepth) : null;
+  const members = jsonFields.size && !hasControlCharacter(bytes) ? scanObjectBody(text, LIMITS.jsonDepth, true) : null;
   if (members === null) return parseJsonText(text);
   const value: Record<string, unknown> = {};
   for (const [key, [start, end]] of members) {

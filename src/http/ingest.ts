@@ -15,6 +15,7 @@ import { EVENT_KINDS } from '../shard/ingest.js';
 import type { Shards } from '../shard/shards.js';
 import type { IngestCommand, Reply } from '../shard/protocol.js';
 import { scanBatchBody } from '../api/json_scan.js';
+import { hasControlCharacter } from '../api/utf8.js';
 import { jsonBodyText, parseJsonText } from './body.js';
 import type { Directory } from './directory.js';
 import type { LabelCatalogue } from './labels.js';
@@ -83,7 +84,7 @@ export class Ingest {
     const decoded = jsonBodyText(bytes, contentType);
     if (!decoded.ok) return reply(ex, decoded.status, decoded.body);
     const { text } = decoded;
-    const parsed = envelopeOf(text);
+    const parsed = envelopeOf(text, !hasControlCharacter(bytes));
     if (!parsed.ok) return reply(ex, parsed.status, parsed.body);
     const { value } = parsed;
     const spans = 'spans' in parsed ? parsed.spans ?? null : null;
@@ -204,9 +205,11 @@ export class Ingest {
  * an object). Found by one scan of the text when it can say the text is what
  * JSON.parse accepts (api/json_scan.ts); otherwise by JSON.parse, whose errors
  * are the answer. Either way the values are the ones JSON.parse would give.
+ * `controlFree`: the body holds no control character (checked on its bytes);
+ * one that does (a tab or newline of pretty-printing too) takes the JSON.parse path.
  */
-function envelopeOf(text: string): { ok: true; value: Obj; spans?: Uint8Array | null; members?: Map<string, [number, number]> } | { ok: false; status: number; body: string } {
-  const scan = scanBatchBody(text, LIMITS.jsonDepth);
+function envelopeOf(text: string, controlFree: boolean): { ok: true; value: Obj; spans?: Uint8Array | null; members?: Map<string, [number, number]> } | { ok: false; status: number; body: string } {
+  const scan = controlFree ? scanBatchBody(text, LIMITS.jsonDepth, true) : null;
   if (scan === null) return parseJsonText(text);
   const value: Obj = {};
   for (const [key, [start, end]] of scan.members) {

@@ -24,9 +24,7 @@ import { ChangeCollector, ChangeLog, type ChangeStore } from './changes.js';
 import type { CommitOrder } from './commit_order.js';
 import { errText, log } from '../log.js';
 import { getHeapStatistics } from 'node:v8';
-
-/** batch bodies arrive as UTF-8 the front has already checked */
-const utf8 = new TextDecoder();
+import { decodeUtf8 } from '../api/utf8.js';
 
 export interface ShardOptions {
   compat: boolean;
@@ -201,7 +199,7 @@ export class Shard {
   /** One batch of one playbook's events (SPEC §13): decided and applied in one pass, one journal entry. */
   ingest(rid: number, cmd: IngestCommand): ShardToFront | null {
     if (this.normalizer === null) throw new Error('batch ingest needs a normalizer');
-    if (cmd.body) { cmd.text = utf8.decode(cmd.body); cmd.body = null; } // the front sent the body's bytes (protocol.ts postToShard)
+    if (cmd.body) { cmd.text = decodeUtf8(cmd.body); cmd.body = null; } // the front sent the body's bytes (protocol.ts postToShard)
     const staged = new Staged();
     const runner = new BatchRunner(this.state, this.normalizer, this.ids, (events) => this.stage(staged, events));
     const outcome = runner.run(cmd, this.clock());
