@@ -111,7 +111,7 @@ shard.changes.recover();
 /** Shard: one encoded message → its (decoded) reply, once durable. */
 function onShard(posted: Posted): Promise<ShardToFront> {
   return new Promise((resolve) => {
-    const msg = receivedFromFront(posted);
+    const [msg] = receivedFromFront(posted) as [FrontToShard];
     replies.push(resolve);
     const r = shard.handle(msg);
     if (r) { replies.pop(); resolve(decode(encode(r))); }

@@ -11,7 +11,7 @@ import { Worker } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
 import { LIMITS } from '../limits.js';
 import { errText, log } from '../log.js';
-import { decode, encode, postToShard, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
+import { decodeAll, ShardOutbox, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
 import type { StreamChange } from './changes.js';
 import type { Shards } from './shards.js';
 
@@ -34,6 +34,8 @@ const MAX_BACKOFF_MS = 30_000;
 export class ShardPool implements Shards {
   readonly size: number;
   private readonly workers: Array<Worker | null> = [];
+  /** each worker's outbox: what the front posts to it in one turn leaves as one message (protocol.ts) */
+  private readonly outboxes: Array<ShardOutbox | null> = [];
   private readonly pending = new Map<number, Pending>();
   private nextRid = 1;
   private closing = false;
@@ -158,9 +160,16 @@ export class ShardPool implements Shards {
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => { void worker.terminate(); }, 10_000);
       worker.once('exit', () => { clearTimeout(timer); resolve(); });
-      const bytes = encode({ k: 'close' } satisfies FrontToShard);
-      worker.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
+      this.closeWorker(shard);
     });
+  }
+
+  /** Ask a worker to close, after whatever was posted to it before. */
+  private closeWorker(shard: number): void {
+    const outbox = this.outboxes[shard];
+    if (!outbox) return;
+    outbox.post({ k: 'close' });
+    outbox.flush();
   }
 
   /** Start one worker; resolves with its ready message, rejects if it fails to start. */
@@ -172,21 +181,22 @@ export class ShardPool implements Shards {
         workerData: init, resourceLimits: { maxYoungGenerationSizeMb: LIMITS.shardYoungGenerationMb },
       });
       this.workers[shard] = worker;
+      this.outboxes[shard] = new ShardOutbox(worker);
       let started = false;
-      worker.on('message', (bytes: Uint8Array) => {
-        const msg = decode<ShardToFront>(bytes);
+      const received = (msg: ShardToFront): void => {
         if (msg.k === 'ready') { started = true; resolve(msg); return; }
         if (msg.k === 'failed') { reject(new Error(`shard ${shard}: ${msg.error}`)); return; }
         if (msg.k === 'changes') { this.onChanges?.(shard, msg.changes, msg.stamp); return; }
         if (msg.k === 'position') { this.onPosition?.(shard, msg.seq); return; }
         if (this.holdReply?.(shard, msg)) return;
         this.onReply(msg);
-      });
+      };
+      worker.on('message', (bytes: Uint8Array) => { for (const msg of decodeAll<ShardToFront>(bytes)) received(msg); });
       worker.on('error', (err) => {
         log.error('shard worker error', { shard, err: errText(err) });
       });
       worker.on('exit', (code) => {
-        if (this.workers[shard] === worker) { this.workers[shard] = null; this.up[shard] = false; }
+        if (this.workers[shard] === worker) { this.workers[shard] = null; this.outboxes[shard] = null; this.up[shard] = false; }
         this.releaseHeld?.(shard); // answered by the worker before it died: they stand
         const failed = this.failPending(shard);
         if (!started) { reject(new Error(`shard ${shard} exited during start-up (code ${code})`)); return; }
@@ -272,7 +282,7 @@ export class ShardPool implements Shards {
       if (this.queueDelayMs > 0) { const q = this.sent[shard]!; q.rids.push(rid); q.at.push(at); }
       this.queued[shard]!++;
     }
-    postToShard(this.workers[shard]!, message);
+    this.outboxes[shard]!.post(message);
   }
 
   /**
@@ -454,8 +464,7 @@ export class ShardPool implements Shards {
     await Promise.all(this.workers.map((worker, shard) => worker === null ? undefined : new Promise<void>((resolve) => {
       const timer = setTimeout(() => { void worker.terminate(); }, 10_000);
       worker.once('exit', () => { clearTimeout(timer); resolve(); });
-      const bytes = encode({ k: 'close' } satisfies FrontToShard);
-      worker.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
+      this.closeWorker(shard);
       this.up[shard] = false;
     })));
   }

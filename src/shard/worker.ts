@@ -17,14 +17,22 @@ import { BodyNormalizer } from '../api/validate.js';
 import { compileWriteValidators } from '../api/schemas.js';
 import { ShardState } from './state.js';
 import { errText, log, setLogLevel } from '../log.js';
-import { encode, receivedFromFront, type FrontToShard, type Posted, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
+import { Outbox, receivedFromFront, type FrontToShard, type Posted, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
 
 const init = workerData as ShardInit;
 const port = parentPort!;
 
+/** replies, changes and reports leave a turn at a time (protocol.ts Outbox) */
+const outbox = new Outbox<ShardToFront>(port);
+
 function post(message: ShardToFront): void {
-  const out = encode(message);
-  port.postMessage(out, [out.buffer as ArrayBuffer]);
+  outbox.post(message);
+}
+
+/** Exit the worker; what it has posted leaves first (an exit drops the turn's outbox). */
+function exit(code: number): never {
+  outbox.flush();
+  process.exit(code);
 }
 
 setLogLevel(init.logLevel ?? 'info', { shard: init.shard });
@@ -67,8 +75,8 @@ try {
     // recovers from disk on a fresh environment; requests it held get 503.
     onStall: (pendingCommits, ms) => {
       log.fatal('storage stalled: commits have not settled; restarting the shard', { pendingCommits, ms });
-      setTimeout(() => process.exit(1), 1000).unref();
-      void log.flush().finally(() => process.exit(1));
+      setTimeout(() => exit(1), 1000).unref();
+      void log.flush().finally(() => exit(1));
     },
     // test hook: a shorter stall bound
     ...(testHooks && process.env.LOGBOOK_TEST_STALL_MS ? { stallMs: Number(process.env.LOGBOOK_TEST_STALL_MS) } : {}),
@@ -89,7 +97,7 @@ try {
         // this node no longer owns it. The replies have been answered 503; exit, and the
         // node's ownership layer decides whether to take the partition again.
         log.warn('partition lost: its commit was not acknowledged by the log', { partition: init.shard, err: errText(err) });
-        setTimeout(() => process.exit(3), 50);
+        setTimeout(() => exit(3), 50);
         return;
       }
       logError('commit failed; rebuilding the shard from disk', err);
@@ -102,7 +110,7 @@ try {
       } catch (recoverErr) {
         // memory may hold what the disk does not: stop; the pool restarts the worker from disk
         logError('rebuilding the shard from disk failed; exiting', recoverErr);
-        process.exit(1);
+        exit(1);
       }
     },
   });
@@ -142,7 +150,7 @@ try {
 } catch (err) {
   logError('shard failed to start', err);
   post({ k: 'failed', shard: init.shard, error: String((err as Error)?.message ?? err) });
-  process.exit(1);
+  exit(1);
 }
 
 // cluster mode: the node reports standby lag and announces owners' positions (src/cluster/cluster_shards.ts)
@@ -155,9 +163,18 @@ const snapshotTimer = setInterval(() => { if (store.journalLength > 0) shard.sna
 snapshotTimer.unref();
 
 port.on('message', (data: Posted) => {
-  let msg: FrontToShard | undefined;
+  let messages: FrontToShard[];
   try {
-    msg = receivedFromFront(data);
+    messages = receivedFromFront(data);
+  } catch (err) {
+    logError('shard could not decode a message', err);
+    return;
+  }
+  for (const msg of messages) handle(msg);
+});
+
+function handle(msg: FrontToShard): void {
+  try {
     if (msg.k === 'close') { void closeStore(); return; }
     if (msg.k === 'stats') { post(shard.stats(msg.rid, init.shard)); return; }
     if (msg.k === 'promote') {
@@ -188,11 +205,11 @@ port.on('message', (data: Posted) => {
     if (reply) post(reply);
   } catch (err) {
     logError('shard failed to handle a message', err);
-    if (msg && 'rid' in msg) {
+    if ('rid' in msg) {
       post({ k: 'error', rid: msg.rid, status: 500, body: Errors.internal() });
     }
   }
-});
+}
 
 /**
  * Test hook LOGBOOK_TEST_KILL_AT=<phase>:<count>:<delay ms> (phase snapshot or trim):
@@ -220,5 +237,5 @@ async function closeStore(): Promise<void> {
   shard.flushGroup(); // writes staged in this pass are stored (and answered) before the store closes
   try { await store.close?.(); } catch (err) { logError('closing the store failed', err); }
   if (partition) await partition.nc.drain().catch(() => {});
-  process.exit(0);
+  exit(0);
 }
