@@ -1,5 +1,5 @@
 import test from 'ava';
-import { memberSpans, minify, replaceValues, valueSpan } from '../src/api/json_text.js';
+import { memberSpans, minify, parseSpan, replaceValues, valueSpan } from '../src/api/json_text.js';
 import { mulberry32 } from './helpers/random.js';
 
 /** memberSpans as plain `key → value text` pairs, in order. */
@@ -232,4 +232,24 @@ test('a long run of backslashes before quotes stays linear and correct', (t) => 
     ['a', s],
     ['b', '2'],
   ]);
+});
+
+test('parseSpan gives what JSON.parse gives: scalars of every form, escapes, containers, random values (seeded)', (t) => {
+  const cases = ['0', '-0', '7', '-12', '0.1', '1.5e-3', '1E+2', '-2.5E-300', '1e400', '-1e400', '12345678901234567890',
+    '9007199254740993', '4.35', '"plain"', '""', '"a\\"b"', '"\\u00e9\\n"', '"é😀"', 'true', 'false', 'null', '[]', '{}',
+    '[1,"x",{"a":null}]', '{"__proto__":1}'];
+  for (const text of cases) {
+    const padded = `{"k": ${text} , "z":1}`;
+    const start = padded.indexOf(text, 5);
+    t.deepEqual(parseSpan(padded, start, start + text.length), JSON.parse(text), text);
+    t.true(Object.is(parseSpan(padded, start, start + text.length), JSON.parse(text)) || typeof JSON.parse(text) === 'object', text);
+  }
+  const random = mulberry32(77);
+  for (let k = 0; k < 3000; k++) {
+    const [compact, spaced] = randomJson(random, 3);
+    for (const text of [compact, spaced]) {
+      const [a, b] = valueSpan(' ' + text + ' ');
+      t.deepEqual(parseSpan(' ' + text + ' ', a, b), JSON.parse(text));
+    }
+  }
 });

@@ -8,7 +8,7 @@ import { Errors } from '../api/errors.js';
 import { pythonType } from '../api/validate.js';
 import { LIMITS } from '../limits.js';
 import { jsonStandIn, scanObjectBody } from '../api/json_scan.js';
-import type { MemberSpan } from '../api/json_text.js';
+import { parseSpan, type MemberSpan } from '../api/json_text.js';
 import { decodeUtf8, hasControlCharacter } from '../api/utf8.js';
 
 export type BodyResult =
@@ -104,7 +104,7 @@ export function parseWriteBody(bytes: Buffer, contentType: string, jsonFields: R
   if (members === null) return parseJsonText(text);
   const value: Record<string, unknown> = {};
   for (const [key, [start, end]] of members) {
-    const v = jsonFields.has(key) ? jsonStandIn(text.charCodeAt(start)) : JSON.parse(text.slice(start, end));
+    const v = jsonFields.has(key) ? jsonStandIn(text.charCodeAt(start)) : parseSpan(text, start, end);
     if (key === '__proto__') Object.defineProperty(value, key, { value: v, enumerable: true, writable: true, configurable: true });
     else value[key] = v;
   }

@@ -5,7 +5,7 @@
 // front never re-serializes content it does not need.
 import { gunzip } from 'node:zlib';
 import { Errors, Messages } from '../api/errors.js';
-import { memberSpans } from '../api/json_text.js';
+import { memberSpans, parseSpan } from '../api/json_text.js';
 import { TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
 import { nowMicros } from '../api/time.js';
 import type { BodyNormalizer } from '../api/validate.js';
@@ -220,7 +220,7 @@ function envelopeOf(text: string, controlFree: boolean): { ok: true; value: Obj;
     value.events = scan.events.map((ev) => {
       if (!ev.object) return null;
       const stub: Obj = {};
-      if (ev.kind) stub.kind = JSON.parse(text.slice(ev.kind[0], ev.kind[1]));
+      if (ev.kind) stub.kind = parseSpan(text, ev.kind[0], ev.kind[1]);
       if (ev.labels) stub.labels = JSON.parse(text.slice(ev.labels[0], ev.labels[1]));
       return stub;
     });

@@ -7,7 +7,7 @@
 // the whole batch (with the stream's new `seq`) is one journal entry.
 import { Errors, Messages } from '../api/errors.js';
 import { eventSpans, jsonStandIn } from '../api/json_scan.js';
-import { arrayMemberSpans, type ElementSpans } from '../api/json_text.js';
+import { arrayMemberSpans, parseSpan, type ElementSpans } from '../api/json_text.js';
 import { JSON_FIELDS, TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
 import { normalizeUuid } from '../api/uuid.js';
 import type { BodyNormalizer } from '../api/validate.js';
@@ -265,11 +265,11 @@ function eventObject(text: string, at: ElementSpans, body: Obj): Obj {
     return ev;
   }
   const kindSpan = at.members.get('kind');
-  const kind = kindSpan ? JSON.parse(text.slice(kindSpan[0], kindSpan[1])) as unknown : undefined;
+  const kind = kindSpan ? parseSpan(text, kindSpan[0], kindSpan[1]) : undefined;
   const raw = typeof kind === 'string' ? JSON_FIELDS_OF_KIND.get(kind) : undefined;
   const ev: Obj = {};
   for (const [key, [start, end]] of at.members) {
-    const value = raw?.has(key) ? jsonStandIn(text.charCodeAt(start)) : JSON.parse(text.slice(start, end));
+    const value = key === 'kind' ? kind : raw?.has(key) ? jsonStandIn(text.charCodeAt(start)) : parseSpan(text, start, end);
     if (key === '__proto__') {
       const own = { value, enumerable: true, writable: true, configurable: true };
       Object.defineProperty(ev, key, own);
