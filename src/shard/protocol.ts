@@ -268,15 +268,6 @@ export type Posted = Uint8Array | [Uint8Array, Uint8Array];
 export interface PostPort { postMessage(value: unknown, transfer: ArrayBuffer[]): void }
 
 /**
- * The messages posted to one port in one turn of the event loop leave together,
- * as one encoded array in one postMessage, in the order they were posted. A
- * postMessage and its 'message' event cost both threads ~10 µs of CPU whatever
- * they carry (serialization, a wake-up, an event object), which under load is
- * paid per request twice (request and reply); eight messages to a turn measured
- * ~2 µs each. Nothing waits for a fuller batch: the turn's end (setImmediate,
- * after this pass's I/O callbacks) sends what there is.
- */
-/**
  * At most this many messages to one postMessage: a receiver that got a whole
  * turn's (say 70 requests parsed in 3 ms) would idle until the sender's turn
  * ended, then the sender until the answers came; sixteen keep both busy. 8, 16,
@@ -285,6 +276,15 @@ export interface PostPort { postMessage(value: unknown, transfer: ArrayBuffer[])
  */
 const OUTBOX_MAX = 16;
 
+/**
+ * The messages posted to one port in one turn of the event loop leave together,
+ * as one encoded array in one postMessage, in the order they were posted. A
+ * postMessage and its 'message' event cost both threads ~10 µs of CPU whatever
+ * they carry (serialization, a wake-up, an event object), which under load is
+ * paid per request twice (request and reply); eight messages to a turn measured
+ * ~2 µs each. Nothing waits for a fuller batch: the turn's end (setImmediate,
+ * after this pass's I/O callbacks) sends what there is.
+ */
 export class Outbox<M extends { k: string }> {
   private queued: M[] = [];
   private readonly flushNow = (): void => this.flush();
