@@ -278,7 +278,15 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
     await lb.drain();
 
     // 4. every acknowledged write is there
-    const stored = await readBack(lb.url, tasks);
+    let stored: Set<number>;
+    try {
+      stored = await readBack(lb.url, tasks);
+    } catch (err) {
+      // say why (undici's "fetch failed" hides its cause) and what the server last logged
+      const cause = (err as { cause?: unknown }).cause;
+      const tail = lb.output().split('\n').filter((l) => !l.includes('"msg":"shedding"')).slice(-8).join('\n');
+      throw new Error(`read back failed: ${String(err)}${cause ? ` (${String(cause)})` : ''}; the server's last log lines:\n${tail}`);
+    }
     let lost = 0;
     for (const id of acked) if (!stored.has(id)) lost++;
     const run: OverloadRun = {
