@@ -347,14 +347,14 @@ export class LmdbShardStore implements DurableShardStore {
    * recovery) puts its playbooks back as dirty and trims nothing: the next
    * round snapshots them again.
    */
-  snapshot(state: ShardState, beforeCopy: () => void = () => {}): Promise<void> {
+  snapshot(state: ShardState): Promise<void> {
     if (this.snapshotting) return Promise.resolve();
-    const round = this.snapshotRound(state, beforeCopy);
+    const round = this.snapshotRound(state);
     this.roundEnded = round.then(() => undefined, () => undefined);
     return round;
   }
 
-  private async snapshotRound(state: ShardState, beforeCopy: () => void): Promise<void> {
+  private async snapshotRound(state: ShardState): Promise<void> {
     this.snapshotting = true;
     const generation = this.generation;
     const t0 = performance.now();
@@ -387,10 +387,6 @@ export class LmdbShardStore implements DurableShardStore {
     };
     try {
       for (const id of ids) {
-        // Writes handled between slices may be staged in the shard's open group:
-        // applied to the state, not yet in the journal. Stored first, or this copy
-        // would hold changes past its seq, and recovery would apply them twice.
-        beforeCopy();
         const agg = state.aggregates.get(id);
         if (agg) {
           // the rows are copied at this seq in one go (a consistent cut); their
