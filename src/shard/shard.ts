@@ -368,9 +368,10 @@ export class Shard {
 
   snapshotSoon(): void {
     if (!this.store.snapshot) return;
-    // a snapshot must not capture writes that are not in the journal yet
+    // a snapshot must not capture writes that are not in the journal yet: the open
+    // group is stored now, and again before each aggregate the round copies later
     this.flushGroup();
-    this.store.snapshot(this.state).catch((err) => {
+    this.store.snapshot(this.state, this.flushGroupNow).catch((err) => {
       log.error('snapshot failed', { err: errText(err) });
     });
   }

@@ -62,8 +62,9 @@ try {
   // test hook: a slow recovery, so tests can watch the 503s that come before it
   const delay = testHooks ? Number(process.env.LOGBOOK_TEST_RECOVERY_DELAY_MS ?? 0) : 0;
   if (delay > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
-  // test hook: slow snapshot slices, so a crash test can kill the process inside a round
-  const sliceDelay = testHooks ? Number(process.env.LOGBOOK_TEST_SNAPSHOT_SLICE_DELAY_MS ?? 0) : 0;
+  // test hook: snapshot slices that always yield (and for how long), so a crash test can kill the process inside a round
+  const sliceDelayText = testHooks ? process.env.LOGBOOK_TEST_SNAPSHOT_SLICE_DELAY_MS : undefined;
+  const sliceDelay = sliceDelayText ? Number(sliceDelayText) : null;
   // test hook: snapshots split a playbook's results into parts of this many (the default is thousands)
   const partRows = testHooks ? Number(process.env.LOGBOOK_TEST_SNAPSHOT_PART_ROWS ?? 0) : 0;
   if (!partition) durable = openShardStore({

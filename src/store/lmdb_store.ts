@@ -43,18 +43,22 @@ export interface LmdbStoreOptions {
    */
   mapSize?: number | null;
   faults?: StoreFaults | null;
-  /** test hook: pause this long between snapshot slices (widens the window a crash test aims at) */
-  snapshotSliceDelayMs?: number;
+  /**
+   * test hook: yield after every snapshot slice, for this long (0: one setImmediate,
+   * as under load; more widens the window a crash test aims at). Null or absent:
+   * yield only once a slice has run 8 ms.
+   */
+  snapshotSliceDelayMs?: number | null;
   /** results per stored snapshot part (default LIMITS.snapshotPartRows; tests use a few to exercise parts) */
   snapshotPartRows?: number;
   /** test hook: told after each snapshot put and each trim is issued (a crash test kills the process there) */
   step?: ((phase: 'snapshot' | 'trim', count: number) => void) | null;
   /**
-   * Called once if commits stop settling for `stallMs` (default 30 s) while some
-   * are pending. lmdb-js can lose a failed transaction (e.g. a page spill that
-   * cannot be written, EIO): its promises then never settle, nor do those of every
-   * later transaction, so the shard would hang. The worker exits and is restarted
-   * on a fresh environment.
+   * Called once if a commit has been pending for `stallMs` (default 30 s).
+   * lmdb-js can lose a failed transaction (e.g. a page spill that cannot be
+   * written, EIO): its promises then never settle, so the shard's replies, which
+   * leave in commit order, would hang behind it. The worker exits and is
+   * restarted on a fresh environment.
    */
   onStall?: ((pendingCommits: number, ms: number) => void) | null;
   stallMs?: number;
@@ -97,13 +101,13 @@ export class LmdbShardStore implements DurableShardStore {
   private lastSnapshotAt: number | null = null;
   private readonly mapSize: number | null;
   private readonly faults: StoreFaults | null;
-  private readonly sliceDelayMs: number;
+  private readonly sliceDelayMs: number | null;
   private readonly partRows: number;
   private readonly step: ((phase: 'snapshot' | 'trim', count: number) => void) | null;
   private stepCounts = { snapshot: 0, trim: 0 };
-  /** writes issued and not yet durable or failed, and when one last settled (stall watchdog) */
-  private pendingCommits = 0;
-  private lastSettledAt = 0;
+  /** writes issued and not yet durable or failed → when each was issued, oldest first (stall watchdog) */
+  private readonly pendingSince = new Map<number, number>();
+  private commitsIssued = 0;
   private stallTimer: NodeJS.Timeout | null = null;
   /** the last write issued to LMDB (injected failures are reported after it) */
   private lastIssued: Promise<unknown> = Promise.resolve();
@@ -114,15 +118,19 @@ export class LmdbShardStore implements DurableShardStore {
     this.path = join(dataDir, `shard-${shard}.mdb`);
     this.mapSize = options.mapSize ?? null;
     this.faults = options.faults ?? null;
-    this.sliceDelayMs = options.snapshotSliceDelayMs ?? 0;
+    this.sliceDelayMs = options.snapshotSliceDelayMs ?? null;
     this.partRows = options.snapshotPartRows ?? LIMITS.snapshotPartRows;
     this.step = options.step ?? null;
     if (options.onStall) {
       const onStall = options.onStall;
       const stallMs = options.stallMs ?? 30_000;
       this.stallTimer = setInterval(() => {
-        const ms = performance.now() - this.lastSettledAt;
-        if (this.pendingCommits > 0 && ms > stallMs) { clearInterval(this.stallTimer!); onStall(this.pendingCommits, Math.round(ms)); }
+        // the oldest commit still pending: one lost transaction stalls its replies
+        // and every later reply (they leave in order), also while later commits settle
+        const oldest = this.pendingSince.values().next().value;
+        if (oldest === undefined) return;
+        const ms = performance.now() - oldest;
+        if (ms > stallMs) { clearInterval(this.stallTimer!); onStall(this.pendingSince.size, Math.round(ms)); }
       }, Math.min(1000, stallMs / 2));
       this.stallTimer.unref();
     }
@@ -306,14 +314,15 @@ export class LmdbShardStore implements DurableShardStore {
    * resolves lmdb-js's `flushed`: wait for the commit first, then the flush.)
    */
   private durable(stored: Promise<boolean>, what: string): Promise<void> {
-    if (this.pendingCommits++ === 0) this.lastSettledAt = performance.now();
+    const token = ++this.commitsIssued;
+    this.pendingSince.set(token, performance.now());
     const result = stored.then((ok) => {
       if (!ok) throw new StorageError(`the ${what} was not stored because an earlier write of this shard failed`);
       if (this.durability === 'flush') return flushedOf(stored).then(() => undefined);
       return undefined;
     }, async (err) => { throw new StorageError(await failureText(err)); });
     // the watchdog counts until durable (a flush can be lost too, after a commit)
-    const settled = () => { this.pendingCommits--; this.lastSettledAt = performance.now(); };
+    const settled = () => { this.pendingSince.delete(token); };
     result.then(settled, settled);
     return result;
   }
@@ -347,14 +356,14 @@ export class LmdbShardStore implements DurableShardStore {
    * recovery) puts its playbooks back as dirty and trims nothing: the next
    * round snapshots them again.
    */
-  snapshot(state: ShardState): Promise<void> {
+  snapshot(state: ShardState, beforeCopy: () => void = () => {}): Promise<void> {
     if (this.snapshotting) return Promise.resolve();
-    const round = this.snapshotRound(state);
+    const round = this.snapshotRound(state, beforeCopy);
     this.roundEnded = round.then(() => undefined, () => undefined);
     return round;
   }
 
-  private async snapshotRound(state: ShardState): Promise<void> {
+  private async snapshotRound(state: ShardState, beforeCopy: () => void): Promise<void> {
     this.snapshotting = true;
     const generation = this.generation;
     const t0 = performance.now();
@@ -381,12 +390,17 @@ export class LmdbShardStore implements DurableShardStore {
     const slice = async (): Promise<void> => {
       const ms = performance.now() - sliceStart;
       if (ms > longestSliceMs) longestSliceMs = ms;
-      if (ms <= 8 && this.sliceDelayMs === 0) return;
-      await new Promise((r) => (this.sliceDelayMs > 0 ? setTimeout(r, this.sliceDelayMs) : setImmediate(r)));
+      const delay = this.sliceDelayMs;
+      if (delay === null && ms <= 8) return;
+      await new Promise((r) => (delay ? setTimeout(r, delay) : setImmediate(r)));
       sliceStart = performance.now();
     };
     try {
       for (const id of ids) {
+        // Writes handled between slices may be staged in the shard's open group:
+        // applied to the state, not yet in the journal. Stored first, or this copy
+        // would hold changes past its seq, and recovery would apply them twice.
+        beforeCopy();
         const agg = state.aggregates.get(id);
         if (agg) {
           // the rows are copied at this seq in one go (a consistent cut); their
@@ -405,6 +419,7 @@ export class LmdbShardStore implements DurableShardStore {
         }
         await slice();
       }
+      beforeCopy(); // maxIds too: no id past the seq it is stored with
       const at = Date.now();
       put(META_KEY, { seq: this.seq, maxIds: state.maxIds.slice(), at });
       for (const result of await Promise.allSettled(stored)) if (result.status === 'rejected') throw result.reason;

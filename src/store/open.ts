@@ -11,8 +11,8 @@ export interface StoreOptions {
   durability: Durability;
   /** LOGBOOK_MAP_SIZE (null: no limit) */
   mapSize: number | null;
-  /** test hooks (LOGBOOK_TEST_HOOKS=1 only): slow snapshot slices; told of each snapshot put / trim */
-  snapshotSliceDelayMs?: number;
+  /** test hooks (LOGBOOK_TEST_HOOKS=1 only): snapshot slices that always yield (LmdbStoreOptions); told of each snapshot put / trim */
+  snapshotSliceDelayMs?: number | null;
   /** test hook: results per snapshot part (LOGBOOK_TEST_SNAPSHOT_PART_ROWS) */
   snapshotPartRows?: number;
   step?: ((phase: 'snapshot' | 'trim', count: number) => void) | null;
@@ -25,7 +25,7 @@ export interface StoreOptions {
 export function openShardStore(options: StoreOptions): DurableShardStore | null {
   if (options.dataDir === null) return null;
   return new LmdbShardStore(options.dataDir, options.shard, options.durability, {
-    mapSize: options.mapSize, snapshotSliceDelayMs: options.snapshotSliceDelayMs ?? 0, step: options.step ?? null,
+    mapSize: options.mapSize, snapshotSliceDelayMs: options.snapshotSliceDelayMs ?? null, step: options.step ?? null,
     ...(options.snapshotPartRows ? { snapshotPartRows: options.snapshotPartRows } : {}),
     onStall: options.onStall ?? null, ...(options.stallMs ? { stallMs: options.stallMs } : {}),
   });
