@@ -17,6 +17,7 @@ import { dumpApi, flatten, listAll, type Dump } from './helpers/dump.js';
 import { runUntilExit } from './helpers/process.js';
 import { Rng, seedFrom } from './helpers/random.js';
 import { FORMAT_VERSION } from '../src/store/front_store.js';
+import { partSeqOf, resultPartsOf, type AggregateSnapshot } from '../src/store/snapshot_format.js';
 
 function tempDir(t: { teardown(fn: () => void): void }): string {
   const dir = mkdtempSync(join(tmpdir(), 'logbook-recovery-'));
@@ -55,12 +56,12 @@ async function snapshotParts(dataDir: string, shards: number): Promise<{ stored:
   let stored = 0, referred = 0;
   for (let k = 0; k < shards; k++) {
     const env = open({ path: join(dataDir, `shard-${k}.mdb`), maxDbs: 8, readOnly: true });
-    const snapshots = env.openDB<unknown[], number>({ name: 'snapshots', keyEncoding: 'uint32', encoding: 'msgpack' });
+    const snapshots = env.openDB<AggregateSnapshot, number>({ name: 'snapshots', keyEncoding: 'uint32', encoding: 'msgpack' });
     const parts = env.openDB<unknown, [number, number, number]>({ name: 'snapshot_parts', encoding: 'msgpack' });
     for (const key of parts.getKeys()) {
       stored++;
       const head = snapshots.get(key[0]);
-      if (head && head[0] === key[1] && typeof head[8] === 'number' && key[2] < head[8]) referred++;
+      if (head && key[2] < resultPartsOf(head) && partSeqOf(head, key[2]) === key[1]) referred++;
     }
     await env.close();
   }

@@ -5,8 +5,13 @@
 // notice if a copy took them under the journal position before their group:
 // after a restart they are applied a second time (a delete of a row that is
 // gone stops the start-up; a create is counted twice).
+// A round also keeps the result parts of earlier rounds whose rows did not
+// change, and a restart must still show every row as it was served.
 import test from 'ava';
+import { open } from 'lmdb';
+import { join } from 'node:path';
 import { ShardNode, onDisk, tempDir } from './helpers/shard_node.js';
+import { partSeqOf, resultPartsOf, type AggregateSnapshot } from '../src/store/snapshot_format.js';
 
 test('writes staged while a round is between two playbooks are recovered once', async (t) => {
   const dir = tempDir(t);
@@ -27,4 +32,77 @@ test('writes staged while a round is between two playbooks are recovered once', 
     'playbook 1': '/srv/1.yml, 2 records', 'playbook 2': '/srv/2.yml, 2 records',
     'record 11': 'a', 'record 12': 'b', 'record 21': null, 'record 22': 'b', 'record 23': 'c',
   });
+});
+
+/** The stored result parts of playbook `pb` ([seq, k] each) and the seqs its snapshot refers to. */
+async function storedParts(dir: string, pb: number): Promise<{ parts: string[]; referred: string[] }> {
+  const env = open({ path: join(dir, 'shard-0.mdb'), maxDbs: 8, readOnly: true });
+  const snapshots = env.openDB<AggregateSnapshot, number>({ name: 'snapshots', keyEncoding: 'uint32', encoding: 'msgpack' });
+  const table = env.openDB<unknown, [number, number, number]>({ name: 'snapshot_parts', encoding: 'msgpack' });
+  const parts = [...table.getKeys({ start: [pb], end: [pb + 1] })].map(([, seq, k]) => `${seq}/${k}`);
+  const head = snapshots.get(pb);
+  const referred = head ? Array.from({ length: resultPartsOf(head) }, (_, k) => `${partSeqOf(head, k)}/${k}`) : [];
+  await env.close();
+  return { parts, referred };
+}
+
+/** Every result's status as a fresh store on `dir` recovers it (404 → null). */
+async function statusesOnDisk(dir: string, ids: number[]): Promise<Array<string | null>> {
+  const node = new ShardNode(dir);
+  const out: Array<string | null> = [];
+  for (const id of ids) { const r = await node.get('result', id); out.push(r.status === 200 ? r.body.status : null); }
+  await node.close();
+  return out;
+}
+
+test('a round stores again only the result parts from the first changed row; a restart shows every change', async (t) => {
+  const dir = tempDir(t);
+  const ids = Array.from({ length: 30 }, (_, i) => 100 + i);
+  const expected = new Map<number, string | null>();
+  const open = () => new ShardNode(dir, { partRows: 4 });
+  let node = open();
+  const settle = async (rids: number[]) => t.true((await Promise.all(rids.map((r) => node.status(r)))).every((s) => s < 300));
+  await settle([node.playbook(1), node.tree(1)]);
+  const add = async (from: number, to: number) => {
+    await settle(ids.slice(from, to).map((id) => { expected.set(id, 'ok'); return node.result(id, 1, 'ok'); }));
+  };
+  const round = async () => {
+    await node.store.snapshot(node.shard.state);
+    await node.close();
+    t.deepEqual(await statusesOnDisk(dir, ids), ids.map((id) => expected.get(id) ?? null), 'a restart shows every result as served');
+    const stored = await storedParts(dir, 1);
+    t.deepEqual(stored.parts.sort(), stored.referred.slice().sort(), 'every stored part is referred to, and only those');
+    node = open();
+    return stored.referred;
+  };
+
+  await add(0, 10); // parts of 4, 4, 2
+  const first = await round();
+  t.is(first.length, 3);
+
+  await add(10, 20); // appended: the two full parts stay, the partial one and the new rows are written
+  const second = await round();
+  t.is(second.length, 5);
+  t.deepEqual(second.slice(0, 2), first.slice(0, 2), 'the full parts of the first round are kept');
+  t.notDeepEqual(second[2], first[2], 'the partial one is written again');
+
+  // a row in part 3 (rows 8..11) updated: parts 0-1 stay, 2 on are written again
+  await settle([node.patchResult(ids[9]!, 'failed')]);
+  expected.set(ids[9]!, 'failed');
+  const third = await round();
+  t.deepEqual(third.slice(0, 2), second.slice(0, 2));
+  t.true(third.slice(2).every((ref, k) => ref !== second[k + 2]), 'the parts from the changed one on are new');
+
+  // a row of the first part deleted: every row after it moved, nothing is kept
+  await settle([node.deleteResult(ids[1]!)]);
+  expected.set(ids[1]!, null);
+  await add(20, 23);
+  const fourth = await round();
+  t.true(fourth.every((ref) => !third.includes(ref)), 'all parts are new');
+  t.is(fourth.length, Math.ceil(22 / 4));
+
+  // nothing changed in the results (a record only): every part is kept
+  await settle([node.record(1, 1, 'x')]);
+  t.deepEqual(await round(), fourth);
+  await node.close();
 });

@@ -20,20 +20,68 @@ export type Event =
  * The results of one playbook, in creation (= id) order. A plain array costs
  * 4 bytes a result where a second Map would cost ~30; lookups by id go through
  * the shard's index, and removals (rare, and batched by cascades) filter.
+ *
+ * It also knows the lowest position changed since the last snapshot copy
+ * (`takeChangedFrom`): results are append-mostly, so a snapshot round stores
+ * again only the parts from there on and keeps the ones before it.
  */
 export class ResultList {
   private rows: ResultRow[] = [];
+  /** lowest position added, changed or shifted since takeChangedFrom / markClean */
+  private changedFrom = 0;
   get size(): number { return this.rows.length; }
   values(): IterableIterator<ResultRow> { return this.rows.values(); }
   *keys(): IterableIterator<number> { for (const r of this.rows) yield r.id; }
   add(row: ResultRow): void {
     const n = this.rows.length;
     // ids arrive in increasing order except during recovery of out-of-order snapshots
-    if (n === 0 || this.rows[n - 1]!.id < row.id) this.rows.push(row);
-    else { this.rows.push(row); this.rows.sort((a, b) => a.id - b.id); }
+    if (n === 0 || this.rows[n - 1]!.id < row.id) {
+      this.rows.push(row);
+      if (n < this.changedFrom) this.changedFrom = n;
+    } else {
+      this.rows.push(row);
+      this.rows.sort((a, b) => a.id - b.id);
+      this.changedFrom = 0;
+    }
   }
   remove(ids: Set<number>): void {
-    this.rows = this.rows.filter((r) => !ids.has(r.id));
+    const rows = this.rows;
+    let first = 0;
+    while (first < rows.length && !ids.has(rows[first]!.id)) first++;
+    if (first === rows.length) return;
+    if (first < this.changedFrom) this.changedFrom = first;
+    this.rows = rows.filter((r) => !ids.has(r.id));
+  }
+  /** A row of this list was updated in place. */
+  touched(id: number): void {
+    const at = this.indexOf(id);
+    if (at >= 0 && at < this.changedFrom) this.changedFrom = at;
+  }
+  /** The rows from position `from` on, as stored (ResultRow.toArray). */
+  arraysFrom(from: number): unknown[][] {
+    const rows = this.rows;
+    const out: unknown[][] = new Array(Math.max(0, rows.length - from));
+    for (let i = from; i < rows.length; i++) out[i - from] = rows[i]!.toArray();
+    return out;
+  }
+  /** The lowest position changed since the last call (size: none); from now on, nothing is. */
+  takeChangedFrom(): number {
+    const from = this.changedFrom;
+    this.changedFrom = this.rows.length;
+    return from;
+  }
+  /** The rows are exactly those of the stored snapshot they were loaded from. */
+  markClean(): void { this.changedFrom = this.rows.length; }
+  private indexOf(id: number): number {
+    const rows = this.rows;
+    let lo = 0, hi = rows.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const at = rows[mid]!.id;
+      if (at === id) return mid;
+      if (at < id) lo = mid + 1; else hi = mid - 1;
+    }
+    return -1;
   }
 }
 
@@ -191,6 +239,7 @@ export class ShardState {
       case 'result':
         this.linkResult(agg, row, -1);
         assign(row, d);
+        agg.results.touched(id);
         this.linkResult(agg, row, 1);
         break;
       case 'task':

@@ -15,8 +15,11 @@ import type { LabelStore } from '../http/labels.js';
  *      a format-1 binary would load such a playbook without its results.
  *   3: the result contents of a batch are packed (content_chunks): an older
  *      binary would serve them as `{}`.
+ *   4: a snapshot round keeps the unchanged result parts of earlier rounds,
+ *      keyed by those rounds' seqs (listed in the snapshot): an older binary
+ *      would look for every part under the snapshot's own seq.
  */
-export const FORMAT_VERSION = 3;
+export const FORMAT_VERSION = 4;
 
 export class StoreError extends Error {}
 

@@ -27,7 +27,7 @@ import { BLOB_DEFAULT, contentResultId, type BlobKey } from './blobs.js';
 import { CHUNK_ALONE_BYTES, CHUNK_MIN_CONTENTS, ContentChunks, type ChunkKey, type PackableContent } from './content_chunks.js';
 import { log } from '../log.js';
 import { recoverShard } from './recovery.js';
-import { encodeAggregate, joinResults, resultPartsOf, splitResults, type AggregateSnapshot, type ShardMeta } from './snapshot_format.js';
+import { encodeAggregate, joinResults, keptParts, partSeqOf, resultPartsOf, splitResults, type AggregateSnapshot, type PartRef, type ShardMeta } from './snapshot_format.js';
 import { LIMITS } from '../limits.js';
 import { StorageError, type DurableShardStore, type Durability, type RecoveryStats, type StoreStats } from './types.js';
 
@@ -73,6 +73,11 @@ export class LmdbShardStore implements DurableShardStore {
   private readonly snapshots: Database<AggregateSnapshot | ShardMeta, number>;
   /** results of large playbooks' snapshots, in parts written one at a time (snapshot_format.ts splitResults) */
   private readonly snapshotParts: Database<unknown[][], [number, number, number]>;
+  /**
+   * the result parts each playbook's last copied snapshot consists of (the next
+   * round keeps those whose rows did not change); absent: write them all
+   */
+  private readonly layouts = new Map<number, PartRef[]>();
   /** playbooks whose stored parts may have no snapshot referring to them any more (cleaned after a round) */
   private readonly partsToClean = new Set<number>();
   private readonly blobs: Database<string, BlobKey>;
@@ -195,6 +200,7 @@ export class LmdbShardStore implements DurableShardStore {
           void this.snapshots.remove(id);
           for (const key of this.snapshotParts.getKeys({ start: [id], end: [id + 1] })) void this.snapshotParts.remove(key);
           this.partsToClean.add(id); // parts a round has in flight now: removed once it is durable
+          this.layouts.delete(id);
         }
         void this.journal.put(seq, events);
         void this.heads.put(HEAD_KEY, null, seq);
@@ -387,6 +393,7 @@ export class LmdbShardStore implements DurableShardStore {
     };
     let sliceStart = performance.now();
     let longestSliceMs = 0;
+    let partsWritten = 0, partsKept = 0;
     const slice = async (): Promise<void> => {
       const ms = performance.now() - sliceStart;
       if (ms > longestSliceMs) longestSliceMs = ms;
@@ -404,18 +411,24 @@ export class LmdbShardStore implements DurableShardStore {
         const agg = state.aggregates.get(id);
         if (agg) {
           // the rows are copied at this seq in one go (a consistent cut); their
-          // encoding is what takes long, and it goes part by part between other work
+          // encoding is what takes long, and it goes part by part between other work.
+          // Parts of earlier rounds whose rows have not changed since are kept.
           const seq = this.seq;
-          const { head, parts } = splitResults(encodeAggregate(seq, agg), this.partRows);
-          // its parts of earlier rounds go after this one (also when it has none now: it shrank)
+          const changedFrom = agg.results.takeChangedFrom();
+          const { kept, rows } = keptParts(this.layouts.get(id) ?? [], changedFrom, this.partRows, agg.results.size);
+          const { head, parts, layout } = splitResults(encodeAggregate(seq, agg, rows), this.partRows, kept);
+          if (layout.length) this.layouts.set(id, layout); else this.layouts.delete(id);
+          // its parts no longer referred to go after this round (also when it has none now: it shrank)
           this.partsToClean.add(id);
           for (let k = 0; k < parts.length; k++) {
-            put([id, seq, k], parts[k]!);
+            put([id, seq, kept.length + k], parts[k]!);
             await slice();
           }
           // written after its parts, so a snapshot never refers to a part not stored;
           // a playbook deleted meanwhile gets none (its parts are cleaned below)
-          if (parts.length === 0 || state.aggregates.get(id) === agg) put(id, head);
+          if (layout.length === 0 || state.aggregates.get(id) === agg) put(id, head);
+          partsWritten += parts.length;
+          partsKept += kept.length;
         }
         await slice();
       }
@@ -425,7 +438,8 @@ export class LmdbShardStore implements DurableShardStore {
       for (const result of await Promise.allSettled(stored)) if (result.status === 'rejected') throw result.reason;
       if (this.generation !== generation) throw new StorageError('the snapshot round was overtaken by a recovery');
     } catch (err) {
-      for (const id of ids) if (state.aggregates.has(id)) state.dirty.add(id);
+      // what this round stored is unknown: the next one writes these playbooks whole
+      for (const id of ids) { this.layouts.delete(id); if (state.aggregates.has(id)) state.dirty.add(id); }
       this.sinceSnapshot += journaled;
       this.snapshotting = false;
       throw err;
@@ -443,7 +457,8 @@ export class LmdbShardStore implements DurableShardStore {
         if (result.status === 'rejected') throw new StorageError(`journal trim failed (the entries stay; the next round trims them): ${await failureText(result.reason)}`);
       }
       log.info('snapshot taken', {
-        playbooks: ids.length, journalEntriesTrimmed: trims.length, resultPartsRemoved: partsRemoved.length,
+        playbooks: ids.length, journalEntriesTrimmed: trims.length,
+        resultParts: { written: partsWritten, kept: partsKept, removed: partsRemoved.length },
         ms: Math.round(performance.now() - t0), longestSliceMs: Math.round(longestSliceMs),
       });
     } finally {
@@ -461,9 +476,10 @@ export class LmdbShardStore implements DurableShardStore {
     for (const id of this.partsToClean) {
       this.partsToClean.delete(id);
       const head = this.snapshots.get(id) as AggregateSnapshot | undefined;
-      const keep = head !== undefined && resultPartsOf(head) > 0 ? head[0] : null;
+      const count = head === undefined ? 0 : resultPartsOf(head);
       for (const key of this.snapshotParts.getKeys({ start: [id], end: [id + 1] })) {
-        if (key[1] !== keep) removes.push(this.snapshotParts.remove(key));
+        const [, seq, k] = key;
+        if (!(k < count && partSeqOf(head!, k) === seq)) removes.push(this.snapshotParts.remove(key));
       }
     }
     return removes;
@@ -474,13 +490,17 @@ export class LmdbShardStore implements DurableShardStore {
     const count = resultPartsOf(stored);
     if (count === 0) return stored;
     const parts: unknown[][][] = [];
+    const layout: PartRef[] = [];
     for (let k = 0; k < count; k++) {
-      const part = this.snapshotParts.get([id, stored[0], k]);
+      const seq = partSeqOf(stored, k);
+      const part = this.snapshotParts.get([id, seq, k]);
       if (part === undefined) {
         throw new Error(`${this.path}: the snapshot of playbook ${id} refers to part ${k + 1} of ${count} of its results, which is not stored: the data directory is damaged (restore it from a backup)`);
       }
       parts.push(part);
+      layout.push({ seq, rows: part.length });
     }
+    this.layouts.set(id, layout);
     return joinResults(stored, parts);
   }
 
@@ -489,6 +509,7 @@ export class LmdbShardStore implements DurableShardStore {
     // what memory held for commands in flight is not on disk (yet, or ever): reads go to disk
     this.overlay.clear();
     this.generation++;
+    this.layouts.clear();
     const snapshots = this.snapshots;
     const journal = this.journal;
     const whole = (id: number, stored: AggregateSnapshot) => this.wholeSnapshot(id, stored);

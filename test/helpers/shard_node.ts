@@ -23,14 +23,16 @@ export class Faults implements StoreFaults {
 
 const T0 = parseTimestamp('2026-01-01T00:00:00Z')!;
 
-/** A shard on a store in `dir`, rebuilt from disk after a storage failure as the worker does. */
 export interface ShardNodeOptions {
   /** group commit as the worker runs it (a pass's writes flushed by setImmediate); default off: a journal entry per write */
   groupCommit?: boolean;
   /** LmdbStoreOptions.snapshotSliceDelayMs (0: every slice yields one setImmediate) */
   sliceDelayMs?: number | null;
+  /** LmdbStoreOptions.snapshotPartRows (results per stored snapshot part) */
+  partRows?: number;
 }
 
+/** A shard on a store in `dir`, rebuilt from disk after a storage failure as the worker does. */
 export class ShardNode {
   readonly faults = new Faults();
   readonly store: LmdbShardStore;
@@ -41,7 +43,10 @@ export class ShardNode {
   rebuilds = 0;
 
   constructor(readonly dir: string, options: ShardNodeOptions = {}) {
-    this.store = new LmdbShardStore(dir, 0, 'flush', { faults: this.faults, snapshotSliceDelayMs: options.sliceDelayMs ?? null });
+    this.store = new LmdbShardStore(dir, 0, 'flush', {
+      faults: this.faults, snapshotSliceDelayMs: options.sliceDelayMs ?? null,
+      ...(options.partRows ? { snapshotPartRows: options.partRows } : {}),
+    });
     this.shard = new Shard({
       compat: false, store: this.store, clock: () => (this.now += 1000),
       ...(options.groupCommit ? { schedule: (flush: () => void) => setImmediate(flush) } : {}),
@@ -89,6 +94,27 @@ export class ShardNode {
 
   record(id: number, playbook: number, value: unknown): number {
     return this.send({ op: 'create', type: 'record', id, set: { playbook, key: `k${id}`, type: 'json', value: JSON.stringify(value) } });
+  }
+
+  /** A play, file, task and host in playbook `pb`, each with id `pb` (results need them); the last request id. */
+  tree(pb: number): number {
+    this.send({ op: 'create', type: 'play', id: pb, set: { playbook: pb, uuid: `5e0c9a5e-0000-4000-8000-${String(pb).padStart(12, '0')}`, name: 'play', started: T0 } });
+    this.send({ op: 'create', type: 'file', id: pb, set: { playbook: pb, path: '/site.yml', content: '- hosts: all\n' } });
+    this.send({ op: 'create', type: 'task', id: pb, set: { playbook: pb, play: pb, file: pb, action: 'ping', lineno: 1, handler: false, started: T0 } });
+    return this.send({ op: 'create', type: 'host', id: pb, set: { playbook: pb, name: 'web1' } });
+  }
+
+  /** A result in playbook `pb` (after tree(pb)). */
+  result(id: number, pb: number, status: string): number {
+    return this.send({ op: 'create', type: 'result', id, set: { playbook: pb, play: pb, task: pb, host: pb, status, started: T0 } });
+  }
+
+  patchResult(id: number, status: string): number {
+    return this.send({ op: 'update', type: 'result', id, set: { status } });
+  }
+
+  deleteResult(id: number): number {
+    return this.send({ op: 'delete', type: 'result', id });
   }
 
   patchRecord(id: number, value: unknown): number {
