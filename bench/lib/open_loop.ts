@@ -13,7 +13,7 @@ export interface Sample {
   due: number;
   /** ms from due to the complete response (Infinity: none) */
   latency: number;
-  /** HTTP status, 0 for a connection error */
+  /** HTTP status, 0 for a connection error, -1 for a request never sent (LoadGenerator.close) */
   status: number;
   /** ms from due until the request was written (the generator's own lag) */
   lag: number;
@@ -44,6 +44,7 @@ export class LoadGenerator {
   private readonly all = new Set<Conn>();
   private waiting: Array<{ due: number; resolve: (s: Sample) => void }> = [];
   private connecting = 0;
+  private closed = false;
   /** the most connections open at once */
   peakConnections = 0;
 
@@ -87,7 +88,7 @@ export class LoadGenerator {
       if (i >= 0) this.idle.splice(i, 1);
       if (conn.current) { const c = conn.current; conn.current = null; c.resolve({ due: c.due, latency: Infinity, status: 0, lag: c.sent - c.due }); }
       // whoever waits gets another connection
-      if (this.waiting.length && this.all.size + this.connecting < this.maxConnections) this.open();
+      if (!this.closed && this.waiting.length && this.all.size + this.connecting < this.maxConnections) this.open();
     });
   }
 
@@ -172,7 +173,16 @@ export class LoadGenerator {
     return pending;
   }
 
+  /**
+   * Stop: requests due but never sent (no connection was free) are dropped and
+   * resolve with status -1; those in flight fail with their connections. Without
+   * this a backlog of an overload phase kept being sent after it.
+   */
   close(): void {
+    this.closed = true;
+    const unsent = this.waiting;
+    this.waiting = [];
+    for (const w of unsent) w.resolve({ due: w.due, latency: Infinity, status: -1, lag: Infinity });
     for (const c of this.all) c.socket.destroy();
     this.all.clear();
     this.idle.length = 0;
