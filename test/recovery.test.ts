@@ -17,7 +17,7 @@ import { dumpApi, flatten, listAll, type Dump } from './helpers/dump.js';
 import { runUntilExit } from './helpers/process.js';
 import { Rng, seedFrom } from './helpers/random.js';
 import { FORMAT_VERSION } from '../src/store/front_store.js';
-import { partSeqOf, resultPartsOf, type AggregateSnapshot } from '../src/store/snapshot_format.js';
+import { snapshotPartsIn } from './helpers/shard_node.js';
 
 function tempDir(t: { teardown(fn: () => void): void }): string {
   const dir = mkdtempSync(join(tmpdir(), 'logbook-recovery-'));
@@ -55,15 +55,10 @@ async function journalLengths(dataDir: string, shards: number): Promise<number[]
 async function snapshotParts(dataDir: string, shards: number): Promise<{ stored: number; referred: number }> {
   let stored = 0, referred = 0;
   for (let k = 0; k < shards; k++) {
-    const env = open({ path: join(dataDir, `shard-${k}.mdb`), maxDbs: 8, readOnly: true });
-    const snapshots = env.openDB<AggregateSnapshot, number>({ name: 'snapshots', keyEncoding: 'uint32', encoding: 'msgpack' });
-    const parts = env.openDB<unknown, [number, number, number]>({ name: 'snapshot_parts', encoding: 'msgpack' });
-    for (const key of parts.getKeys()) {
-      stored++;
-      const head = snapshots.get(key[0]);
-      if (head && key[2] < resultPartsOf(head) && partSeqOf(head, key[2]) === key[1]) referred++;
+    for (const parts of (await snapshotPartsIn(join(dataDir, `shard-${k}.mdb`))).values()) {
+      stored += parts.stored.length;
+      referred += parts.stored.filter((key) => parts.referred.includes(key)).length;
     }
-    await env.close();
   }
   return { stored, referred };
 }

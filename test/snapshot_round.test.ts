@@ -8,10 +8,8 @@
 // A round also keeps the result parts of earlier rounds whose rows did not
 // change, and a restart must still show every row as it was served.
 import test from 'ava';
-import { open } from 'lmdb';
 import { join } from 'node:path';
-import { ShardNode, onDisk, tempDir } from './helpers/shard_node.js';
-import { partSeqOf, resultPartsOf, type AggregateSnapshot } from '../src/store/snapshot_format.js';
+import { ShardNode, onDisk, snapshotPartsIn, tempDir } from './helpers/shard_node.js';
 
 test('writes staged while a round is between two playbooks are recovered once', async (t) => {
   const dir = tempDir(t);
@@ -34,16 +32,10 @@ test('writes staged while a round is between two playbooks are recovered once', 
   });
 });
 
-/** The stored result parts of playbook `pb` ([seq, k] each) and the seqs its snapshot refers to. */
+/** The stored result parts of playbook `pb` ("seq/k" each) and the ones its snapshot refers to. */
 async function storedParts(dir: string, pb: number): Promise<{ parts: string[]; referred: string[] }> {
-  const env = open({ path: join(dir, 'shard-0.mdb'), maxDbs: 8, readOnly: true });
-  const snapshots = env.openDB<AggregateSnapshot, number>({ name: 'snapshots', keyEncoding: 'uint32', encoding: 'msgpack' });
-  const table = env.openDB<unknown, [number, number, number]>({ name: 'snapshot_parts', encoding: 'msgpack' });
-  const parts = [...table.getKeys({ start: [pb], end: [pb + 1] })].map(([, seq, k]) => `${seq}/${k}`);
-  const head = snapshots.get(pb);
-  const referred = head ? Array.from({ length: resultPartsOf(head) }, (_, k) => `${partSeqOf(head, k)}/${k}`) : [];
-  await env.close();
-  return { parts, referred };
+  const parts = (await snapshotPartsIn(join(dir, 'shard-0.mdb'))).get(pb);
+  return { parts: parts?.stored ?? [], referred: parts?.referred ?? [] };
 }
 
 /** Every result's status as a fresh store on `dir` recovers it (404 → null). */

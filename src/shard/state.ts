@@ -45,12 +45,12 @@ export class ResultList {
     }
   }
   remove(ids: Set<number>): void {
-    const rows = this.rows;
-    let first = 0;
-    while (first < rows.length && !ids.has(rows[first]!.id)) first++;
-    if (first === rows.length) return;
-    if (first < this.changedFrom) this.changedFrom = first;
-    this.rows = rows.filter((r) => !ids.has(r.id));
+    const kept: ResultRow[] = [];
+    for (const r of this.rows) {
+      if (!ids.has(r.id)) kept.push(r);
+      else if (kept.length < this.changedFrom) this.changedFrom = kept.length; // rows from here on moved
+    }
+    this.rows = kept;
   }
   /** A row of this list was updated in place. */
   touched(id: number): void {
@@ -388,6 +388,8 @@ export class ShardState {
       const task = agg.tasks.get(r.task); if (task) task.results++;
     }
     for (const r of rows.records) { agg.records.set(r.id, r); this.records.set(r.id, r); agg.recordByKey.set(r.key, r); bump(TYPE_CODE.record, r.id); }
+    // its results are those of the stored snapshot: the next round keeps their parts until one changes
+    agg.results.markClean();
   }
 
   /**

@@ -485,7 +485,10 @@ export class LmdbShardStore implements DurableShardStore {
     return removes;
   }
 
-  /** A stored snapshot with its results (from its parts when it was split). */
+  /**
+   * A stored snapshot with its results (from its parts when it was split); the
+   * parts' layout is remembered, so the next round keeps those still unchanged.
+   */
   private wholeSnapshot(id: number, stored: AggregateSnapshot): AggregateSnapshot {
     const count = resultPartsOf(stored);
     if (count === 0) return stored;

@@ -52,8 +52,6 @@ export function loadAggregate(state: ShardState, snapshot: AggregateSnapshot): n
     plays: plays.map(PlayRow.fromArray), tasks: tasks.map(TaskRow.fromArray), hosts: hosts.map(HostRow.fromArray),
     results: results.map(ResultRow.fromArray), files: files.map(FileRow.fromArray), records: records.map(RecordRow.fromArray),
   });
-  // what the stored parts hold: a round keeps them until a row in them changes
-  state.aggregates.get(pb[0] as number)!.results.markClean();
   return seq;
 }
 

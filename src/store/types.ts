@@ -29,11 +29,11 @@ export interface CommandJournal {
 
 /** Snapshots of playbook aggregates: a completed round trims the journal entries it covers. */
 export interface SnapshotWriter {
-  /** Snapshot what changed and trim the journal it covers; called by the shard when due. */
   /**
-   * `beforeCopy` runs before each aggregate is copied: the shard stores the
-   * writes it has staged but not yet journaled (group commit), so that no copy
-   * holds a change its recorded seq does not cover.
+   * Snapshot what changed and trim the journal it covers; called by the shard
+   * when due. `beforeCopy` runs before each aggregate is copied: the shard
+   * stores the writes it has staged but not yet journaled (group commit), so
+   * that no copy holds a change its recorded seq does not cover.
    */
   snapshot?(state: ShardState, beforeCopy?: () => void): Promise<void>;
 }

@@ -10,6 +10,8 @@ import { ShardState } from '../../src/shard/state.js';
 import type { GetReply, ShardToFront, WriteCommand, WriteReply } from '../../src/shard/protocol.js';
 import { LmdbShardStore, type StoreFaults } from '../../src/store/shard_store.js';
 import { parseTimestamp } from '../../src/api/time.js';
+import { open } from 'lmdb';
+import { partSeqOf, resultPartsOf, type AggregateSnapshot } from '../../src/store/snapshot_format.js';
 
 /** Fails the next `n` writes of a kind (journal, snapshot or trim). */
 export class Faults implements StoreFaults {
@@ -150,3 +152,26 @@ export async function onDisk(dir: string, ids: { playbooks?: number[]; records?:
   return out;
 }
 
+
+/**
+ * The snapshot result parts stored in a closed shard environment ("seq/k" per
+ * playbook) and the ones each playbook's stored snapshot refers to.
+ */
+export async function snapshotPartsIn(mdbPath: string): Promise<Map<number, { stored: string[]; referred: string[] }>> {
+  const env = open({ path: mdbPath, maxDbs: 8, readOnly: true });
+  const snapshots = env.openDB<AggregateSnapshot, number>({ name: 'snapshots', keyEncoding: 'uint32', encoding: 'msgpack' });
+  const table = env.openDB<unknown, [number, number, number]>({ name: 'snapshot_parts', encoding: 'msgpack' });
+  const out = new Map<number, { stored: string[]; referred: string[] }>();
+  const of = (pb: number) => {
+    let entry = out.get(pb);
+    if (!entry) {
+      const head = snapshots.get(pb);
+      const referred = head ? Array.from({ length: resultPartsOf(head) }, (_, k) => `${partSeqOf(head, k)}/${k}`) : [];
+      out.set(pb, entry = { stored: [], referred });
+    }
+    return entry;
+  };
+  for (const [pb, seq, k] of table.getKeys()) of(pb).stored.push(`${seq}/${k}`);
+  await env.close();
+  return out;
+}
