@@ -72,6 +72,33 @@ test('the first batch creates the playbook by uuid; events apply in order and na
   t.is((await list(url, 'playbooks', { uuid })).count, 1, 'a playbook can be found by its uuid');
 });
 
+test('text beyond ASCII reads back the same whether sent as UTF-8 or as \\u escapes (two ways through the shard)', async (t) => {
+  // An ASCII body is read event by event from its bytes, any other as one decoded text (Shard.ingest).
+  const name = 'Zürich ✓ 🚀 “quoted”';
+  const content = { msg: 'déjà vu — 日本', n: [1, 'ß'] };
+  const events = (uuid: string) => opening(uuid, [
+    { kind: 'host', name },
+    { kind: 'result', task: `${uuid}-t1`, host: name, status: 'ok', content, started: '2026-01-01T00:00:01Z' },
+    { kind: 'record', key: name, value: content, type: 'json' },
+  ]).body;
+  const ascii = (text: string) => text.replace(/[\u0080-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+  const read = async (text: string) => {
+    t.is(/[^\x00-\x7f]/.test(text), text.includes('ü'));
+    const r = await ingest(text);
+    t.is(r.status, 200, r.text);
+    t.like(r.body, { applied: 6, rejected: [] });
+    const id = r.body.playbook;
+    const host = (await list(url, 'hosts', { playbook: id })).results[0];
+    const result = await get(url, `/api/v1/results/${(await list(url, 'results', { playbook: id })).results[0].id}`);
+    const record = await get(url, `/api/v1/records/${(await list(url, 'records', { playbook: id })).results[0].id}`);
+    return { host: host.name, content: result.content, record: [record.key, record.value] };
+  };
+  const utf8 = await read(JSON.stringify(events(uniq('utf8'))));
+  const escaped = await read(ascii(JSON.stringify(events(uniq('escaped')))));
+  t.deepEqual(utf8, { host: name, content, record: [name, content] });
+  t.deepEqual(escaped, utf8);
+});
+
 test('later batches upsert by natural key: existing play, task, host, file, record are patched, not duplicated', async (t) => {
   const uuid = uniq('run');
   const { body, play } = opening(uuid, [

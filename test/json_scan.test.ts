@@ -5,7 +5,7 @@
 // valid and mutated (replay with JSON_SCAN_SEED=<seed>).
 import test from 'ava';
 import { isDeepStrictEqual } from 'node:util';
-import { eventSpans, scanBatchBody, scanObjectBody } from '../src/api/json_scan.js';
+import { asciiEventSpans, eventSpans, scanBatchBody, scanObjectBody } from '../src/api/json_scan.js';
 import { arrayMemberSpans, minify, type ElementSpans } from '../src/api/json_text.js';
 import { nestedDeeperThan } from '../src/http/body.js';
 import { mulberry32, seedFrom } from './helpers/random.js';
@@ -35,6 +35,16 @@ function disagreement(text: string, maxDepth: number): string | null {
   const own = arrayMemberSpans(text, 'events')!;
   const plain = (list: ElementSpans[]) => list.map((e) => [e.span, e.members && [...e.members].map(([k, [a, b]]) => [k, a, b])]);
   if (!isDeepStrictEqual(plain(shardView), plain(own))) return 'eventSpans differ from arrayMemberSpans';
+  // an ASCII body is read event by event (asciiEventSpans): each event's own text, the same spans less its start
+  if (/^[\x00-\x7f]*$/.test(text)) {
+    const perEvent = asciiEventSpans(Buffer.from(text, 'latin1'), scan.spans!);
+    const rebased = shardView.map((e) => {
+      const base = e.span[0];
+      return [text.slice(e.span[0], e.span[1]), [[0, e.span[1] - base], e.members && [...e.members].map(([k, [a, b, c]]) => [k, a - base, b - base, c])]];
+    });
+    const got = perEvent.map(([own, e]) => [own, [e.span, e.members && [...e.members].map(([k, [a, b, c]]) => [k, a, b, c])]]);
+    if (!isDeepStrictEqual(got, rebased)) return 'asciiEventSpans differ from eventSpans';
+  }
   for (const e of shardView) for (const [, [a, b, compact]] of e.members ?? []) if (compact && minify(text, a, b) !== text.slice(a, b)) return 'compact value that is not';
   for (let i = 0; i < scan.events.length; i++) {
     const ev = (events as unknown[])[i];

@@ -6,7 +6,7 @@
 // give. An event that breaks a rule is reported and skipped; the rest apply, and
 // the whole batch (with the stream's new `seq`) is one journal entry.
 import { Errors, Messages } from '../api/errors.js';
-import { eventSpans, jsonStandIn } from '../api/json_scan.js';
+import { asciiEventSpans, eventSpans, jsonStandIn } from '../api/json_scan.js';
 import { arrayMemberSpans, parseSpan, type ElementSpans } from '../api/json_text.js';
 import { JSON_FIELDS, TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
 import { normalizeUuid } from '../api/uuid.js';
@@ -126,22 +126,31 @@ class Batch {
   ) {}
 
   run(): void {
+    const labels = new Map(this.cmd.labels);
+    const ascii = this.cmd.body;
+    if (ascii) {
+      // Shard.ingest left an ASCII body as bytes: each event gets a text of its own
+      const events = asciiEventSpans(Buffer.from(ascii.buffer, ascii.byteOffset, ascii.byteLength), int32s(this.cmd.spans!));
+      for (let i = 0; i < events.length; i++) this.one(i, events[i]![0], events[i]![1], labels.get(i));
+      return;
+    }
     const { text } = this.cmd;
     // The front checked the envelope (an object with an `events` array of objects with known kinds).
     const spans = this.cmd.spans ? eventSpans(text, int32s(this.cmd.spans)) : arrayMemberSpans(text, 'events')!;
-    const labels = new Map(this.cmd.labels);
-    for (let i = 0; i < spans.length; i++) {
-      const body: Obj = {};
-      const errors = this.event(i, eventObject(text, spans[i]!, body), body, spans[i]!, labels.get(i));
-      if (errors === null) this.applied++;
-      else if (this.rejected.length < LIMITS.ingestRejectedListed) this.rejected.push([i, errors]);
-    }
+    for (let i = 0; i < spans.length; i++) this.one(i, text, spans[i]!, labels.get(i));
+  }
+
+  /** Event `index`, found at `at` in `text`: applied, or listed as rejected. */
+  private one(index: number, text: string, at: ElementSpans, labelIds: number[] | undefined): void {
+    const body: Obj = {};
+    const errors = this.event(eventObject(text, at, body), body, text, at, labelIds);
+    if (errors === null) this.applied++;
+    else if (this.rejected.length < LIMITS.ingestRejectedListed) this.rejected.push([index, errors]);
   }
 
   /** Apply one event (`body`: its members but `kind`, to be rewritten); null, or its errors as JSON text. */
-  private event(index: number, ev: Obj, body: Obj, span: ElementSpans, labelIds: number[] | undefined): string | null {
+  private event(ev: Obj, body: Obj, text: string, span: ElementSpans, labelIds: number[] | undefined): string | null {
     const { agg, now, track, runner } = this;
-    const text = this.cmd.text;
     const kind = ev.kind as string;
     const pid = agg.playbook.id;
     switch (KINDS.get(kind)) {
@@ -184,7 +193,7 @@ class Batch {
         body.playbook = pid;
         return runner.apply('host', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
       }
-      case 'result': return this.result(ev, body, span);
+      case 'result': return this.result(ev, body, text, span);
       case 'file': {
         if (typeof ev.path !== 'string') return fieldError('path', ev.path === undefined ? Messages.required : Messages.invalidString);
         const existing = agg.fileByPath.get(ev.path);
@@ -202,7 +211,7 @@ class Batch {
   }
 
   /** A result always creates; its task by uuid, its host and delegates by name (get-or-create). */
-  private result(ev: Obj, body: Obj, span: ElementSpans): string | null {
+  private result(ev: Obj, body: Obj, text: string, span: ElementSpans): string | null {
     const { agg, now, track, runner } = this;
     const key = streamKey(ev.task);
     const task = typeof key === 'string' ? agg.taskByUuid.get(key) : undefined;
@@ -238,7 +247,7 @@ class Batch {
         set.delegated_to = ids;
       }
     };
-    const errors = runner.apply('result', 'create', 0, body, this.cmd.text, span, fix, now, track);
+    const errors = runner.apply('result', 'create', 0, body, text, span, fix, now, track);
     return hostError !== null ? fieldError('host', hostError) : errors;
   }
 }

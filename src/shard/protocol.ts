@@ -38,7 +38,8 @@ export interface IngestCommand {
   /**
    * On the way to the shard, the same text as the body's UTF-8 bytes instead
    * (then `text` is empty): the front posts them beside the message, moved
-   * rather than copied or encoded again (postToShard), and Shard.ingest decodes them.
+   * rather than copied or encoded again (postToShard). Shard.ingest decodes them,
+   * but for an ASCII body with `spans`, read event by event (BatchRunner).
    */
   body?: Uint8Array | null;
   /** label ids for `playbook` events that set labels, by event index (names resolved by the front) */

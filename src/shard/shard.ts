@@ -24,6 +24,7 @@ import { ChangeCollector, ChangeLog, type ChangeStore } from './changes.js';
 import type { CommitOrder } from './commit_order.js';
 import { errText, log } from '../log.js';
 import { getHeapStatistics } from 'node:v8';
+import { isAscii } from 'node:buffer';
 import { decodeUtf8 } from '../api/utf8.js';
 
 export interface ShardOptions {
@@ -199,7 +200,9 @@ export class Shard {
   /** One batch of one playbook's events (SPEC §13): decided and applied in one pass, one journal entry. */
   ingest(rid: number, cmd: IngestCommand): ShardToFront | null {
     if (this.normalizer === null) throw new Error('batch ingest needs a normalizer');
-    if (cmd.body) { cmd.text = decodeUtf8(cmd.body); cmd.body = null; } // the front sent the body's bytes (protocol.ts postToShard)
+    // the front sent the body's bytes (protocol.ts postToShard): an ASCII body with the
+    // front's spans stays bytes, its events are read one by one (api/json_scan.ts asciiEventSpans)
+    if (cmd.body && !(cmd.spans && isAscii(cmd.body))) { cmd.text = decodeUtf8(cmd.body); cmd.body = null; }
     const staged = new Staged();
     const runner = new BatchRunner(this.state, this.normalizer, this.ids, (events) => this.stage(staged, events));
     const outcome = runner.run(cmd, this.clock());
