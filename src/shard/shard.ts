@@ -468,13 +468,24 @@ function takeBlobs(ev: Event, puts: Array<[BlobKey, string]>, removes: BlobKey[]
   const spec = BLOB_FIELDS[ev.t];
   if (spec && spec.field in ev.d) {
     const text = ev.d[spec.field] as string;
-    delete ev.d[spec.field];
+    ev.d = without(ev.d, spec.field);
     const key = spec.key(ev.e === 'create' ? ev.d.id : ev.id);
     if (text !== BLOB_DEFAULT[spec.field]) puts.push([key, text]);
     else if (ev.e === 'update') removes.push(key);
   }
   if (ev.t === 'file' && 'content' in ev.d) {
     files.push([ev.d.sha1, ev.d.content]);
-    delete ev.d.content;
+    ev.d = without(ev.d, 'content');
   }
+}
+
+/**
+ * `d` but `field`, as a new object. A `delete` would turn the row into a
+ * dictionary-mode object, which state.apply reads and the journal's msgpack
+ * encoder enumerates by hash lookups, for every event.
+ */
+function without(d: Record<string, any>, field: string): Record<string, any> {
+  const out: Record<string, any> = {};
+  for (const key in d) if (key !== field) out[key] = d[key];
+  return out;
 }
