@@ -152,7 +152,8 @@ function listRow(state: ShardState, serializer: Serializer, t: EventType, id: nu
 
 /** Where a shard's change log lives (the LMDB store; absent: memory only). */
 export interface ChangeStore {
-  appendChanges(changes: StreamChange[]): void;
+  /** `packed`: the same changes, msgpack-encoded (what is stored) */
+  appendChanges(changes: StreamChange[], packed: Uint8Array): void;
   /** changes with from < seq <= to, at most `limit`, oldest first (committed ones only) */
   readChanges(from: number, to: number, limit: number): StreamChange[];
   /** [lowest, highest] seq kept on disk, null when none */
@@ -197,12 +198,15 @@ export class ChangeLog {
     this.durable = bounds[1];
   }
 
-  /** Record a commit's changes (already numbered from seq + 1); staged in the same turn as its journal entry. */
-  append(changes: StreamChange[]): void {
+  /**
+   * Record a commit's changes (already numbered from seq + 1, `packed`: msgpack-encoded);
+   * staged in the same turn as its journal entry.
+   */
+  append(changes: StreamChange[], packed: Uint8Array): void {
     if (!changes.length) return;
     this.seq = changes[changes.length - 1]![0];
     for (const c of changes) this.ring.push(c);
-    this.store?.appendChanges(changes);
+    this.store?.appendChanges(changes, packed);
     this.trim();
   }
 

@@ -11,7 +11,7 @@ import { Worker } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
 import { LIMITS } from '../limits.js';
 import { errText, log } from '../log.js';
-import { decodeAll, ShardOutbox, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
+import { changesIn, decodeAll, ShardOutbox, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
 import type { StreamChange } from './changes.js';
 import type { Shards } from './shards.js';
 
@@ -186,7 +186,7 @@ export class ShardPool implements Shards {
       const received = (msg: ShardToFront): void => {
         if (msg.k === 'ready') { started = true; resolve(msg); return; }
         if (msg.k === 'failed') { reject(new Error(`shard ${shard}: ${msg.error}`)); return; }
-        if (msg.k === 'changes') { this.onChanges?.(shard, msg.changes, msg.stamp); return; }
+        if (msg.k === 'changes') { this.onChanges?.(shard, changesIn(msg), msg.stamp); return; }
         if (msg.k === 'position') { this.onPosition?.(shard, msg.seq); return; }
         if (this.holdReply?.(shard, msg)) return;
         this.onReply(msg);

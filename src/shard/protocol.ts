@@ -190,9 +190,19 @@ export interface ReadyMessage {
  * durable, in commit order (src/shard/changes.ts).
  */
 export interface ChangesMessage {
-  k: 'changes'; changes: StreamChange[];
+  k: 'changes';
+  /**
+   * the commit's changes, msgpack-encoded once by the shard (the same bytes go to
+   * its change log): null for a failed commit's message (see changesIn)
+   */
+  packed: Uint8Array | null;
   /** the commit's stamp in the order of all shards' commits (0: not stamped); a failed commit's comes with no changes */
   stamp: number;
+}
+
+/** The changes a ChangesMessage carries. */
+export function changesIn(msg: ChangesMessage): StreamChange[] {
+  return msg.packed === null ? [] : decode<StreamChange[]>(msg.packed);
 }
 
 /** A page of a shard's change log (answer to `replay`); it leaves behind every commit staged before it. */

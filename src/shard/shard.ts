@@ -13,8 +13,9 @@ import { decide } from './decide.js';
 import { runList } from './list.js';
 import { Serializer } from './serialize.js';
 import { ShardState, type Event, type Removed } from './state.js';
-import type {
-  FrontToShard, IngestCommand, IngestReply, MaintainReply, MaintenanceTask, ShardToFront, StatsReply, WriteCommand, WriteReply,
+import {
+  encode, type FrontToShard, type IngestCommand, type IngestReply, type MaintainReply, type MaintenanceTask, type ShardToFront,
+  type StatsReply, type WriteCommand, type WriteReply,
 } from './protocol.js';
 import { BatchRunner } from './ingest.js';
 import { IdAllocator, type Ids } from './ids.js';
@@ -323,12 +324,15 @@ export class Shard {
     // the commit's place in the order of all shards' commits (src/shard/commit_order.ts), logged with it
     const stamp = this.order === null ? 0 : this.order.order.take(this.order.shard);
     if (stamp) for (const c of changes) c[6] = stamp;
-    this.changes.append(changes);
+    // encoded once: the change log stores these bytes and the front gets them (rows
+    // are most of a commit's bytes; the outbox copies a byte field, it does not re-encode it)
+    const packed = encode(changes);
+    this.changes.append(changes, packed);
     const last = changes[changes.length - 1]![0];
     if (durable === null) this.changes.durableUpTo(last);
     else durable.then(() => this.changes.durableUpTo(last), () => {});
-    if (entry) { entry.replies.push({ k: 'changes', changes, stamp }); return; } // a group's: it leaves with the group
-    const now = this.deliver({ k: 'changes', changes, stamp }, durable);
+    if (entry) { entry.replies.push({ k: 'changes', packed, stamp }); return; } // a group's: it leaves with the group
+    const now = this.deliver({ k: 'changes', packed, stamp }, durable);
     if (now) this.sendChanges(now);
   }
 
@@ -409,7 +413,7 @@ export class Shard {
       // a failed commit's changes were never durable: never streamed (the rebuild renumbers from disk);
       // its stamp is sent with no changes, so the front stops waiting for it
       else for (const reply of entry.replies) {
-        this.sendChanges(reply.k === 'changes' ? { k: 'changes', changes: [], stamp: reply.stamp } : notStored(reply, entry.why));
+        this.sendChanges(reply.k === 'changes' ? { k: 'changes', packed: null, stamp: reply.stamp } : notStored(reply, entry.why));
       }
     }
     if (this.waitingHead === q.length) { this.waiting = []; this.waitingHead = 0; }

@@ -18,7 +18,7 @@
 // command issued behind it is refused by LMDB too, and a refused command left
 // nothing on disk. Snapshots are conditional on the head the same way, so a
 // snapshot never captures the effect of a command that failed.
-import { open, type Database, type RootDatabase } from 'lmdb';
+import { asBinary, open, type Database, type RootDatabase } from 'lmdb';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Event, ShardState } from '../shard/state.js';
@@ -271,10 +271,11 @@ export class LmdbShardStore implements DurableShardStore {
    * in the same transaction) and on the same condition: the head must be the
    * version that write sets, so a change is on disk exactly when its write is.
    */
-  appendChanges(changes: StreamChange[]): void {
+  appendChanges(changes: StreamChange[], packed: Uint8Array): void {
     if (!changes.length) return;
     void this.heads.ifVersion(HEAD_KEY, this.head!, () => { // head: set by the write() just before
-      void this.changes.put(changes[0]![0], changes);
+      // plain msgpack (protocol.ts encode), which this table's decoder reads as it reads its own
+      void this.changes.put(changes[0]![0], asBinary(packed) as unknown as StreamChange[]);
     });
   }
 
