@@ -129,6 +129,12 @@ export const LIMITS = {
    * results from ~580 k/s to ~690 k/s recovered; it is reserved address space,
    * committed only as it fills. */
   shardYoungGenerationMb: 192,
+  /** Live-stream changes a shard keeps in memory for replays (src/shard/changes.ts;
+   * older ones are read from its change log). Each holds its row's JSON text; kept
+   * for seconds under load they outlived two scavenges and went to the old
+   * generation as garbage (20,000 were ~2 s of a flood): the shard's major GCs,
+   * whose marking stalled it for 100-200 ms, came every ~15 s. */
+  streamChangesInMemory: 2_000,
   /** Retry-After (seconds) on every 503: recovery, overload, storage failure. */
   retryAfterSeconds: 1,
 

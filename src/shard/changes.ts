@@ -9,6 +9,7 @@
 // here, when the commit is staged: the front fans the same text out to every
 // subscriber.
 import { RESOURCE_TYPES, TYPE_CODE } from '../api/resources.js';
+import { LIMITS } from '../limits.js';
 import type { Serializer } from './serialize.js';
 import type { Aggregate, Event, EventType, ShardState } from './state.js';
 
@@ -218,7 +219,7 @@ export class ChangeLog {
 
   private trim(): void {
     // memory keeps the last `retention` changes (never one not yet durable: a replay of it would lie)
-    const keep = Math.min(this.retention, 20_000);
+    const keep = Math.min(this.retention, LIMITS.streamChangesInMemory);
     let dropped = 0;
     while (this.ring.length - this.ringHead > keep && this.ring[this.ringHead]![0] <= this.durable) { this.ringHead++; dropped++; }
     if (this.ringHead > 4096 && this.ringHead * 2 > this.ring.length) { this.ring = this.ring.slice(this.ringHead); this.ringHead = 0; }
