@@ -34,9 +34,10 @@ export class BodyReader {
  * Collect the body and call `done(bytes)` once, or `tooLarge()` once if it exceeds
  * `limit`, or `busy()` once if all bodies being read together would exceed
  * LIMITS.bodiesInFlight × `limit` bytes. uWS neuters each chunk's
- * ArrayBuffer when the callback returns, so every chunk is copied: `done`'s
- * bytes are the body's own, exactly sized ArrayBuffer (a batch body is moved
- * to its shard's worker, possibly after `done` returned: src/shard/protocol.ts postToShard).
+ * ArrayBuffer when the callback returns, so every chunk is copied (copyOf): a
+ * body of 4 KiB or more is an ArrayBuffer of its own, exactly sized (a batch
+ * body is moved to its shard's worker, possibly after `done` returned:
+ * src/shard/protocol.ts postToShard), a smaller one a view of Node's pool.
  * The caller releases the reader if the request is aborted, or answered before
  * its body has arrived (uWS then closes without calling onAborted).
  */
@@ -54,13 +55,27 @@ export function readBody(res: HttpResponse, limit: number, done: (bytes: Buffer)
     if (bodyBytesInFlight > budget) { reader.release(); busy(); return; }
     if (isLast) {
       reader.release();
-      if (parts === null) done(Buffer.from(chunk.slice(0)));
+      if (parts === null) done(copyOf(chunk));
       else { parts.push(Buffer.from(chunk)); done(Buffer.concat(parts, size)); }
       return;
     }
-    (parts ??= []).push(Buffer.from(chunk.slice(0)));
+    (parts ??= []).push(copyOf(chunk));
   });
   return reader;
+}
+
+/**
+ * A copy of a chunk uWS lends. A small one (under 4 KiB: most per-record
+ * bodies) goes into Node's shared Buffer pool rather than an ArrayBuffer of its
+ * own: every new ArrayBuffer is external memory to V8, and at thousands of
+ * bodies a second those made the front run a full mark-compact every ~0.4 s.
+ * A larger one gets its own exactly sized ArrayBuffer (a batch body is moved to
+ * its shard's worker: src/shard/protocol.ts postToShard copies a pool view).
+ */
+function copyOf(chunk: ArrayBuffer): Buffer {
+  const out = Buffer.allocUnsafe(chunk.byteLength);
+  out.set(new Uint8Array(chunk));
+  return out;
 }
 
 /** The media type of a Content-Type header value, without parameters. */
