@@ -29,6 +29,35 @@ export interface LoadSpec {
 }
 
 interface Conn { socket: Socket; busy: boolean; buf: Buffer; current: { due: number; sent: number; resolve: (s: Sample) => void } | null; idleSince: number }
+interface Waiter { due: number; resolve: (s: Sample) => void }
+
+/**
+ * FIFO of requests due but not yet sent. An array's shift() is O(n) once its
+ * backing store is in V8's large-object space (~100 k entries), where it
+ * cannot be trimmed in place: with a backlog of a million requests (a
+ * generator far behind a length-only server) every send moved megabytes and
+ * the generator spent minutes behind on its own queue.
+ */
+class WaitQueue {
+  private items: Array<Waiter | undefined> = [];
+  private head = 0;
+  get length(): number { return this.items.length - this.head; }
+  push(w: Waiter): void { this.items.push(w); }
+  shift(): Waiter | undefined {
+    if (this.head >= this.items.length) return undefined;
+    const w = this.items[this.head];
+    this.items[this.head++] = undefined;
+    // compact once the consumed prefix is most of the array (amortized O(1))
+    if (this.head > 1024 && this.head * 2 > this.items.length) { this.items = this.items.slice(this.head); this.head = 0; }
+    return w;
+  }
+  /** empty the queue, returning what it held */
+  drain(): Waiter[] {
+    const rest = this.items.slice(this.head) as Waiter[];
+    this.items = []; this.head = 0;
+    return rest;
+  }
+}
 
 /**
  * A connection idle this long (ms) is closed instead of reused: uWS closes
@@ -42,11 +71,13 @@ export class LoadGenerator {
   private turn = 0;
   private readonly idle: Conn[] = [];
   private readonly all = new Set<Conn>();
-  private waiting: Array<{ due: number; resolve: (s: Sample) => void }> = [];
+  private readonly waiting = new WaitQueue();
   private connecting = 0;
   private closed = false;
   /** the most connections open at once */
   peakConnections = 0;
+  /** connection attempts that failed before connecting (refused, no local port free) */
+  connectFailures = 0;
 
   constructor(private readonly spec: LoadSpec, private readonly maxConnections = 2000) {
     this.requests = spec.bodies.map((text) => {
@@ -61,12 +92,22 @@ export class LoadGenerator {
 
   /** Send one request (due now or at `due`); resolves with its sample. */
   send(due = performance.now()): Promise<Sample> {
-    return new Promise((resolve) => {
-      const conn = this.takeIdle();
-      if (conn) { this.start(conn, due, resolve); return; }
-      this.waiting.push({ due, resolve });
-      if (this.all.size + this.connecting < this.maxConnections) this.open();
-    });
+    return new Promise((resolve) => this.request(due, resolve));
+  }
+
+  /**
+   * Send one request and call `done` with its sample. A callback, not a
+   * promise: the open loop has millions of requests outstanding when the
+   * server queues (length-only policy), and settling that many promises at
+   * once (close() failing the unsent ones, Promise.all over them) kept
+   * millions of microtasks queued, which every scavenge walks as roots: the
+   * generator spun at full CPU for an hour after the phase had ended.
+   */
+  request(due: number, done: (s: Sample) => void): void {
+    const conn = this.takeIdle();
+    if (conn) { this.start(conn, due, done); return; }
+    this.waiting.push({ due, resolve: done });
+    if (this.all.size + this.connecting < this.maxConnections) this.open();
   }
 
   private open(): void {
@@ -83,7 +124,18 @@ export class LoadGenerator {
     socket.on('data', (chunk: Buffer) => this.onData(conn, chunk));
     socket.on('error', () => { /* handled on close */ });
     socket.on('close', () => {
-      if (!this.all.delete(conn)) this.connecting--;
+      if (!this.all.delete(conn)) {
+        this.connecting--;
+        // it never connected: the request waiting longest fails with it (status 0).
+        // Reconnecting for it instead spun forever at full CPU once connects
+        // failed at once (a local port range exhausted, a server gone), and the
+        // requests waiting never settled.
+        this.connectFailures++;
+        const w = this.waiting.shift();
+        if (w) { const now = performance.now(); w.resolve({ due: w.due, latency: Infinity, status: 0, lag: now - w.due }); }
+        if (!this.closed && this.waiting.length && this.all.size + this.connecting < this.maxConnections) setTimeout(() => { if (!this.closed && this.waiting.length) this.open(); }, 10);
+        return;
+      }
       const i = this.idle.indexOf(conn);
       if (i >= 0) this.idle.splice(i, 1);
       if (conn.current) { const c = conn.current; conn.current = null; c.resolve({ due: c.due, latency: Infinity, status: 0, lag: c.sent - c.due }); }
@@ -150,11 +202,18 @@ export class LoadGenerator {
 
   /**
    * Open loop: `rate(t)` requests/s (t = seconds since start) for `seconds`.
-   * Returns the promises of every request (they settle after the phase ends if
-   * the server is behind).
+   * Resolves when the phase ends, with `settled`: a promise that resolves once
+   * every request of it has its sample (later if the server is behind).
    */
-  async openLoop(rate: (t: number) => number, seconds: number, onSample: (s: Sample) => void): Promise<Promise<void>[]> {
-    const pending: Promise<void>[] = [];
+  async openLoop(rate: (t: number) => number, seconds: number, onSample: (s: Sample) => void): Promise<{ settled: Promise<void> }> {
+    let outstanding = 0;
+    let ended = false;
+    let allSettled!: () => void;
+    const settled = new Promise<void>((r) => { allSettled = r; });
+    const done = (s: Sample): void => {
+      onSample(s);
+      if (--outstanding === 0 && ended) allSettled();
+    };
     const t0 = performance.now();
     let sent = 0;
     let due = 0; // requests due so far (fractional)
@@ -165,12 +224,14 @@ export class LoadGenerator {
       due += (rate((now - t0) / 1000) * (now - last)) / 1000;
       last = now;
       for (; sent < Math.floor(due); sent++) {
-        // spread the due times over the tick so latency counts from when each was due
-        pending.push(this.send(now).then(onSample));
+        outstanding++;
+        this.request(now, done);
       }
       await new Promise((r) => setTimeout(r, 1));
     }
-    return pending;
+    ended = true;
+    if (outstanding === 0) allSettled();
+    return { settled }; // wrapped: an async function returning a promise would wait for it
   }
 
   /**
@@ -180,8 +241,7 @@ export class LoadGenerator {
    */
   close(): void {
     this.closed = true;
-    const unsent = this.waiting;
-    this.waiting = [];
+    const unsent = this.waiting.drain();
     for (const w of unsent) w.resolve({ due: w.due, latency: Infinity, status: -1, lag: Infinity });
     for (const c of this.all) c.socket.destroy();
     this.all.clear();

@@ -97,6 +97,8 @@ export interface OverloadRun {
   baseRssBytes: number;
   peakRssBytes: number;
   peakConnections: number;
+  /** generator connects that failed before connecting (their requests count as errors, status 0) */
+  connectFailures: number;
   acknowledged: number;
   /** acknowledged writes missing when read back: must be 0 */
   lost: number;
@@ -253,13 +255,13 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
     const outputBefore = lb.output().length;
     const wall0 = Date.now();
     const t0 = performance.now();
-    const pending = await gen.openLoop((t) => (t < secs.overload ? high : low), secs.overload + secs.after, (s) => { samples.push(s); });
+    const { settled } = await gen.openLoop((t) => (t < secs.overload ? high : low), secs.overload + secs.after, (s) => { samples.push(s); });
     const t1 = t0 + secs.overload * 1000, t2 = t1 + secs.after * 1000;
     const cpu2 = { server: lb.cpuSeconds(), generator: process.cpuUsage() };
     clearTimeout(cpuTimer);
     try { setPriority(0, niceBefore); } catch { /* lowering is one-way without privileges */ }
     let giveUp: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all(pending), new Promise((r) => { giveUp = setTimeout(r, 120_000); })]);
+    await Promise.race([settled, new Promise((r) => { giveUp = setTimeout(r, 120_000); })]);
     clearTimeout(giveUp); // else the process lingers two minutes after the report
     clearInterval(rssTimer); rssTimer = null;
     peakRssBytes = Math.max(peakRssBytes, lb.rssBytes());
@@ -274,6 +276,7 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
     const sheddingAfter = sheddingLog(lines, wall1, wall2);
     const sheddingEndedMs = samples.reduce((last, x) => (x.due >= t1 && x.due < t2 && x.status === 503 ? Math.max(last, x.due - t1) : last), 0);
     const peakConnections = gen.peakConnections;
+    const connectFailures = gen.connectFailures;
     gen.close(); gen = null;
     await lb.drain();
 
@@ -291,10 +294,10 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
     for (const id of acked) if (!stored.has(id)) lost++;
     const run: OverloadRun = {
       policy, env, sustainable, overload, after, recoveryMs, sheddingEndedMs, firstFastMs, generatorNice, shedding, sheddingAfter,
-      sheddingLines: lines.map(({ level: _l, pid: _p, msg: _m, ...rest }) => rest), baseRssBytes, peakRssBytes, peakConnections,
+      sheddingLines: lines.map(({ level: _l, pid: _p, msg: _m, ...rest }) => rest), baseRssBytes, peakRssBytes, peakConnections, connectFailures,
       acknowledged: acked.size, lost, unacknowledgedStored: stored.size - (acked.size - lost),
     };
-    ctx.step(`overload [${policy}]: at 2× admitted ${fmt.int(overload.admittedRps)}/s (p50 ${fmt.ms(overload.admittedMs.p50)} / p99 ${fmt.ms(overload.admittedMs.p99)} / max ${fmt.ms(overload.admittedMs.max)} ms), shed ${fmt.int(overload.shedRps)}/s (p99 ${fmt.ms(overload.shedP99Ms)} ms), ${overload.errors} errors${overload.errors ? ` ${JSON.stringify(overload.errorStatuses)}` : ''}, generator lag p99 ${fmt.ms(overload.generatorLagP99Ms)} ms, ${peakConnections} conn; ` +
+    ctx.step(`overload [${policy}]: at 2× admitted ${fmt.int(overload.admittedRps)}/s (p50 ${fmt.ms(overload.admittedMs.p50)} / p99 ${fmt.ms(overload.admittedMs.p99)} / max ${fmt.ms(overload.admittedMs.max)} ms), shed ${fmt.int(overload.shedRps)}/s (p99 ${fmt.ms(overload.shedP99Ms)} ms), ${overload.errors} errors${overload.errors ? ` ${JSON.stringify(overload.errorStatuses)}` : ''}, generator lag p99 ${fmt.ms(overload.generatorLagP99Ms)} ms, ${peakConnections} conn${connectFailures ? ` (${connectFailures} failed to connect)` : ''}; ` +
       `RSS ${fmt.mib(baseRssBytes)} → peak ${fmt.mib(peakRssBytes)}; last 503 ${fmt.int(sheddingEndedMs)} ms and p99 < ${RECOVERED_P99_MS} ms ${recoveryMs === null ? 'not within the phase' : `${fmt.int(recoveryMs)} ms`} after the drop; ` +
       `${fmt.int(acked.size)} acknowledged, ${lost} lost, ${run.unacknowledgedStored} stored without an answer`);
     ctx.step(`overload [${policy}]: admitted p50/p99 from the write ${fmt.ms(overload.admittedFromSendMs.p50)} / ${fmt.ms(overload.admittedFromSendMs.p99)} ms; cores at 2×: server ${overload.serverCores.toFixed(2)}, generator ${overload.generatorCores.toFixed(2)} (nice ${generatorNice}); ` +
