@@ -6,6 +6,11 @@
 // without a callback, the stock ARA callback into logbook and into ARA's
 // server, logbook's own callback (src/ansible, batch ingest) into logbook —
 // interleaved, three times (--quick too), and the median wall time counts.
+// Besides the ratio of medians, each mode's overhead is also given as the
+// median of its per-repetition ratios to the no-callback run just before it
+// (paired: the machine's slow and fast stretches hit both runs of a pair).
+// OVERHEAD_RUNS=9 repeats more, OVERHEAD_MODES=none,callback and
+// OVERHEAD_SHAPES=plain|facts pick what runs, to settle a few-% question.
 // Reuses test/helpers/ansible.ts (isolated ANSIBLE_CONFIG, /usr/bin/python3,
 // callback error detection from the Ansible log).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -40,6 +45,8 @@ export interface OverheadShape {
   medianSeconds: Partial<Record<Mode, number>>;
   /** median wall-time increase over the median run without callback, in % */
   overheadPct: Partial<Record<Exclude<Mode, 'none'>, number>>;
+  /** median over repetitions of (this mode's run / the same repetition's run without callback − 1), in % */
+  pairedOverheadPct?: Partial<Record<Exclude<Mode, 'none'>, number>>;
 }
 
 export interface OverheadResult {
@@ -89,6 +96,7 @@ async function recorded(url: string): Promise<{ results: number | null; factsByt
   } catch { return { results: null, factsBytes: 0 }; }
 }
 
+const fmtPct = (x: number): string => `${x >= 0 ? '+' : ''}${x.toFixed(1)} %`;
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
@@ -102,7 +110,9 @@ export async function overhead(ctx: Context): Promise<OverheadResult | null> {
     return null;
   }
   const [hosts, tasks, forks] = ctx.quick ? [5, 10, 5] : [20, 50, 5];
-  const repetitions = 3;
+  const repetitions = Math.max(1, Number(process.env.OVERHEAD_RUNS ?? 3) || 3);
+  const pickModes = process.env.OVERHEAD_MODES?.split(',');
+  const pickShapes = process.env.OVERHEAD_SHAPES?.split(',');
   const work = mkdtempSync(join(tmpdir(), 'logbook-overhead-'));
   const noCallbacks = join(work, 'no-callbacks');
   mkdirSync(noCallbacks);
@@ -114,8 +124,10 @@ export async function overhead(ctx: Context): Promise<OverheadResult | null> {
     lb = await startLogbook({ env: { LOGBOOK_SHARDS: String(ctx.shards) } });
     if (ctx.araSkipped) ctx.step(`overhead: ARA runs skipped: ${ctx.araSkipped}`);
     else ara = await startAra();
-    const modes: Mode[] = ['none', 'callback', 'logbook', ...(ara ? ['ara' as const] : [])];
+    const modes: Mode[] = (['none', 'callback', 'logbook', ...(ara ? ['ara' as const] : [])] as Mode[])
+      .filter((m) => m === 'none' || !pickModes || pickModes.includes(m));
     for (const facts of [false, true]) {
+      if (pickShapes && !pickShapes.includes(facts ? 'facts' : 'plain')) continue;
       const dir = join(work, facts ? 'facts' : 'plain');
       mkdirSync(dir);
       writePlaybook(dir, hosts, tasks, facts ? factDir : null);
@@ -154,6 +166,17 @@ export async function overhead(ctx: Context): Promise<OverheadResult | null> {
       for (const mode of modes) shape.medianSeconds[mode] = median(shape.runs.filter((r) => r.mode === mode).map((r) => r.seconds));
       const base = shape.medianSeconds.none!;
       for (const mode of modes) if (mode !== 'none') shape.overheadPct[mode] = (100 * (shape.medianSeconds[mode]! - base)) / base;
+      shape.pairedOverheadPct = {};
+      for (const mode of modes) {
+        if (mode === 'none') continue;
+        const ratios = shape.runs.filter((r) => r.mode === mode).map((r) => {
+          const none = shape.runs.find((n) => n.mode === 'none' && n.rep === r.rep)!;
+          return (100 * (r.seconds - none.seconds)) / none.seconds;
+        });
+        shape.pairedOverheadPct[mode] = median(ratios);
+      }
+      ctx.step(`overhead: ${shape.name}: ` + modes.filter((m) => m !== 'none').map((m) =>
+        `${MODE_LABEL[m]} ${fmtPct(shape.overheadPct[m as Exclude<Mode, 'none'>]!)} (ratio of medians), ${fmtPct(shape.pairedOverheadPct![m as Exclude<Mode, 'none'>]!)} (median of paired runs)`).join('; '));
       shapes.push(shape);
     }
   } finally {
