@@ -138,7 +138,7 @@ options:
   batch_interval:
     description: Seconds an event waits at most for a batch to fill.
     type: float
-    default: 0.05
+    default: 0.2
     env: [{name: LOGBOOK_CALLBACK_BATCH_INTERVAL}]
     ini: [{section: logbook, key: batch_interval}]
   max_memory_mb:
@@ -160,6 +160,7 @@ options:
 STATE_MODULE = "logbook_callback_state"
 
 GZIP_MIN_BYTES = 8 * 1024  # smaller bodies cost more to compress than to send
+GZIP_MAGIC = b"\x1f\x8b"  # a body starting with these is gzip; JSON never does
 MAX_BATCH_BYTES = 8 * 1024 * 1024  # well under the server's default max_body_bytes (32 MiB)
 MAX_BATCH_EVENTS = 10000  # SPEC §13
 BACKOFF_MIN = 0.1
@@ -181,6 +182,11 @@ def default_spool_dir():
     return os.path.join(tempfile.gettempdir(), "logbook-spool-%d" % os.getuid())
 
 
+def plain_json(body):
+    """A batch body as JSON bytes (bodies are kept gzip-compressed when large, always in the spool)."""
+    return gzip.decompress(body) if body[:2] == GZIP_MAGIC else body
+
+
 def shared_state():
     state = sys.modules.get(STATE_MODULE)
     if state is None:
@@ -199,7 +205,7 @@ class Batch(object):
     def __init__(self, stream, seq, body=None, path=None):
         self.stream = stream
         self.seq = seq
-        self.body = body  # gzip-compressed JSON, or None while it lives only in the spool
+        self.body = body  # JSON, gzip-compressed when large; None while it lives only in the spool
         self.path = path  # its spool file, once written
         self.size = len(body) if body is not None else 0
 
@@ -240,7 +246,7 @@ class Spool(object):
         path = os.path.join(d, "%010d.json.gz" % batch.seq)
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
         with os.fdopen(fd, "wb") as f:
-            f.write(batch.body)
+            f.write(batch.body if batch.body[:2] == GZIP_MAGIC else gzip.compress(batch.body, compresslevel=1))
         os.rename(tmp, path)
         batch.path = path
 
@@ -297,7 +303,7 @@ class Shipper(object):
     """The sender thread and the queue between it and Ansible's thread."""
 
     def __init__(self, url, timeout=10.0, username=None, password=None, token=None, insecure=False,
-                 ca_file=None, spool_dir=None, batch_size=1000, batch_interval=0.05, max_memory_mb=64,
+                 ca_file=None, spool_dir=None, batch_size=1000, batch_interval=0.2, max_memory_mb=64,
                  warn=None):
         parts = urlsplit(url.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -504,7 +510,9 @@ class Shipper(object):
                     s = self.next_seq
                     self.next_seq += 1
             raw = b'{"playbook":' + head + b',"seq":' + str(s).encode() + b',"events":[' + b",".join(g) + b"]}"
-            out.append(Batch(self.stream, s, body=gzip.compress(raw, compresslevel=1)))
+            # Small bodies stay plain: compressing them (and the server inflating them) cost more
+            # than the bytes saved, and most batches of a run are small (one interval's events).
+            out.append(Batch(self.stream, s, body=raw if len(raw) < GZIP_MIN_BYTES else gzip.compress(raw, compresslevel=1)))
         return out
 
     def _limit_memory(self):
@@ -573,14 +581,17 @@ class Shipper(object):
 
     def _post(self, body):
         headers = dict(self.headers)
-        # Bodies are kept gzip-compressed (memory, spool); small ones are sent plain, where
-        # compressing costs the server more than the bytes it saves.
-        raw = gzip.decompress(body) if len(body) < GZIP_MIN_BYTES // 4 else None
-        if raw is not None and len(raw) < GZIP_MIN_BYTES:
-            payload = raw
-        else:
+        # Large bodies are kept gzip-compressed (memory, spool) and sent so; small ones are sent
+        # plain, where compressing costs the server more than the bytes it saves.
+        if body[:2] != GZIP_MAGIC:
             payload = body
-            headers["Content-Encoding"] = "gzip"
+        else:
+            raw = gzip.decompress(body) if len(body) < GZIP_MIN_BYTES // 4 else None
+            if raw is not None and len(raw) < GZIP_MIN_BYTES:
+                payload = raw
+            else:
+                payload = body
+                headers["Content-Encoding"] = "gzip"
         headers["Content-Length"] = str(len(payload))
         for attempt in (0, 1):  # a kept-alive connection the server closed: retry once on a new one
             conn = self._connection()
@@ -637,10 +648,10 @@ class Shipper(object):
             # the same seq (the events are lost, and said so); a stream whose first batch is refused is dropped.
             self._warn_once("refused", "logbook: the server refused batch %d of playbook %s (%d: %s); its events are dropped"
                             % (batch.seq, batch.stream, status, detail))
-            if batch.seq == 1 or b'"events":[]' in gzip.decompress(body):
+            if batch.seq == 1 or b'"events":[]' in plain_json(body):
                 self._drop_stream(batch.stream)
                 return
-            raw = json.loads(gzip.decompress(body).decode("utf-8"))
+            raw = json.loads(plain_json(body).decode("utf-8"))
             raw["events"] = []
             with self.cond:
                 empty = Batch(batch.stream, batch.seq,
