@@ -268,19 +268,23 @@ function footprintSection(f: FootprintResult): string {
 
 function overheadSection(o: OverheadResult): string {
   const out: string[] = ['## Recording overhead on `ansible-playbook`', ''];
-  out.push(`Generated playbooks, \`ansible_connection=local\` hosts running \`debug\` tasks — the shape of ARA's own benchmark playbook — run by real \`ansible-playbook\` without a callback, with logbook's own callback (\`src/ansible\`, batch ingest, sender thread) into logbook, and with the stock ARA callback (Debian python3-ara, its defaults: synchronous, no callback threads) into logbook and into ARA's server. The modes run interleaved, ${o.repetitions} times each; the median wall time counts, and "paired" is the median of each run's ratio to the run without callback just before it. ARA publishes +46 % to +82 % for its callback into its own server; the target for logbook's callback is ≤ 5 %.`, '');
+  out.push(`Generated playbooks, \`ansible_connection=local\` hosts running \`debug\` tasks — the shape of ARA's own benchmark playbook — run by real \`ansible-playbook\` without a callback, with logbook's own callback (\`src/ansible\`, batch ingest, sender thread) into logbook, and with the stock ARA callback (Debian python3-ara, its defaults: synchronous, no callback threads) into logbook and into ARA's server. The modes run interleaved, ${o.repetitions} times each; the median wall time counts, and "paired" is the median of each run's ratio to the run without callback just before it. "CPU" is the median user + system time of the ansible-playbook process tree plus the recording server's CPU during the run (logbook's idle cost in the run without callback): the run is CPU-bound, so CPU added is wall time added. On a shared VM both drift by ±10 % or more between runs; a few-% difference needs a quiet machine and `OVERHEAD_RUNS=9`. ARA publishes +46 % to +82 % for its callback into its own server; the target for logbook's callback is ≤ 5 %.`, '');
   for (const shape of o.shapes) {
     out.push(`### ${shape.name}, ${shape.forks} forks${shape.factsBytes ? ` (facts recorded: ${fmt.int(shape.factsBytes)} B per host)` : ''}`, '');
     const base = shape.medianSeconds.none ?? NaN;
     const modes = (Object.keys(shape.medianSeconds) as Mode[]);
-    out.push(table(['run', 'median wall time', 'overhead', 'paired', 'all runs', 'results recorded', 'callback errors'], modes.map((mode) => {
+    const cpuBase = shape.medianCpuSeconds?.none;
+    out.push(table(['run', 'median wall time', 'overhead', 'paired', 'all runs', 'median CPU (ansible + server)', 'CPU overhead', 'results recorded', 'callback errors'], modes.map((mode) => {
       const runs = shape.runs.filter((r) => r.mode === mode);
       const med = shape.medianSeconds[mode]!;
+      const cpu = shape.medianCpuSeconds?.[mode];
       return [
         MODE_LABEL[mode] + (mode === 'ara' ? ' (gunicorn 2w, SQLite)' : ''),
         `${med.toFixed(1)} s`, mode === 'none' ? '' : `${med >= base ? '+' : ''}${((100 * (med - base)) / base).toFixed(1)} %`,
         mode === 'none' || shape.pairedOverheadPct?.[mode] === undefined ? '' : `${shape.pairedOverheadPct[mode]! >= 0 ? '+' : ''}${shape.pairedOverheadPct[mode]!.toFixed(1)} %`,
         runs.map((r) => r.seconds.toFixed(1)).join(' / '),
+        cpu === undefined ? '' : `${cpu.toFixed(1)} s`,
+        mode === 'none' || cpu === undefined || !cpuBase ? '' : `${cpu >= cpuBase ? '+' : ''}${((100 * (cpu - cpuBase)) / cpuBase).toFixed(1)} %`,
         mode === 'none' ? '' : runs.map((r) => (r.results === null ? '?' : fmt.int(r.results))).join(' / '),
         mode === 'none' ? '' : String(runs.reduce((n, r) => n + r.callbackErrors.length, 0)),
       ];

@@ -9,11 +9,17 @@
 // Besides the ratio of medians, each mode's overhead is also given as the
 // median of its per-repetition ratios to the no-callback run just before it
 // (paired: the machine's slow and fast stretches hit both runs of a pair).
+// Each run's CPU is measured too, to show where an overhead goes: the
+// ansible-playbook process tree (this process's reaped-children time,
+// /proc/self/stat cutime + cstime, which includes Ansible's reaped workers)
+// and the recording server's CPU over the run. The run is CPU-bound, so CPU
+// added is wall time added; on a shared VM CPU drifts with the neighbours as
+// wall time does (a slowed vCPU is charged more for the same work).
 // OVERHEAD_RUNS=9 repeats more, OVERHEAD_MODES=none,callback and
 // OVERHEAD_SHAPES=plain|facts pick what runs, to settle a few-% question.
 // Reuses test/helpers/ansible.ts (isolated ANSIBLE_CONFIG, /usr/bin/python3,
 // callback error detection from the Ansible log).
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hasAnsible, runPlaybook } from '../../test/helpers/ansible.js';
@@ -30,7 +36,13 @@ export const MODE_LABEL: Record<Mode, string> = {
   callback: 'logbook\'s callback → logbook',
 };
 
-export interface OverheadRun { mode: Mode; rep: number; seconds: number; code: number; results: number | null; callbackErrors: string[] }
+export interface OverheadRun {
+  mode: Mode; rep: number; seconds: number; code: number; results: number | null; callbackErrors: string[];
+  /** user + system CPU of ansible-playbook and its workers */
+  ansibleCpuSeconds?: number;
+  /** CPU the recording server (logbook; ARA's gunicorn) spent during the run; logbook's idle cost for `none` */
+  serverCpuSeconds?: number;
+}
 
 export interface OverheadShape {
   name: string;
@@ -47,6 +59,10 @@ export interface OverheadShape {
   overheadPct: Partial<Record<Exclude<Mode, 'none'>, number>>;
   /** median over repetitions of (this mode's run / the same repetition's run without callback − 1), in % */
   pairedOverheadPct?: Partial<Record<Exclude<Mode, 'none'>, number>>;
+  /** median CPU per mode (ansible tree + server), seconds */
+  medianCpuSeconds?: Partial<Record<Mode, number>>;
+  /** median CPU increase over the median run without callback, in % */
+  cpuOverheadPct?: Partial<Record<Exclude<Mode, 'none'>, number>>;
 }
 
 export interface OverheadResult {
@@ -94,6 +110,12 @@ async function recorded(url: string): Promise<{ results: number | null; factsByt
     }
     return { results: rs.count, factsBytes };
   } catch { return { results: null, factsBytes: 0 }; }
+}
+
+/** CPU seconds of this process's reaped children (and theirs): /proc/self/stat cutime + cstime. */
+function reapedChildrenCpuSeconds(): number {
+  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[13]) + Number(fields[14])) / 100; // clock ticks (USER_HZ = 100 on Linux)
 }
 
 const fmtPct = (x: number): string => `${x >= 0 ? '+' : ''}${x.toFixed(1)} %`;
@@ -147,16 +169,21 @@ export async function overhead(ctx: Context): Promise<OverheadResult | null> {
               LOGBOOK_API_SERVER: server!.url, LOGBOOK_CALLBACK_SPOOL_DIR: join(work, 'spool'),
             });
           }
+          const cpuServer = mode === 'none' ? lb : server;
+          const server0 = cpuServer!.cpuSeconds();
+          const children0 = reapedChildrenCpuSeconds();
           const t0 = performance.now();
           const r = await runPlaybook(server?.url ?? 'http://127.0.0.1:9', {
             playbook: join(dir, 'playbook.yml'), inventory: join(dir, 'inventory.ini'), cwd: dir, timeoutMs: 900_000, env,
           });
           const seconds = (performance.now() - t0) / 1000;
+          const ansibleCpuSeconds = reapedChildrenCpuSeconds() - children0;
+          const serverCpuSeconds = cpuServer!.cpuSeconds() - server0;
           const errors = [...r.callbackErrors, ...`${r.stdout}\n${r.stderr}`.split('\n').filter((l) => /^\[WARNING\]: logbook/.test(l))];
           const rec = server ? await recorded(server.url) : { results: null, factsBytes: 0 };
           if (facts && rec.factsBytes) shape.factsBytes = Math.max(shape.factsBytes, rec.factsBytes);
-          shape.runs.push({ mode, rep, seconds, code: r.code, results: rec.results, callbackErrors: errors.slice(0, 5) });
-          ctx.step(`overhead: ${shape.name}, ${MODE_LABEL[mode]} #${rep}: ${seconds.toFixed(1)} s, exit ${r.code}`
+          shape.runs.push({ mode, rep, seconds, code: r.code, results: rec.results, callbackErrors: errors.slice(0, 5), ansibleCpuSeconds, serverCpuSeconds });
+          ctx.step(`overhead: ${shape.name}, ${MODE_LABEL[mode]} #${rep}: ${seconds.toFixed(1)} s, CPU ${ansibleCpuSeconds.toFixed(1)} + ${serverCpuSeconds.toFixed(2)} s (ansible + server), exit ${r.code}`
             + (server ? `, ${rec.results} results recorded, ${errors.length} callback errors` : ''));
           if (r.code !== 0) ctx.note(`overhead: ansible-playbook (${MODE_LABEL[mode]}) exited with ${r.code}`);
           if (errors.length) ctx.note(`overhead: ${MODE_LABEL[mode]}: ${errors.length} callback errors, first: ${errors[0]!.slice(0, 200)}`);
@@ -166,6 +193,13 @@ export async function overhead(ctx: Context): Promise<OverheadResult | null> {
       for (const mode of modes) shape.medianSeconds[mode] = median(shape.runs.filter((r) => r.mode === mode).map((r) => r.seconds));
       const base = shape.medianSeconds.none!;
       for (const mode of modes) if (mode !== 'none') shape.overheadPct[mode] = (100 * (shape.medianSeconds[mode]! - base)) / base;
+      const cpu = (r: OverheadRun): number => (r.ansibleCpuSeconds ?? 0) + (r.serverCpuSeconds ?? 0);
+      shape.medianCpuSeconds = {};
+      shape.cpuOverheadPct = {};
+      for (const mode of modes) shape.medianCpuSeconds[mode] = median(shape.runs.filter((r) => r.mode === mode).map(cpu));
+      for (const mode of modes) {
+        if (mode !== 'none') shape.cpuOverheadPct[mode] = (100 * (shape.medianCpuSeconds[mode]! - shape.medianCpuSeconds.none!)) / shape.medianCpuSeconds.none!;
+      }
       shape.pairedOverheadPct = {};
       for (const mode of modes) {
         if (mode === 'none') continue;
@@ -176,7 +210,7 @@ export async function overhead(ctx: Context): Promise<OverheadResult | null> {
         shape.pairedOverheadPct[mode] = median(ratios);
       }
       ctx.step(`overhead: ${shape.name}: ` + modes.filter((m) => m !== 'none').map((m) =>
-        `${MODE_LABEL[m]} ${fmtPct(shape.overheadPct[m as Exclude<Mode, 'none'>]!)} (ratio of medians), ${fmtPct(shape.pairedOverheadPct![m as Exclude<Mode, 'none'>]!)} (median of paired runs)`).join('; '));
+        `${MODE_LABEL[m]} ${fmtPct(shape.overheadPct[m as Exclude<Mode, 'none'>]!)} (ratio of medians), ${fmtPct(shape.pairedOverheadPct![m as Exclude<Mode, 'none'>]!)} (median of paired runs), CPU ${fmtPct(shape.cpuOverheadPct![m as Exclude<Mode, 'none'>]!)}`).join('; '));
       shapes.push(shape);
     }
   } finally {
