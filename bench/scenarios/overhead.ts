@@ -7,8 +7,9 @@
 // server, logbook's own callback (src/ansible, batch ingest) into logbook —
 // interleaved, three times (--quick too), and the median wall time counts.
 // Besides the ratio of medians, each mode's overhead is also given as the
-// median of its per-repetition ratios to the no-callback run just before it
-// (paired: the machine's slow and fast stretches hit both runs of a pair).
+// median of its per-run ratios to the mean of the no-callback runs just
+// before and just after it (paired: the machine's slow and fast stretches,
+// and a steady drift, hit both sides of a pair).
 // Each run's CPU is measured too, to show where an overhead goes: the
 // ansible-playbook process tree (this process's reaped-children time,
 // /proc/self/stat cutime + cstime, which includes Ansible's reaped workers)
@@ -57,7 +58,7 @@ export interface OverheadShape {
   medianSeconds: Partial<Record<Mode, number>>;
   /** median wall-time increase over the median run without callback, in % */
   overheadPct: Partial<Record<Exclude<Mode, 'none'>, number>>;
-  /** median over repetitions of (this mode's run / the same repetition's run without callback − 1), in % */
+  /** median over repetitions of (this mode's run / the mean of the runs without callback before and after it − 1), in % */
   pairedOverheadPct?: Partial<Record<Exclude<Mode, 'none'>, number>>;
   /** median CPU per mode (ansible tree + server), seconds */
   medianCpuSeconds?: Partial<Record<Mode, number>>;
@@ -204,8 +205,11 @@ export async function overhead(ctx: Context): Promise<OverheadResult | null> {
       for (const mode of modes) {
         if (mode === 'none') continue;
         const ratios = shape.runs.filter((r) => r.mode === mode).map((r) => {
-          const none = shape.runs.find((n) => n.mode === 'none' && n.rep === r.rep)!;
-          return (100 * (r.seconds - none.seconds)) / none.seconds;
+          // Against the no-callback runs on either side of it (this repetition's and the
+          // next one's): a machine slowing or speeding up steadily cancels out.
+          const around = shape.runs.filter((n) => n.mode === 'none' && (n.rep === r.rep || n.rep === r.rep + 1));
+          const none = around.reduce((sum, n) => sum + n.seconds, 0) / around.length;
+          return (100 * (r.seconds - none)) / none;
         });
         shape.pairedOverheadPct[mode] = median(ratios);
       }
