@@ -313,7 +313,7 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
   }
 }
 
-/** Admission policies compared (LOGBOOK_SHARD_QUEUE_DELAY; OVERLOAD_DELAYS=0,50 picks some). */
+/** Admission policies compared (LOGBOOK_SHARD_QUEUE_DELAY; OVERLOAD_DELAYS=0,50 picks some, or other delays in ms). */
 const POLICIES: Array<[string, Record<string, string>]> = [
   ['queue length only (LOGBOOK_SHARD_QUEUE_DELAY=0)', { LOGBOOK_SHARD_QUEUE_DELAY: '0' }],
   ['queueing delay 25 ms (default)', { LOGBOOK_SHARD_QUEUE_DELAY: '25' }],
@@ -321,11 +321,12 @@ const POLICIES: Array<[string, Record<string, string>]> = [
 ];
 
 export async function overloadScenario(ctx: Context): Promise<OverloadResult> {
-  const pick = process.env.OVERLOAD_DELAYS?.split(',');
+  const pick = process.env.OVERLOAD_DELAYS?.split(',').map((d) => d.trim()).filter((d) => /^\d+$/.test(d));
+  // A picked delay that is not one of the three compared by default runs as its own policy.
+  const policies: Array<[string, Record<string, string>]> = pick
+    ? pick.map((d) => POLICIES.find(([, env]) => env.LOGBOOK_SHARD_QUEUE_DELAY === d) ?? [`queueing delay ${d} ms`, { LOGBOOK_SHARD_QUEUE_DELAY: d }])
+    : POLICIES;
   const runs: OverloadRun[] = [];
-  for (const [policy, env] of POLICIES) {
-    if (pick && !pick.includes(env.LOGBOOK_SHARD_QUEUE_DELAY!)) continue;
-    runs.push(await runOnce(ctx, policy, env));
-  }
+  for (const [policy, env] of policies) runs.push(await runOnce(ctx, policy, env));
   return { shards: ctx.shards, runs };
 }
