@@ -21,6 +21,7 @@ import random
 import re
 import socket
 import ssl
+import struct
 import sys
 import tempfile
 import threading
@@ -582,15 +583,14 @@ class Shipper(object):
     def _post(self, body):
         headers = dict(self.headers)
         # Large bodies are kept gzip-compressed (memory, spool) and sent so; small ones are sent
-        # plain, where compressing costs the server more than the bytes it saves.
-        if body[:2] != GZIP_MAGIC:
-            payload = body
+        # plain, where compressing costs the server more than the bytes it saves. The rule is
+        # _encode's (JSON under GZIP_MIN_BYTES goes plain), so a batch that was spooled between
+        # two attempts is sent as the same bytes. A gzip member ends with its input's size.
+        if body[:2] == GZIP_MAGIC and struct.unpack("<I", body[-4:])[0] < GZIP_MIN_BYTES:
+            payload = gzip.decompress(body)
         else:
-            raw = gzip.decompress(body) if len(body) < GZIP_MIN_BYTES // 4 else None
-            if raw is not None and len(raw) < GZIP_MIN_BYTES:
-                payload = raw
-            else:
-                payload = body
+            payload = body
+            if body[:2] == GZIP_MAGIC:
                 headers["Content-Encoding"] = "gzip"
         headers["Content-Length"] = str(len(payload))
         for attempt in (0, 1):  # a kept-alive connection the server closed: retry once on a new one
