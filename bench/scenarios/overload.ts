@@ -323,7 +323,7 @@ const POLICIES: Array<[string, Record<string, string>]> = [
 export async function overloadScenario(ctx: Context): Promise<OverloadResult> {
   const pick = process.env.OVERLOAD_DELAYS?.split(',').map((d) => d.trim()).filter((d) => /^\d+$/.test(d));
   // A picked delay that is not one of the three compared by default runs as its own policy.
-  const policies: Array<[string, Record<string, string>]> = pick
+  const policies: Array<[string, Record<string, string>]> = pick?.length
     ? pick.map((d) => POLICIES.find(([, env]) => env.LOGBOOK_SHARD_QUEUE_DELAY === d) ?? [`queueing delay ${d} ms`, { LOGBOOK_SHARD_QUEUE_DELAY: d }])
     : POLICIES;
   const runs: OverloadRun[] = [];
