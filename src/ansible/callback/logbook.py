@@ -183,9 +183,18 @@ def default_spool_dir():
     return os.path.join(tempfile.gettempdir(), "logbook-spool-%d" % os.getuid())
 
 
+def is_gzip(body):
+    return body[:2] == GZIP_MAGIC
+
+
+def packed(raw):
+    """A batch's JSON as kept in memory and sent: gzip-compressed when large (GZIP_MIN_BYTES)."""
+    return raw if len(raw) < GZIP_MIN_BYTES else gzip.compress(raw, compresslevel=1)
+
+
 def plain_json(body):
     """A batch body as JSON bytes (bodies are kept gzip-compressed when large, always in the spool)."""
-    return gzip.decompress(body) if body[:2] == GZIP_MAGIC else body
+    return gzip.decompress(body) if is_gzip(body) else body
 
 
 def shared_state():
@@ -247,7 +256,7 @@ class Spool(object):
         path = os.path.join(d, "%010d.json.gz" % batch.seq)
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
         with os.fdopen(fd, "wb") as f:
-            f.write(batch.body if batch.body[:2] == GZIP_MAGIC else gzip.compress(batch.body, compresslevel=1))
+            f.write(batch.body if is_gzip(batch.body) else gzip.compress(batch.body, compresslevel=1))
         os.rename(tmp, path)
         batch.path = path
 
@@ -513,7 +522,7 @@ class Shipper(object):
             raw = b'{"playbook":' + head + b',"seq":' + str(s).encode() + b',"events":[' + b",".join(g) + b"]}"
             # Small bodies stay plain: compressing them (and the server inflating them) cost more
             # than the bytes saved, and most batches of a run are small (one interval's events).
-            out.append(Batch(self.stream, s, body=raw if len(raw) < GZIP_MIN_BYTES else gzip.compress(raw, compresslevel=1)))
+            out.append(Batch(self.stream, s, body=packed(raw)))
         return out
 
     def _limit_memory(self):
@@ -586,11 +595,12 @@ class Shipper(object):
         # plain, where compressing costs the server more than the bytes it saves. The rule is
         # _encode's (JSON under GZIP_MIN_BYTES goes plain), so a batch that was spooled between
         # two attempts is sent as the same bytes. A gzip member ends with its input's size.
-        if body[:2] == GZIP_MAGIC and struct.unpack("<I", body[-4:])[0] < GZIP_MIN_BYTES:
+        gz = is_gzip(body)
+        if gz and struct.unpack("<I", body[-4:])[0] < GZIP_MIN_BYTES:
             payload = gzip.decompress(body)
         else:
             payload = body
-            if body[:2] == GZIP_MAGIC:
+            if gz:
                 headers["Content-Encoding"] = "gzip"
         headers["Content-Length"] = str(len(payload))
         for attempt in (0, 1):  # a kept-alive connection the server closed: retry once on a new one
@@ -655,7 +665,7 @@ class Shipper(object):
             raw["events"] = []
             with self.cond:
                 empty = Batch(batch.stream, batch.seq,
-                              body=gzip.compress(json.dumps(raw, separators=(",", ":")).encode("utf-8")))
+                              body=packed(json.dumps(raw, separators=(",", ":")).encode("utf-8")))
                 self.spool.forget(batch)
                 self.memory -= batch.size if batch.body is not None else 0
                 self.memory += empty.size
