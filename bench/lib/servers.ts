@@ -49,11 +49,21 @@ export function freePort(): Promise<number> {
   });
 }
 
-export function cpuSecondsOf(pid: number): number {
+/** Two fields of /proc/<pid>/stat summed, as seconds (clock ticks, USER_HZ = 100 on Linux); 0 once gone. */
+function statSeconds(pid: number | 'self', a: number, b: number): number {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime in clock ticks
+    return (Number(fields[a]) + Number(fields[b])) / 100;
   } catch { return 0; }
+}
+
+export function cpuSecondsOf(pid: number): number {
+  return statSeconds(pid, 11, 12); // utime + stime
+}
+
+/** CPU of a process's reaped children (and of theirs): cutime + cstime. */
+export function reapedChildrenCpuSecondsOf(pid: number | 'self'): number {
+  return statSeconds(pid, 13, 14);
 }
 
 export function rssBytesOf(pid: number): number {

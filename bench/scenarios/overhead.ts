@@ -20,12 +20,12 @@
 // OVERHEAD_SHAPES=plain|facts pick what runs, to settle a few-% question.
 // Reuses test/helpers/ansible.ts (isolated ANSIBLE_CONFIG, /usr/bin/python3,
 // callback error detection from the Ansible log).
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hasAnsible, runPlaybook } from '../../test/helpers/ansible.js';
 import type { Context } from '../lib/context.js';
-import { startAra, startLogbook, type Running } from '../lib/servers.js';
+import { reapedChildrenCpuSecondsOf, startAra, startLogbook, type Running } from '../lib/servers.js';
 
 export type Mode = 'none' | 'logbook' | 'ara' | 'callback';
 
@@ -113,12 +113,6 @@ async function recorded(url: string): Promise<{ results: number | null; factsByt
   } catch { return { results: null, factsBytes: 0 }; }
 }
 
-/** CPU seconds of this process's reaped children (and theirs): /proc/self/stat cutime + cstime. */
-function reapedChildrenCpuSeconds(): number {
-  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[13]) + Number(fields[14])) / 100; // clock ticks (USER_HZ = 100 on Linux)
-}
-
 const fmtPct = (x: number): string => `${x >= 0 ? '+' : ''}${x.toFixed(1)} %`;
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -172,13 +166,13 @@ export async function overhead(ctx: Context): Promise<OverheadResult | null> {
           }
           const cpuServer = mode === 'none' ? lb : server;
           const server0 = cpuServer!.cpuSeconds();
-          const children0 = reapedChildrenCpuSeconds();
+          const children0 = reapedChildrenCpuSecondsOf('self');
           const t0 = performance.now();
           const r = await runPlaybook(server?.url ?? 'http://127.0.0.1:9', {
             playbook: join(dir, 'playbook.yml'), inventory: join(dir, 'inventory.ini'), cwd: dir, timeoutMs: 900_000, env,
           });
           const seconds = (performance.now() - t0) / 1000;
-          const ansibleCpuSeconds = reapedChildrenCpuSeconds() - children0;
+          const ansibleCpuSeconds = reapedChildrenCpuSecondsOf('self') - children0;
           const serverCpuSeconds = cpuServer!.cpuSeconds() - server0;
           const errors = [...r.callbackErrors, ...`${r.stdout}\n${r.stderr}`.split('\n').filter((l) => /^\[WARNING\]: logbook/.test(l))];
           const rec = server ? await recorded(server.url) : { results: null, factsBytes: 0 };
