@@ -31,8 +31,9 @@
 //   logbook_retention_deleted_total{type}, logbook_expired_total{type}
 //   logbook_maintenance_runs_total, logbook_maintenance_errors_total,
 //   logbook_maintenance_last_run_timestamp_seconds
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import { RESOURCE_TYPES, TYPE_TO_PATH } from './api/resources.js';
+import { collectDefaultMetrics } from './default_metrics.js';
 import { debugEnabled, log } from './log.js';
 import type { StatsReply } from './shard/protocol.js';
 
@@ -222,10 +223,7 @@ export class Metrics {
   readonly streamCutOff = this.c('logbook_stream_clients_cut_off_total', 'Live-stream clients closed because they did not keep up (LOGBOOK_STREAM_MAX_BUFFER).');
 
   constructor() {
-    // nodejs_eventloop_lag_* from a histogram sampled every 100 ms, not every 10 ms
-    // (prom-client's default): an idle server woke 100 times a second for it
-    // alone. Sustained lag, the kind an operator alerts on, shows all the same.
-    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 100 });
+    collectDefaultMetrics(this.registry);
     // series that exist from the start read 0, not "absent"
     for (const type of RESOURCE_TYPES) this.retentionDeleted.inc({ type }, 0);
     for (const type of ['playbook', 'play', 'task']) this.expired.inc({ type }, 0);

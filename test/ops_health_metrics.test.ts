@@ -89,6 +89,19 @@ test.serial('metrics parse, use route templates, and move with requests', async 
   t.true(sample(after, 'logbook_shard_heap_used_bytes', { shard: '0' })! > 0);
   t.true(sample(after, 'process_resident_memory_bytes')! > 0);
   t.true(sample(after, 'nodejs_heap_size_used_bytes')! > 0);
+  t.true(sample(after, 'process_cpu_seconds_total')! > 0);
+  t.true(sample(after, 'nodejs_gc_duration_seconds_count', { kind: 'minor' })! >= 0);
+  // the event-loop lag: every family prom-client has, finite, also in scrapes that
+  // follow one another at once (no sample of the loop in between: the last values stay)
+  const lagFamilies = ['', '_min', '_max', '_mean', '_stddev', '_p50', '_p90', '_p99'].map((s) => `nodejs_eventloop_lag${s}_seconds`);
+  const again = parseProm((await request(`${base}/metrics`)).text);
+  const third = parseProm((await request(`${base}/metrics`)).text);
+  for (const scraped of [after, again, third]) {
+    for (const name of lagFamilies) {
+      const v = sample(scraped, name);
+      t.true(v !== undefined && Number.isFinite(v) && v >= 0 && v < 60, `${name} ${v}`);
+    }
+  }
   t.not(sample(after, 'logbook_recovery_duration_seconds'), undefined);
   t.is(sample(after, 'logbook_retention_deleted_total', { type: 'playbook' }), 0);
   t.is((await request(`${base}/metrics`, { method: 'HEAD' })).status, 200);

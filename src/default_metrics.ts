@@ -1,0 +1,72 @@
+// prom-client's default `process_*` / `nodejs_*` metrics, with the event-loop
+// lag ones measured here instead. prom-client samples the loop every 10 ms
+// (its eventLoopMonitoringPrecision): an idle logbook woke ~100 times a second
+// for that alone, ~24 ms of CPU per second over its threads (measured from
+// /proc/<pid>/task over 20 s). A coarser precision is no fix there: its
+// histogram is reset at every scrape, and a scrape that follows another
+// within the precision (two Prometheus replicas, a test) read NaN, written
+// "Nan", and a minimum of 9.2e9 s. Here the loop is sampled every 100 ms and a
+// scrape with no new sample keeps the last values. Names and help texts are
+// prom-client's; the values are the delay beyond the sampling interval, where
+// prom-client's include its 10 ms (an idle loop read ~0.010 s there, ~0 here).
+import { createRequire } from 'node:module';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Gauge, type Registry } from 'prom-client';
+
+/** ms between samples of the loop's delay */
+const RESOLUTION_MS = 100;
+
+/**
+ * prom-client's default metrics but eventLoopLag (lib/defaultMetrics.js lists
+ * them; the version is pinned, and a module that moves fails at start-up and
+ * in test/ops_health_metrics.test.ts).
+ */
+const PROM_DEFAULTS = [
+  'processCpuTotal', 'processStartTime', 'osMemoryHeap', 'processOpenFileDescriptors', 'processMaxFileDescriptors',
+  'processResources', 'processHandles', 'processRequests', 'heapSizeAndUsed', 'heapSpacesSizeAndUsed', 'version', 'gc',
+] as const;
+
+type DefaultMetric = (registry: Registry, config: Record<string, unknown>) => void;
+
+export function collectDefaultMetrics(registry: Registry): void {
+  const require = createRequire(import.meta.url);
+  for (const name of PROM_DEFAULTS) {
+    // processResources needs process.getActiveResourcesInfo (Node ≥ 17), as prom-client checks
+    if (name === 'processResources' && typeof (process as { getActiveResourcesInfo?: unknown }).getActiveResourcesInfo !== 'function') continue;
+    (require(`prom-client/lib/metrics/${name}`) as DefaultMetric)(registry, {});
+  }
+  eventLoopLag(registry);
+}
+
+function eventLoopLag(registry: Registry): void {
+  const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
+  histogram.enable();
+  const gauge = (name: string, help: string): Gauge => new Gauge({ name, help, registers: [registry] });
+  // prom-client's: the delay of a setImmediate at scrape time, reported by the next scrape
+  const lag = new Gauge({
+    name: 'nodejs_eventloop_lag_seconds', help: 'Lag of event loop in seconds.', registers: [registry],
+    collect() {
+      const start = process.hrtime.bigint();
+      setImmediate(() => lag.set(Number(process.hrtime.bigint() - start) / 1e9));
+      if (histogram.count === 0) return; // no sample since the last scrape: keep its values
+      // Node records the time between samples, the interval included: the delay is what exceeds it
+      // (prom-client's values include its 10 ms interval)
+      const late = (ns: number): number => Math.max(0, ns / 1e6 - RESOLUTION_MS) / 1e3;
+      min.set(late(histogram.min));
+      max.set(late(histogram.max));
+      mean.set(late(histogram.mean));
+      stddev.set(histogram.stddev / 1e9);
+      p50.set(late(histogram.percentile(50)));
+      p90.set(late(histogram.percentile(90)));
+      p99.set(late(histogram.percentile(99)));
+      histogram.reset();
+    },
+  });
+  const min = gauge('nodejs_eventloop_lag_min_seconds', 'The minimum recorded event loop delay.');
+  const max = gauge('nodejs_eventloop_lag_max_seconds', 'The maximum recorded event loop delay.');
+  const mean = gauge('nodejs_eventloop_lag_mean_seconds', 'The mean of the recorded event loop delays.');
+  const stddev = gauge('nodejs_eventloop_lag_stddev_seconds', 'The standard deviation of the recorded event loop delays.');
+  const p50 = gauge('nodejs_eventloop_lag_p50_seconds', 'The 50th percentile of the recorded event loop delays.');
+  const p90 = gauge('nodejs_eventloop_lag_p90_seconds', 'The 90th percentile of the recorded event loop delays.');
+  const p99 = gauge('nodejs_eventloop_lag_p99_seconds', 'The 99th percentile of the recorded event loop delays.');
+}
