@@ -28,6 +28,8 @@ const LAG_INTERVAL_MS = 100;
 const LAG_SHARE = 0.5;
 /** … but never below this (ms): timers on a busy machine fire a few ms late anyway */
 const LAG_FLOOR_MS = 10;
+/** ms between samples of the lag histogram the `shedding` line reports (Node records the interval plus the delay) */
+const LAG_RESOLUTION_MS = 10;
 /** how often (ms) the `shedding` log line may be written while requests are refused */
 const REPORT_MS = 1000;
 /**
@@ -65,7 +67,7 @@ export class Admission {
 
   constructor(delayBoundMs: number, private readonly pool: () => Shards | undefined) {
     this.lagBoundMs = delayBoundMs > 0 ? Math.max(LAG_FLOOR_MS, delayBoundMs * LAG_SHARE) : 0;
-    this.histogram = monitorEventLoopDelay({ resolution: 10 });
+    this.histogram = monitorEventLoopDelay({ resolution: LAG_RESOLUTION_MS });
   }
 
   start(): void {
@@ -162,10 +164,11 @@ export class Admission {
     const byLag = this.shedByLag - r.byLag, byShard = this.shedByShard - r.byShard;
     const poolLength = pool?.shedByLength ?? 0, poolDelay = pool?.shedByDelay ?? 0;
     const inPool = poolLength - r.poolLength + poolDelay - r.poolDelay;
-    const p99 = this.histogram.percentile(99) / 1e6;
+    // the delay beyond the sampling interval, as nodejs_eventloop_lag_* (src/default_metrics.ts)
+    const p99 = Math.max(0, this.histogram.percentile(99) / 1e6 - LAG_RESOLUTION_MS);
     const admitted = this.admitted - r.admitted;
     this.reported = { byLag: this.shedByLag, byShard: this.shedByShard, admitted: this.admitted, poolLength, poolDelay };
-    const max = this.histogram.max / 1e6;
+    const max = Math.max(0, this.histogram.max / 1e6 - LAG_RESOLUTION_MS);
     const stats = pool?.takeDelayStats();
     const answered = { p50: this.answered.percentile(50) / 1e3, p99: this.answered.percentile(99) / 1e3 };
     this.histogram.reset();
