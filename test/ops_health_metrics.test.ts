@@ -102,6 +102,8 @@ test.serial('metrics parse, use route templates, and move with requests', async 
       t.true(v !== undefined && Number.isFinite(v) && v >= 0 && v < 60, `${name} ${v}`);
     }
   }
+  const busy = sample(after, 'logbook_front_event_loop_utilization');
+  t.true(busy !== undefined && busy > 0 && busy <= 1, `logbook_front_event_loop_utilization ${busy}`);
   t.not(sample(after, 'logbook_recovery_duration_seconds'), undefined);
   t.is(sample(after, 'logbook_retention_deleted_total', { type: 'playbook' }), 0);
   t.is((await request(`${base}/metrics`, { method: 'HEAD' })).status, 200);

@@ -86,6 +86,8 @@ export interface SheddingLog {
   /** worst per-second p99 of the front's event-loop lag, and its median over the seconds logged */
   eventLoopLagP99MaxMs: number;
   eventLoopLagP99MedianMs: number;
+  /** median over the seconds logged of the front thread's busy share (event-loop utilization; NaN before it was logged) */
+  frontBusyMedian: number;
   /** the server's own view of admitted (2xx) requests, head → answer (no socket-buffer or generator time): median and worst of the per-second p99 */
   serverAdmittedP99MedianMs: number;
   serverAdmittedP99MaxMs: number;
@@ -173,6 +175,7 @@ function sheddingLog(all: ReturnType<typeof sheddingLines>, from: number, to: nu
   return {
     seconds: lines.length, refusedFrontLag: sum('refusedFrontLag'), refusedShardDelay: sum('refusedShardDelay'), refusedAfterParse: sum('refusedAfterParse'),
     eventLoopLagP99MaxMs: Math.max(...p99s), eventLoopLagP99MedianMs: percentile(p99s, 0.5),
+    frontBusyMedian: percentile(lines.map((l) => (typeof l.frontBusy === 'number' ? l.frontBusy : NaN)), 0.5),
     serverAdmittedP99MedianMs: percentile(lines.map((l) => l.admittedP99Ms as number), 0.5), serverAdmittedP99MaxMs: Math.max(...lines.map((l) => l.admittedP99Ms as number)),
     shardRoundTripMeanMs: rtMeans.reduce((a, b) => a + b, 0) / rtMeans.length, shardRoundTripMaxMs: Math.max(...rtMaxes),
   };
@@ -327,7 +330,7 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
       `${fmt.int(acked.size)} acknowledged, ${lost} lost, ${run.unacknowledgedStored} stored without an answer`);
     ctx.step(`overload [${policy}]: admitted p50/p99 from the write ${fmt.ms(overload.admittedFromSendMs.p50)} / ${fmt.ms(overload.admittedFromSendMs.p99)} ms; cores at 2×: server ${overload.serverCores.toFixed(2)}, generator ${overload.generatorCores.toFixed(2)} (nice ${generatorNice}); ` +
       `first fast admit ${firstFastMs === null ? 'none' : `${fmt.int(firstFastMs)} ms`} after the drop; ` +
-      (shedding ? `server log over ${shedding.seconds} s: refused at the head ${fmt.int(shedding.refusedFrontLag)} (front lag) + ${fmt.int(shedding.refusedShardDelay)} (shard delay), after parsing ${fmt.int(shedding.refusedAfterParse)}; front event-loop lag p99 median ${fmt.ms(shedding.eventLoopLagP99MedianMs)} / worst ${fmt.ms(shedding.eventLoopLagP99MaxMs)} ms; server-side admitted p99 (head → answer) median ${fmt.ms(shedding.serverAdmittedP99MedianMs)} / worst ${fmt.ms(shedding.serverAdmittedP99MaxMs)} ms; shard round trip mean ${fmt.ms(shedding.shardRoundTripMeanMs)} / max ${fmt.ms(shedding.shardRoundTripMaxMs)} ms` : 'no shedding lines logged') +
+      (shedding ? `server log over ${shedding.seconds} s: refused at the head ${fmt.int(shedding.refusedFrontLag)} (front lag) + ${fmt.int(shedding.refusedShardDelay)} (shard delay), after parsing ${fmt.int(shedding.refusedAfterParse)}; front event-loop lag p99 median ${fmt.ms(shedding.eventLoopLagP99MedianMs)} / worst ${fmt.ms(shedding.eventLoopLagP99MaxMs)} ms, front busy ${Number.isNaN(shedding.frontBusyMedian) ? '–' : shedding.frontBusyMedian.toFixed(2)} (median); server-side admitted p99 (head → answer) median ${fmt.ms(shedding.serverAdmittedP99MedianMs)} / worst ${fmt.ms(shedding.serverAdmittedP99MaxMs)} ms; shard round trip mean ${fmt.ms(shedding.shardRoundTripMeanMs)} / max ${fmt.ms(shedding.shardRoundTripMaxMs)} ms` : 'no shedding lines logged') +
       `; after the drop: server ${after.serverCores.toFixed(2)} cores, ${sheddingAfter ? `refused ${fmt.int(sheddingAfter.refusedFrontLag)} (front lag) + ${fmt.int(sheddingAfter.refusedShardDelay)} (shard) + ${fmt.int(sheddingAfter.refusedAfterParse)} (after parsing), lag p99 median ${fmt.ms(sheddingAfter.eventLoopLagP99MedianMs)} ms, shard round trip mean ${fmt.ms(sheddingAfter.shardRoundTripMeanMs)} ms` : 'nothing refused'}`);
     if (lost > 0) ctx.note(`overload [${policy}]: ${lost} acknowledged writes were missing when read back`);
     return run;

@@ -14,7 +14,7 @@
 //    kept above the bound for an interval, and the queue length cap).
 // A single long iteration (a GC pause, one big page) does not shed: the lag
 // must stay above its bound for LAG_INTERVAL_MS, with requests in flight.
-import { createHistogram, monitorEventLoopDelay, type IntervalHistogram, type RecordableHistogram } from 'node:perf_hooks';
+import { createHistogram, monitorEventLoopDelay, performance, type EventLoopUtilization, type IntervalHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { LIMITS } from '../limits.js';
 import { log } from '../log.js';
 import { HTTP } from '../metrics.js';
@@ -64,6 +64,8 @@ export class Admission {
   shedByShard = 0;
   admitted = 0;
   private reported = { byLag: 0, byShard: 0, admitted: 0, poolLength: 0, poolDelay: 0 };
+  /** the front's event-loop utilization at the last report */
+  private utilization: EventLoopUtilization = performance.eventLoopUtilization();
 
   constructor(delayBoundMs: number, private readonly pool: () => Shards | undefined) {
     this.lagBoundMs = delayBoundMs > 0 ? Math.max(LAG_FLOOR_MS, delayBoundMs * LAG_SHARE) : 0;
@@ -173,12 +175,17 @@ export class Admission {
     const answered = { p50: this.answered.percentile(50) / 1e3, p99: this.answered.percentile(99) / 1e3 };
     this.histogram.reset();
     this.answered.reset();
+    const utilization = performance.eventLoopUtilization();
+    const busy = performance.eventLoopUtilization(utilization, this.utilization).utilization;
+    this.utilization = utilization;
     if (byLag + byShard + inPool === 0) return;
     log.warn('shedding', {
       seconds: REPORT_MS / 1000, admitted, refusedFrontLag: byLag, refusedShardDelay: byShard,
       refusedAfterParse: inPool, refusedQueueLength: poolLength - r.poolLength,
       admittedP50Ms: round(answered.p50), admittedP99Ms: round(answered.p99),
       eventLoopLagP99Ms: round(p99), eventLoopLagMaxMs: round(max),
+      // the front thread's busy share over the second (near 1: the front is the bottleneck)
+      frontBusy: Math.round(busy * 1000) / 1000,
       shardRoundTripMinMs: stats?.map((s) => round(s.minMs)), shardRoundTripMeanMs: stats?.map((s) => round(s.meanMs)), shardRoundTripMaxMs: stats?.map((s) => round(s.maxMs)),
       shardQueued: pool ? Array.from(pool.queued) : [],
     });
