@@ -1,8 +1,8 @@
 // prom-client's default `process_*` / `nodejs_*` metrics, with the event-loop
 // lag ones measured here instead. prom-client samples the loop every 10 ms
-// (its eventLoopMonitoringPrecision): an idle logbook woke ~100 times a second
-// for that alone, ~24 ms of CPU per second over its threads (measured from
-// /proc/<pid>/task over 20 s). A coarser precision is no fix there: its
+// (its eventLoopMonitoringPrecision): that timer was most of an idle logbook's
+// ~18 ms of CPU and ~220 wake-ups per second (measured from /proc/<pid>/task
+// over 30 s; ~2 ms and ~25 without it). A coarser precision is no fix there: its
 // histogram is reset at every scrape, and a scrape that follows another
 // within the precision (two Prometheus replicas, a test) read NaN, written
 // "Nan", and a minimum of 9.2e9 s. Here the loop is sampled every 100 ms and a
@@ -10,8 +10,9 @@
 // prom-client's; the values are the delay beyond the sampling interval, where
 // prom-client's include its 10 ms (an idle loop read ~0.010 s there, ~0 here).
 import { createRequire } from 'node:module';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Gauge, type Registry } from 'prom-client';
+import { busyShareMeter, delayBeyondMs } from './event_loop.js';
 
 /** ms between samples of the loop's delay */
 const RESOLUTION_MS = 100;
@@ -40,22 +41,17 @@ export function collectDefaultMetrics(registry: Registry): void {
 }
 
 /**
- * How busy the front's thread was since the previous scrape (Node's event-loop
- * utilization: time not spent waiting in epoll). The front is one thread; near
- * 1 it is the bottleneck (measured: 0.95-0.98 under an overload flood, while a
- * CPU profile showed ~40 % "idle", which counts uWS's native work as idle).
+ * How busy the front's thread was since the previous scrape. The front is one
+ * thread; near 1 it is the bottleneck (measured: 0.95-0.98 under an overload
+ * flood).
  */
 function eventLoopUtilization(registry: Registry): void {
-  let last = performance.eventLoopUtilization();
+  const busyShare = busyShareMeter();
   new Gauge({
     name: 'logbook_front_event_loop_utilization',
     help: 'Share of the time since the previous scrape that the front thread (HTTP, routing, replies) was working rather than waiting for I/O; near 1 it is the bottleneck.',
     registers: [registry],
-    collect() {
-      const now = performance.eventLoopUtilization();
-      this.set(performance.eventLoopUtilization(now, last).utilization);
-      last = now;
-    },
+    collect() { this.set(busyShare()); },
   });
 }
 
@@ -70,9 +66,8 @@ function eventLoopLag(registry: Registry): void {
       const start = process.hrtime.bigint();
       setImmediate(() => lag.set(Number(process.hrtime.bigint() - start) / 1e9));
       if (histogram.count === 0) return; // no sample since the last scrape: keep its values
-      // Node records the time between samples, the interval included: the delay is what exceeds it
-      // (prom-client's values include its 10 ms interval)
-      const late = (ns: number): number => Math.max(0, ns / 1e6 - RESOLUTION_MS) / 1e3;
+      // prom-client's values include its 10 ms interval; these are the delay alone
+      const late = (ns: number): number => delayBeyondMs(ns, RESOLUTION_MS) / 1e3;
       min.set(late(histogram.min));
       max.set(late(histogram.max));
       mean.set(late(histogram.mean));

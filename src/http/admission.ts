@@ -14,7 +14,8 @@
 //    kept above the bound for an interval, and the queue length cap).
 // A single long iteration (a GC pause, one big page) does not shed: the lag
 // must stay above its bound for LAG_INTERVAL_MS, with requests in flight.
-import { createHistogram, monitorEventLoopDelay, performance, type EventLoopUtilization, type IntervalHistogram, type RecordableHistogram } from 'node:perf_hooks';
+import { createHistogram, monitorEventLoopDelay, type IntervalHistogram, type RecordableHistogram } from 'node:perf_hooks';
+import { busyShareMeter, delayBeyondMs } from '../event_loop.js';
 import { LIMITS } from '../limits.js';
 import { log } from '../log.js';
 import { HTTP } from '../metrics.js';
@@ -34,9 +35,10 @@ const LAG_RESOLUTION_MS = 10;
 const REPORT_MS = 1000;
 /**
  * Probes in a row that found nothing in flight before the probe goes to sleep
- * (1 s). An idle server woke 200 times a second for the probe and the lag
- * histogram: 15 ms of CPU per second on this kind of VM, for nothing. The next
- * request that asks shed() wakes it; lag only counts with requests in flight.
+ * (1 s): an idle server need not wake 100 times a second for it (with the lag
+ * histogram of /metrics, src/default_metrics.ts, such timers were most of its
+ * idle CPU). The next request that asks shed() wakes it; lag only counts with
+ * requests in flight.
  */
 const IDLE_PROBES = 100;
 
@@ -50,9 +52,8 @@ export class Admission {
   /** performance.now() since when every probe saw lag above the bound (null: not now) */
   private highSince: number | null = null;
   private expected = 0;
+  /** the lag probe; null while asleep (or stopped) */
   private timer: NodeJS.Timeout | null = null;
-  /** start() was called and stop() was not (the probe may be asleep meanwhile) */
-  private running = false;
   /** consecutive probes with nothing in flight */
   private idleProbes = 0;
   private readonly histogram: IntervalHistogram;
@@ -64,17 +65,19 @@ export class Admission {
   shedByShard = 0;
   admitted = 0;
   private reported = { byLag: 0, byShard: 0, admitted: 0, poolLength: 0, poolDelay: 0 };
-  /** the front's event-loop utilization at the last report */
-  private utilization: EventLoopUtilization = performance.eventLoopUtilization();
+  /** the front thread's busy share since the last report */
+  private readonly busyShare = busyShareMeter();
 
   constructor(delayBoundMs: number, private readonly pool: () => Shards | undefined) {
     this.lagBoundMs = delayBoundMs > 0 ? Math.max(LAG_FLOOR_MS, delayBoundMs * LAG_SHARE) : 0;
     this.histogram = monitorEventLoopDelay({ resolution: LAG_RESOLUTION_MS });
   }
 
+  /** start() was called and stop() was not: the report runs, the probe may be asleep */
+  private get running(): boolean { return this.reportTimer !== null; }
+
   start(): void {
     if (this.running) return;
-    this.running = true;
     HTTP.onFinish = (status, seconds) => { if (status < 300) this.answered.record(Math.max(1, Math.round(seconds * 1e6))); };
     this.wake();
     this.reportTimer = setInterval(() => this.report(), REPORT_MS);
@@ -82,7 +85,6 @@ export class Admission {
   }
 
   stop(): void {
-    this.running = false;
     this.sleep();
     if (this.reportTimer) clearInterval(this.reportTimer);
     this.reportTimer = null;
@@ -167,17 +169,15 @@ export class Admission {
     const poolLength = pool?.shedByLength ?? 0, poolDelay = pool?.shedByDelay ?? 0;
     const inPool = poolLength - r.poolLength + poolDelay - r.poolDelay;
     // the delay beyond the sampling interval, as nodejs_eventloop_lag_* (src/default_metrics.ts)
-    const p99 = Math.max(0, this.histogram.percentile(99) / 1e6 - LAG_RESOLUTION_MS);
+    const p99 = delayBeyondMs(this.histogram.percentile(99), LAG_RESOLUTION_MS);
     const admitted = this.admitted - r.admitted;
     this.reported = { byLag: this.shedByLag, byShard: this.shedByShard, admitted: this.admitted, poolLength, poolDelay };
-    const max = Math.max(0, this.histogram.max / 1e6 - LAG_RESOLUTION_MS);
+    const max = delayBeyondMs(this.histogram.max, LAG_RESOLUTION_MS);
     const stats = pool?.takeDelayStats();
     const answered = { p50: this.answered.percentile(50) / 1e3, p99: this.answered.percentile(99) / 1e3 };
     this.histogram.reset();
     this.answered.reset();
-    const utilization = performance.eventLoopUtilization();
-    const busy = performance.eventLoopUtilization(utilization, this.utilization).utilization;
-    this.utilization = utilization;
+    const busy = this.busyShare();
     if (byLag + byShard + inPool === 0) return;
     log.warn('shedding', {
       seconds: REPORT_MS / 1000, admitted, refusedFrontLag: byLag, refusedShardDelay: byShard,
