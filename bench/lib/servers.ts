@@ -124,7 +124,9 @@ export async function startLogbook(options: LogbookOptions = {}): Promise<Runnin
   const port = await freePort();
   const t0 = performance.now();
   // BENCH_LOGBOOK_MAIN: another build's dist/src/main.js, to compare two versions under the same load
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), process.env.BENCH_LOGBOOK_MAIN ?? MAIN_JS], {
+  // BENCH_LOGBOOK_NODE_ARGS: node options for every logbook started (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof")
+  const nodeArgs = [...(process.env.BENCH_LOGBOOK_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(options.nodeArgs ?? [])];
+  const child = spawn(process.execPath, [...nodeArgs, process.env.BENCH_LOGBOOK_MAIN ?? MAIN_JS], {
     // capacity scenarios (closed loop at up to 128 connections) measure what the server can do, not its
     // admission: the queueing delay bound is off unless a scenario sets it (overload does)
     env: { ...process.env, LOGBOOK_HOST: '127.0.0.1', LOGBOOK_PORT: String(port), LOGBOOK_DATA_DIR: dir, LOGBOOK_LOG_LEVEL: 'info', LOGBOOK_SHARD_QUEUE_DELAY: '0', ...options.env },
@@ -218,12 +220,12 @@ export async function startAra(dataDir?: string): Promise<Running> {
 }
 
 /** The raw limit: bare uWS + JSON.parse + one durable LMDB put per POST; GET /<n> reads record n. */
-export async function startRaw(fill?: { count: number; body: string }): Promise<Running> {
+export async function startRaw(fill?: { count: number; body: string }, env: Record<string, string> = {}): Promise<Running> {
   const dir = mkdtempSync(join(tmpdir(), 'raw-bench-'));
   const args = [join(root, 'bench', 'raw_server.js'), String(await freePort()), dir];
   if (fill) { writeFileSync(join(dir, 'fill.json'), fill.body); args.push(String(fill.count), join(dir, 'fill.json')); }
   const t0 = performance.now();
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   const output = capture(child);
   const url = `http://127.0.0.1:${args[1]}`;
   await waitFor(`${url}/1`, child, 'raw server');
