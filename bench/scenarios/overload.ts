@@ -18,7 +18,7 @@ import type { Context } from '../lib/context.js';
 import { fmt } from '../lib/context.js';
 import { LoadGenerator, percentile, type Sample } from '../lib/open_loop.js';
 import { createTree, loopedResultContent, resultBody } from '../lib/payloads.js';
-import { startLogbook, type Running } from '../lib/servers.js';
+import { startLogbook, startRaw, type Running } from '../lib/servers.js';
 
 /** Admitted latency the recovery is judged by (ms). */
 export const RECOVERED_P99_MS = 100;
@@ -128,7 +128,25 @@ export interface OverloadRun {
   unacknowledgedStored: number;
 }
 
-export interface OverloadResult { shards: number; runs: OverloadRun[] }
+/**
+ * The same open loop against the ideal shedder (bench/raw_server.ts with
+ * RAW_ADMIT_RPS): bare uWS that answers 503 + Retry-After from the request
+ * handler beyond a fixed rate (a token bucket at logbook's admitted rate) and
+ * handles the rest as the raw limit does (JSON.parse, one durable LMDB put).
+ * No server built on this stack does less per request, so its admitted p99 is
+ * what this machine and this generator allow at that load: when it misses the
+ * 100 ms bound too, the miss is the machine's, not logbook's policy.
+ */
+export interface OverloadFloor {
+  /** the run whose offered and admitted rates it repeats */
+  policy: string;
+  admitRps: number;
+  overload: OverloadPhase;
+  generatorNice: number;
+  peakConnections: number;
+}
+
+export interface OverloadResult { shards: number; runs: OverloadRun[]; floor?: OverloadFloor | null }
 
 function phase(samples: Sample[], from: number, to: number, offeredRps: number, cpu: { server: number; generator: number }): OverloadPhase {
   const inside = samples.filter((s) => s.due >= from && s.due < to);
@@ -223,17 +241,77 @@ async function readBack(url: string, tasks: number[]): Promise<Set<number>> {
   return ids;
 }
 
+const seconds = (ctx: Context) => (ctx.quick ? { sustain: 3, overload: 10, after: 6, warmup: 1 } : { sustain: 8, overload: 60, after: 15, warmup: 2 });
+
+/** Pin the server to core 0 and this process to the others (OVERLOAD_PIN=1); the undo, or null when not pinned. */
+function pinBoth(ctx: Context, label: string, serverPid: number): (() => void) | null {
+  if (!PIN) return null;
+  const cores = availableParallelism();
+  // the server's threads all exist once it listens (shard workers, lmdb-js's); later ones inherit the mask
+  if (cores > 1 && pin(serverPid, '0') && pin(process.pid, `1-${cores - 1}`)) {
+    ctx.step(`${label}: server pinned to core 0, generator to core(s) 1-${cores - 1}`);
+    return () => { pin(process.pid, `0-${cores - 1}`); };
+  }
+  ctx.note(`${label}: OVERLOAD_PIN=1 but the processes could not be pinned (taskset, ${cores} cores): they share every core`);
+  return null;
+}
+
+/** Run the open loop at `rps` for `secs` seconds with this process at GENERATOR_NICE; the samples and both sides' CPU seconds. */
+async function offer(gen: LoadGenerator, server: Running, rate: (t: number) => number, secs: number, cpuAfter: number) {
+  const samples: Sample[] = [];
+  const niceBefore = getPriority(0);
+  // the generator gets ahead of the server (this thread only; the server was spawned before)
+  try { setPriority(0, GENERATOR_NICE); } catch { /* not allowed: runs at the same priority */ }
+  const generatorNice = getPriority(0);
+  const cpu0 = { server: server.cpuSeconds(), generator: process.cpuUsage() };
+  let cpu1 = cpu0;
+  const cpuTimer = setTimeout(() => { cpu1 = { server: server.cpuSeconds(), generator: process.cpuUsage() }; }, cpuAfter * 1000);
+  const wall0 = Date.now();
+  const t0 = performance.now();
+  const { settled } = await gen.openLoop(rate, secs, (s) => { samples.push(s); });
+  const cpu2 = { server: server.cpuSeconds(), generator: process.cpuUsage() };
+  clearTimeout(cpuTimer);
+  try { setPriority(0, niceBefore); } catch { /* lowering is one-way without privileges */ }
+  let giveUp: NodeJS.Timeout | undefined;
+  await Promise.race([settled, new Promise((r) => { giveUp = setTimeout(r, 120_000); })]);
+  clearTimeout(giveUp); // else the process lingers two minutes after the report
+  const genSeconds = (a: NodeJS.CpuUsage, b: NodeJS.CpuUsage) => (b.user - a.user + b.system - a.system) / 1e6;
+  return {
+    samples, t0, wall0, generatorNice,
+    cpuBefore: { server: cpu1.server - cpu0.server, generator: genSeconds(cpu0.generator, cpu1.generator) },
+    cpuAfter: { server: cpu2.server - cpu1.server, generator: genSeconds(cpu1.generator, cpu2.generator) },
+  };
+}
+
+/** The ideal shedder at `offeredRps`, admitting `admitRps` (see OverloadFloor). */
+async function floorRun(ctx: Context, policy: string, offeredRps: number, admitRps: number): Promise<OverloadFloor> {
+  const secs = seconds(ctx);
+  ctx.step(`overload floor: bare uWS + LMDB admitting ${fmt.int(admitRps)}/s (token bucket), 503 at the head beyond; offering ${fmt.int(offeredRps)}/s for ${secs.overload} s`);
+  const raw = await startRaw(undefined, { RAW_ADMIT_RPS: String(Math.round(admitRps)) });
+  const unpin = pinBoth(ctx, 'overload floor', raw.pid);
+  let gen: LoadGenerator | null = null;
+  try {
+    // the raw server stores any JSON: the same result body as logbook's run, with made-up parents
+    gen = new LoadGenerator({ port: Number(new URL(raw.url).port), path: '/', bodies: [resultBody({ playbook: 1, play: 1, file: 1, task: 1, host: 1 }, loopedResultContent())] }, 4000);
+    await gen.closedLoop(32, secs.warmup);
+    const o = await offer(gen, raw, () => offeredRps, secs.overload, secs.overload);
+    const overload = phase(o.samples, o.t0, o.t0 + secs.overload * 1000, offeredRps, o.cpuBefore);
+    ctx.step(`overload floor: admitted ${fmt.int(overload.admittedRps)}/s (p50 ${fmt.ms(overload.admittedMs.p50)} / p99 ${fmt.ms(overload.admittedMs.p99)} ms, from the write ${fmt.ms(overload.admittedFromSendMs.p99)} ms), shed ${fmt.int(overload.shedRps)}/s (p99 ${fmt.ms(overload.shedP99Ms)} ms), generator lag p99 ${fmt.ms(overload.generatorLagP99Ms)} ms, cores: server ${overload.serverCores.toFixed(2)}, generator ${overload.generatorCores.toFixed(2)}`);
+    return { policy, admitRps, overload, generatorNice: o.generatorNice, peakConnections: gen.peakConnections };
+  } finally {
+    gen?.close();
+    await raw.stop();
+    unpin?.();
+  }
+}
+
 async function runOnce(ctx: Context, policy: string, env: Record<string, string>): Promise<OverloadRun> {
-  const secs = ctx.quick ? { sustain: 3, overload: 10, after: 6, warmup: 1 } : { sustain: 8, overload: 60, after: 15, warmup: 2 };
+  const secs = seconds(ctx);
   ctx.step(`overload [${policy}]: starting a fresh logbook (${ctx.shards} shard(s), durability flush)`);
   const lb: Running = await startLogbook({ env: { LOGBOOK_SHARDS: String(ctx.shards), ...env } });
   let gen: LoadGenerator | null = null;
   let rssTimer: NodeJS.Timeout | null = null;
-  const cores = availableParallelism();
-  // the server's threads all exist once it listens (shard workers, lmdb-js's); later ones inherit the mask
-  const pinned = PIN && cores > 1 && pin(lb.pid, '0') && pin(process.pid, `1-${cores - 1}`);
-  if (PIN && !pinned) ctx.note(`overload [${policy}]: OVERLOAD_PIN=1 but the processes could not be pinned (taskset, ${cores} cores): they share every core`);
-  else if (pinned) ctx.step(`overload [${policy}]: server pinned to core 0, generator to core(s) 1-${cores - 1}`);
+  const unpin = pinBoth(ctx, `overload [${policy}]`, lb.pid);
   try {
     const tree = await createTree(lb.url);
     const tasks = [tree.task];
@@ -270,32 +348,15 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
     const baseRssBytes = lb.rssBytes();
     let peakRssBytes = baseRssBytes;
     rssTimer = setInterval(() => { peakRssBytes = Math.max(peakRssBytes, lb.rssBytes()); }, 100);
-    const samples: Sample[] = [];
     const high = 2 * sustainable.rps, low = 0.5 * sustainable.rps;
     ctx.step(`overload [${policy}]: offering ${fmt.int(high)} writes/s for ${secs.overload} s, then ${fmt.int(low)}/s for ${secs.after} s (open loop)`);
-    // the generator yields the CPU to the server (this thread only; the server was spawned before)
-    const niceBefore = getPriority(0);
-    try { setPriority(0, GENERATOR_NICE); } catch { /* not allowed: runs at the same priority */ }
-    const generatorNice = getPriority(0);
-    const cpu0 = { server: lb.cpuSeconds(), generator: process.cpuUsage() };
-    let cpu1 = cpu0;
-    const cpuTimer = setTimeout(() => { cpu1 = { server: lb.cpuSeconds(), generator: process.cpuUsage() }; }, secs.overload * 1000);
     const outputBefore = lb.output().length;
-    const wall0 = Date.now();
-    const t0 = performance.now();
-    const { settled } = await gen.openLoop((t) => (t < secs.overload ? high : low), secs.overload + secs.after, (s) => { samples.push(s); });
+    const { samples, t0, wall0, generatorNice, cpuBefore, cpuAfter } = await offer(gen, lb, (t) => (t < secs.overload ? high : low), secs.overload + secs.after, secs.overload);
     const t1 = t0 + secs.overload * 1000, t2 = t1 + secs.after * 1000;
-    const cpu2 = { server: lb.cpuSeconds(), generator: process.cpuUsage() };
-    clearTimeout(cpuTimer);
-    try { setPriority(0, niceBefore); } catch { /* lowering is one-way without privileges */ }
-    let giveUp: NodeJS.Timeout | undefined;
-    await Promise.race([settled, new Promise((r) => { giveUp = setTimeout(r, 120_000); })]);
-    clearTimeout(giveUp); // else the process lingers two minutes after the report
     clearInterval(rssTimer); rssTimer = null;
     peakRssBytes = Math.max(peakRssBytes, lb.rssBytes());
-    const genSeconds = (a: NodeJS.CpuUsage, b: NodeJS.CpuUsage) => (b.user - a.user + b.system - a.system) / 1e6;
-    const overload = phase(samples, t0, t1, high, { server: cpu1.server - cpu0.server, generator: genSeconds(cpu0.generator, cpu1.generator) });
-    const after = phase(samples, t1, t2, low, { server: cpu2.server - cpu1.server, generator: genSeconds(cpu1.generator, cpu2.generator) });
+    const overload = phase(samples, t0, t1, high, cpuBefore);
+    const after = phase(samples, t1, t2, low, cpuAfter);
     const recoveryMs = recovery(samples, t1, t2);
     const firstFastMs = firstFast(samples, t1, t2);
     const lines = sheddingLines(lb.output().slice(outputBefore));
@@ -321,7 +382,7 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
     let lost = 0;
     for (const id of acked) if (!stored.has(id)) lost++;
     const run: OverloadRun = {
-      policy: pinned ? `${policy}, pinned: server on core 0, generator on 1-${cores - 1}` : policy, env, sustainable, overload, after, recoveryMs, sheddingEndedMs, firstFastMs, generatorNice, shedding, sheddingAfter,
+      policy: unpin ? `${policy}, pinned: server on core 0, generator on 1-${availableParallelism() - 1}` : policy, env, sustainable, overload, after, recoveryMs, sheddingEndedMs, firstFastMs, generatorNice, shedding, sheddingAfter,
       sheddingLines: lines.map(({ level: _l, pid: _p, msg: _m, ...rest }) => rest), baseRssBytes, peakRssBytes, peakConnections, connectFailures,
       acknowledged: acked.size, lost, unacknowledgedStored: stored.size - (acked.size - lost),
     };
@@ -338,7 +399,7 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
     if (rssTimer) clearInterval(rssTimer);
     gen?.close();
     await lb.stop();
-    if (pinned) pin(process.pid, `0-${cores - 1}`);
+    unpin?.();
   }
 }
 
@@ -357,5 +418,8 @@ export async function overloadScenario(ctx: Context): Promise<OverloadResult> {
     : POLICIES;
   const runs: OverloadRun[] = [];
   for (const [policy, env] of policies) runs.push(await runOnce(ctx, policy, env));
-  return { shards: ctx.shards, runs };
+  // the floor repeats the default policy's load (or the only one run); OVERLOAD_FLOOR=0 skips it
+  const base = runs.find((r) => r.policy.includes('default')) ?? runs[0];
+  const floor = base && process.env.OVERLOAD_FLOOR !== '0' ? await floorRun(ctx, base.policy, base.overload.offeredRps, base.overload.admittedRps) : null;
+  return { shards: ctx.shards, runs, floor };
 }
