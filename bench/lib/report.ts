@@ -130,7 +130,7 @@ function capacity(run: BenchRun): string {
   }
   if (run.batch?.rows.length) {
     const top = run.batch.rows.reduce((a, b) => (b.resultsPerSecond > a.resultsPerSecond ? b : a));
-    rows.push([`Batch ingest (${top.batchSize} results per batch, ${top.streams} streams), durable`, `**${fmt.int(top.resultsPerSecond)} results/s** (p99 ${fmt.ms(top.latencyMs.p99)} ms per batch)`, 'n/a (one request per result)', '']);
+    rows.push([`Batch ingest (${top.batchSize} results per batch, ${top.streams} streams${top.shards !== undefined && top.shards !== run.machine.shards ? `, LOGBOOK_SHARDS=${top.shards}` : ''}), durable`, `**${fmt.int(top.resultsPerSecond)} results/s** (p99 ${fmt.ms(top.latencyMs.p99)} ms per batch)`, 'n/a (one request per result)', '']);
   }
   if (overhead?.shapes) {  // runs before the two-shape format have no `shapes`
     const pct = (x: number | undefined) => (x !== undefined ? `${x >= 0 ? '+' : ''}${x.toFixed(0)} %` : '–');
@@ -214,14 +214,14 @@ function ingestSection(r: IngestResult, cpus: number): string {
 }
 
 /** Batch ingest beside per-request ingest and the per-request raw limit of the same run. */
-function batchSection(r: BatchResult, ingest: IngestResult | null | undefined): string {
+function batchSection(r: BatchResult, ingest: IngestResult | null | undefined, shards: number): string {
   const out: string[] = ['## Batch ingest: `POST /api/v1/ingest`', ''];
   const perRequest = ingest ? best(rowsOf(ingest, 'logbook', 'looped')) : null;
   const raw = ingest ? best(rowsOf(ingest, 'raw', 'looped')) : null;
-  out.push(`Streams (one playbook each, one batch in flight per stream, as SPEC §13 requires) send batches of ${PAYLOAD.looped}s (${fmt.int(r.rows[0]?.resultBytes ?? 0)} B per event) to a fresh logbook, durable: 200 after the batch's journal entry is fsync'd. The load generator is a Node process (its cores are shown).`
+  out.push(`Streams (one playbook each, one batch in flight per stream, as SPEC §13 requires) send batches of ${PAYLOAD.looped}s (${fmt.int(r.rows[0]?.resultBytes ?? 0)} B per event) to a fresh logbook, durable: 200 after the batch's journal entry is fsync'd. The load generator is a Node process (its cores are shown). A batch is decoded and applied by its playbook's shard; rows with 2 shards (\`LOGBOOK_SHARDS=2\`, a fresh server) show what the second core adds where the default (cores − 1) gives one`
     + (perRequest ? ` Per-request ingest of the same result peaked at ${fmt.int(perRequest.rps)}/s in this run` : '') + (raw ? `, the per-request raw limit (bare uWS + JSON.parse + one durable LMDB put) at ${fmt.int(raw.rps)}/s.` : '.'), '');
-  out.push(table(['batch', 'streams', 'results/s', 'batches/s', 'p50 ms / batch', 'p99 ms / batch', 'server cores', 'client cores', 'errors', 'vs per-request logbook', 'vs per-request raw limit'],
-    r.rows.map((x) => [String(x.batchSize), String(x.streams), `**${fmt.int(x.resultsPerSecond)}**`, fmt.int(x.batchesPerSecond), fmt.ms(x.latencyMs.p50), fmt.ms(x.latencyMs.p99),
+  out.push(table(['shards', 'batch', 'streams', 'results/s', 'batches/s', 'p50 ms / batch', 'p99 ms / batch', 'server cores', 'client cores', 'errors', 'vs per-request logbook', 'vs per-request raw limit'],
+    r.rows.map((x) => [x.shards === undefined ? String(shards) : String(x.shards), String(x.batchSize), String(x.streams), `**${fmt.int(x.resultsPerSecond)}**`, fmt.int(x.batchesPerSecond), fmt.ms(x.latencyMs.p50), fmt.ms(x.latencyMs.p99),
       x.serverCpu.toFixed(2), x.generatorCpu.toFixed(2), String(x.errors), perRequest ? fmt.ratio(x.resultsPerSecond, perRequest.rps) : '–', raw ? fmt.ratio(x.resultsPerSecond, raw.rps) : '–'])), '');
   return out.join('\n');
 }
@@ -380,7 +380,7 @@ export function markdown(run: BenchRun): string {
   out.push('## Capacity planning (this machine, one node)', '', capacity(run), '');
   out.push(`"Sustained" is the highest throughput among the measured connection counts whose p99 stayed under ${P99_BOUND_MS} ms with no errors. Hosts × tasks per hour counts one \`POST /results\` per host and task; the ARA callback also sends about two requests per task (create, then finish) and a few per playbook, play and host, i.e. a few % more for fleets of 20+ hosts.`, '');
   if (run.ingest) out.push(ingestSection(run.ingest, run.machine.cpus), '');
-  if (run.batch) out.push(batchSection(run.batch, run.ingest), '');
+  if (run.batch) out.push(batchSection(run.batch, run.ingest, run.machine.shards), '');
   if (run.read) out.push(readSection(run.read), '');
   if (run.overhead?.shapes) out.push(overheadSection(run.overhead), '');
   if (run.footprint) out.push(footprintSection(run.footprint), '');

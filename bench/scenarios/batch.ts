@@ -5,17 +5,27 @@
 // server used; the report sets them beside per-request ingest and the raw
 // per-request limit from the `ingest` scenario of the same run.
 //
+// With the default shard count at 1 (a 2-core machine: cores − 1), the two
+// shapes a fleet sends (100 × 16, 1,000 × 4) run again on a fresh logbook
+// with LOGBOOK_SHARDS=2, in the same run: a batch is decoded and applied by
+// its shard, so batch ingest is bound by one shard thread, and a second shard
+// puts the second core to work (the default keeps the front a core of its
+// own, which per-request loads want). BATCH_SECOND_SHARD=0 skips it.
+//
 // The load generator is this Node process (node:http, keep-alive). A batch body is one
 // pre-built buffer per stream with the seq written into it, so the client
 // spends little CPU (it shares the machine's cores with the server); its own
 // CPU is measured and reported too.
 import { Agent, request } from 'node:http';
+import { availableParallelism } from 'node:os';
 import type { Context } from '../lib/context.js';
 import { fmt } from '../lib/context.js';
 import { loopedResultContent } from '../lib/payloads.js';
 import { startLogbook } from '../lib/servers.js';
 
 export interface BatchRow {
+  /** LOGBOOK_SHARDS of the server (absent in older reports: the run's shard count) */
+  shards?: number;
   batchSize: number;
   streams: number;
   resultsPerSecond: number;
@@ -122,21 +132,32 @@ async function run(url: string, batchSize: number, streams: number, seconds: num
   };
 }
 
+type Shape = readonly [batchSize: number, streams: number];
+const SHAPES: Shape[] = [[100, 4], [100, 16], [1000, 4]];
+/** the shapes run again with a second shard */
+const SECOND_SHARD_SHAPES: Shape[] = [[100, 16], [1000, 4]];
+
 export async function batch(ctx: Context): Promise<BatchResult> {
+  const rows = await rowsWith(ctx, ctx.shards, SHAPES);
+  if (ctx.shards === 1 && availableParallelism() >= 2 && process.env.BATCH_SECOND_SHARD !== '0') rows.push(...await rowsWith(ctx, 2, SECOND_SHARD_SHAPES));
+  return { rows };
+}
+
+async function rowsWith(ctx: Context, shards: number, shapes: Shape[]): Promise<BatchRow[]> {
   const seconds = ctx.quick ? 4 : 10;
   const rows: BatchRow[] = [];
-  ctx.step(`batch: starting a fresh logbook (${ctx.shards} shard(s), durability flush)`);
-  const lb = await startLogbook({ env: { LOGBOOK_SHARDS: String(ctx.shards) } });
+  ctx.step(`batch: starting a fresh logbook (${shards} shard(s), durability flush)`);
+  const lb = await startLogbook({ env: { LOGBOOK_SHARDS: String(shards) } });
   try {
-    for (const [batchSize, streams] of [[100, 4], [100, 16], [1000, 4]] as const) {
+    for (const [batchSize, streams] of shapes) {
       // warm-up: the first run of a shape pays for JIT and LMDB growth
       await run(lb.url, batchSize, streams, 1, 'warm', lb.cpuSeconds);
       await lb.drain();
-      const row = await run(lb.url, batchSize, streams, seconds, 'run', lb.cpuSeconds);
+      const row = { shards, ...await run(lb.url, batchSize, streams, seconds, 'run', lb.cpuSeconds) };
       rows.push(row);
-      ctx.step(`batch: ${batchSize}/batch × ${streams} streams: ${fmt.int(row.resultsPerSecond)} results/s (${fmt.int(row.batchesPerSecond)} batches/s), `
+      ctx.step(`batch: ${batchSize}/batch × ${streams} streams, ${shards} shard(s): ${fmt.int(row.resultsPerSecond)} results/s (${fmt.int(row.batchesPerSecond)} batches/s), `
         + `p50 ${fmt.ms(row.latencyMs.p50)} / p99 ${fmt.ms(row.latencyMs.p99)} ms per batch, server ${row.serverCpu.toFixed(2)} cores, client ${row.generatorCpu.toFixed(2)} cores, ${row.errors} errors`);
     }
   } finally { await lb.stop(); }
-  return { rows };
+  return rows;
 }
