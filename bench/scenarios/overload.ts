@@ -256,8 +256,12 @@ function pinBoth(ctx: Context, label: string, serverPid: number): (() => void) |
   return null;
 }
 
-/** Run the open loop at `rps` for `secs` seconds with this process at GENERATOR_NICE; the samples and both sides' CPU seconds. */
-async function offer(gen: LoadGenerator, server: Running, rate: (t: number) => number, secs: number, cpuAfter: number) {
+/**
+ * Run the open loop at `rate(t)` for `secs` seconds with this process at
+ * GENERATOR_NICE: the samples, and both sides' CPU seconds before and after
+ * `splitAt` seconds (the end of the overload phase).
+ */
+async function offer(gen: LoadGenerator, server: Running, rate: (t: number) => number, secs: number, splitAt: number) {
   const samples: Sample[] = [];
   const niceBefore = getPriority(0);
   // the generator gets ahead of the server (this thread only; the server was spawned before)
@@ -265,7 +269,7 @@ async function offer(gen: LoadGenerator, server: Running, rate: (t: number) => n
   const generatorNice = getPriority(0);
   const cpu0 = { server: server.cpuSeconds(), generator: process.cpuUsage() };
   let cpu1 = cpu0;
-  const cpuTimer = setTimeout(() => { cpu1 = { server: server.cpuSeconds(), generator: process.cpuUsage() }; }, cpuAfter * 1000);
+  const cpuTimer = setTimeout(() => { cpu1 = { server: server.cpuSeconds(), generator: process.cpuUsage() }; }, splitAt * 1000);
   const wall0 = Date.now();
   const t0 = performance.now();
   const { settled } = await gen.openLoop(rate, secs, (s) => { samples.push(s); });
