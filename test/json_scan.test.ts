@@ -7,7 +7,7 @@ import test from 'ava';
 import { isDeepStrictEqual } from 'node:util';
 import { asciiEventSpans, eventSpans, scanBatchBody, scanObjectBody } from '../src/api/json_scan.js';
 import { arrayMemberSpans, minify, type ElementSpans } from '../src/api/json_text.js';
-import { nestedDeeperThan } from '../src/http/body.js';
+import { nestedDeeperThan } from '../src/api/json_body.js';
 import { mulberry32, seedFrom } from './helpers/random.js';
 
 const has = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);

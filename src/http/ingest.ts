@@ -16,7 +16,7 @@ import type { Shards } from '../shard/shards.js';
 import type { IngestCommand, Reply } from '../shard/protocol.js';
 import { scanBatchBody } from '../api/json_scan.js';
 import { hasControlCharacter } from '../api/utf8.js';
-import { jsonBodyText, parseJsonText } from './body.js';
+import { jsonBodyText, parseJsonText } from '../api/json_body.js';
 import type { Directory } from './directory.js';
 import type { LabelCatalogue } from './labels.js';
 import { reply, type Exchange } from './respond.js';

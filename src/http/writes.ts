@@ -11,7 +11,7 @@ import { log } from '../log.js';
 import type { ReplyHandler } from '../shard/pool.js';
 import type { Shards } from '../shard/shards.js';
 import type { Reply, WriteCommand } from '../shard/protocol.js';
-import { parseWriteBody } from './body.js';
+import { parseWriteBody } from '../api/json_body.js';
 import type { Directory } from './directory.js';
 import type { LabelResource } from './label_resource.js';
 import type { LabelCatalogue } from './labels.js';
