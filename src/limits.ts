@@ -91,14 +91,17 @@ export const LIMITS = {
    * while its shard has more in flight than drain within the bound at the rate
    * it answers; or while the front's event loop has lagged more than half of it
    * (≥ 10 ms) for 100 ms with as many requests in flight. On by default from
-   * measurements (bench overload, open loop at 2× the sustainable write rate
-   * for 60 s, 1 shard, the 2-core machine quiet; README, Benchmarks): 25 ms gave
-   * admitted writes p50 22 / p99 75 ms and admitted more writes than 50 ms (p99
-   * 176 ms); with the length bound alone admitted writes waited p99 1–6 s.
+   * measurements (bench overload, open loop, 1 shard, the 2-core machine; README,
+   * Benchmarks). 2026-11-24, 20,000 writes/s offered for 60 s, the same load for
+   * each bound: 5 ms admitted 9,442/s at p99 27.5 ms; 10 ms 12,502–12,523/s at
+   * p99 46.5–46.8 ms; 25 ms 14,551–14,849/s at p99 103–130 ms. 10 ms keeps
+   * admitted writes well under the 100 ms target while admitting 84 % of what
+   * 25 ms admits (earlier: 25 ms beat 50 ms, p99 75 against 176 ms; with the
+   * length bound alone admitted writes waited p99 1–6 s).
    * A refusal costs 16–19 µs of CPU. 0 restores the length bound alone: for
    * ARA's callback (it does not retry a 503) on a disk so slow that 32 of its
    * requests wait longer than the bound. */
-  shardQueueDelayMs: 25,
+  shardQueueDelayMs: 10,
   shardQueueDelayCeiling: 60_000,
   /** How long (ms) a shard's requests must keep waiting longer than the delay
    * bound before new ones are refused (CoDel's interval; at most four times the

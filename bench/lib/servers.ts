@@ -2,7 +2,7 @@
 // logbook (dist/src/main.js), ARA's own server (Debian's ara-server under
 // gunicorn, SQLite) and the raw limit (bench/raw_server.ts).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { createServer } from 'node:net';
@@ -100,9 +100,15 @@ function stopper(child: ChildProcess, cleanup: () => void): () => Promise<void> 
   };
 }
 
+/** A child's output, kept (the last ~1 MB) for the scenario; BENCH_LOGBOOK_LOG=<file> also appends it there, whole. */
 function capture(child: ChildProcess): () => string {
   let out = '';
-  child.stdout?.setEncoding('utf8').on('data', (d: string) => { out += d; if (out.length > 1_000_000) out = out.slice(-500_000); });
+  const file = process.env.BENCH_LOGBOOK_LOG;
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+    if (out.length > 1_000_000) out = out.slice(-500_000);
+    if (file) appendFileSync(file, d);
+  });
   return () => out;
 }
 

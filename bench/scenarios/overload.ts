@@ -6,7 +6,7 @@
 // lost (every acknowledged id is read back), and how fast latency and shedding
 // return to normal once the offered load drops to half the sustainable rate.
 // Run once per admission policy (LOGBOOK_SHARD_QUEUE_DELAY: 0 = queue length
-// only; 25 ms, the default; 50 ms), so the report shows the trade-off. The
+// only; 10 ms, the default; 25 ms), so the report shows the trade-off. The
 // generator runs at nice -10 when allowed (the server at 0; see GENERATOR_NICE)
 // and its CPU is reported: on a 2-core machine it competes with the server it
 // loads (OVERLOAD_PIN=1 gives each its own core instead). The server's `shedding`
@@ -410,8 +410,8 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
 /** Admission policies compared (LOGBOOK_SHARD_QUEUE_DELAY; OVERLOAD_DELAYS=0,50 picks some, or other delays in ms). */
 const POLICIES: Array<[string, Record<string, string>]> = [
   ['queue length only (LOGBOOK_SHARD_QUEUE_DELAY=0)', { LOGBOOK_SHARD_QUEUE_DELAY: '0' }],
-  ['queueing delay 25 ms (default)', { LOGBOOK_SHARD_QUEUE_DELAY: '25' }],
-  ['queueing delay 50 ms', { LOGBOOK_SHARD_QUEUE_DELAY: '50' }],
+  ['queueing delay 10 ms (default)', { LOGBOOK_SHARD_QUEUE_DELAY: '10' }],
+  ['queueing delay 25 ms', { LOGBOOK_SHARD_QUEUE_DELAY: '25' }],
 ];
 
 export async function overloadScenario(ctx: Context): Promise<OverloadResult> {

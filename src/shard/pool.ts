@@ -15,6 +15,15 @@ import { changesIn, decodeAll, ShardOutbox, type ErrorReply, type FrontToShard, 
 import type { StreamChange } from './changes.js';
 import type { Shards } from './shards.js';
 
+/**
+ * Window (ms) of a shard's fastest round trip, its service time without a
+ * queue (BBR keeps the minimum RTT over a window the same way). Even under a
+ * 2× flood some answers come back within 1–2 ms (a request that joins a commit
+ * as it starts: bench overload, the shedding lines' shardRoundTripMinMs), so
+ * the minimum does not climb with the queue it is subtracted from.
+ */
+const SERVICE_WINDOW_MS = 1000;
+
 /** Called with the shard's reply, or an ErrorReply (the shard is gone, overloaded, or failed the request). */
 export type ReplyHandler<C> = (reply: Reply, context: C) => void;
 
@@ -85,6 +94,15 @@ export class ShardPool implements Shards {
   private readonly rtMin: Float64Array;
   /** per shard: rids and send times in send order, to find the oldest unanswered one */
   private readonly sent: Array<{ rids: number[]; at: number[]; head: number }>;
+  /**
+   * per shard: the fastest round trip (ms) of this window of SERVICE_WINDOW_MS
+   * and of the one before, and when this one began: the shard's service time
+   * with no queue (its commit's fsync, mostly), which admission does not count
+   * as queueing delay (see standing())
+   */
+  private readonly fastestNow: Float64Array;
+  private readonly fastestBefore: Float64Array;
+  private readonly fastestSince: Float64Array;
   /** per shard: answers per ms, the decaying peak over windows of LIMITS.shardRateWindowMs (the rate a queue drains at; see countAnswer) */
   private readonly answerRate: Float64Array;
   /** per shard: start (performance.now()) and answers of the current rate window */
@@ -102,6 +120,9 @@ export class ShardPool implements Shards {
     this.rtSum = new Float64Array(options.shards);
     this.rtMax = new Float64Array(options.shards);
     this.rtMin = new Float64Array(options.shards).fill(Infinity);
+    this.fastestNow = new Float64Array(options.shards).fill(Infinity);
+    this.fastestBefore = new Float64Array(options.shards).fill(Infinity);
+    this.fastestSince = new Float64Array(options.shards).fill(performance.now());
     this.sent = Array.from({ length: options.shards }, () => ({ rids: [], at: [], head: 0 }));
     this.answerRate = new Float64Array(options.shards);
     this.rateWindowStart = new Float64Array(options.shards).fill(performance.now());
@@ -379,10 +400,29 @@ export class ShardPool implements Shards {
    * that find the disk idle) come back at once from a long queue.
    */
   private standing(shard: number, now: number): boolean {
+    // what a request waits beyond the shard's fastest recent round trip: on a
+    // disk whose fsync takes 15 ms every write waits that long with no queue at
+    // all, and a bound of 10 ms must not shed a light load there
+    const bound = this.queueDelayMs + this.serviceTime(shard);
     const oldest = this.oldestWait(shard, now);
-    if (oldest <= this.queueDelayMs) { this.aboveSince[shard] = NaN; return false; }
-    if (Number.isNaN(this.aboveSince[shard])) this.aboveSince[shard] = now - oldest + this.queueDelayMs;
+    if (oldest <= bound) { this.aboveSince[shard] = NaN; return false; }
+    if (Number.isNaN(this.aboveSince[shard])) this.aboveSince[shard] = now - oldest + bound;
     return true;
+  }
+
+  /** The shard's fastest round trip (ms) over the last one to two SERVICE_WINDOW_MS (0 before any answer). */
+  private serviceTime(shard: number): number {
+    const fastest = Math.min(this.fastestNow[shard]!, this.fastestBefore[shard]!);
+    return fastest === Infinity ? 0 : fastest;
+  }
+
+  private countServiceTime(shard: number, rt: number, now: number): void {
+    if (now - this.fastestSince[shard]! >= SERVICE_WINDOW_MS) {
+      this.fastestBefore[shard] = this.fastestNow[shard]!;
+      this.fastestNow[shard] = Infinity;
+      this.fastestSince[shard] = now;
+    }
+    if (rt < this.fastestNow[shard]!) this.fastestNow[shard] = rt;
   }
 
   /** Round trips (send → reply, ms) per shard since the last call: how many, min, mean, max. */
@@ -431,6 +471,7 @@ export class ShardPool implements Shards {
     this.rtSum[entry.shard]! += rt;
     if (rt > this.rtMax[entry.shard]!) this.rtMax[entry.shard] = rt;
     if (rt < this.rtMin[entry.shard]!) this.rtMin[entry.shard] = rt;
+    this.countServiceTime(entry.shard, rt, answeredAt);
     if (this.queueDelayMs > 0) this.standing(entry.shard, answeredAt);
     entry.handler(reply, entry.context);
   }
