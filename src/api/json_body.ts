@@ -1,8 +1,7 @@
 // Request bodies → JSON objects (SPEC §1, §6): the media type, UTF-8, the
 // parse and its errors, and nesting depth (LIMITS.jsonDepth). Plain functions
-// of bytes, used where a body is parsed: the front (labels, playbooks, batch
-// bodies, and per-record writes it cannot route unparsed) and the shards
-// (per-record writes under a playbook: src/shard/shard.ts writeBody).
+// of bytes, apart from the HTTP layer that reads the bodies (http/body.ts):
+// per-record writes (http/writes.ts) and batch bodies (http/ingest.ts).
 import { Errors } from './errors.js';
 import { pythonType } from './validate.js';
 import { LIMITS } from '../limits.js';

@@ -2,7 +2,7 @@
 // header before a byte is read, and again while chunks arrive (chunked
 // uploads); a body over the cap is answered 413 and the connection closed. All
 // bodies being received share one memory budget (LIMITS.bodiesInFlight).
-// Parsing them is api/json_body.ts (the shards parse per-record bodies too).
+// Parsing them is api/json_body.ts.
 import type { HttpResponse } from 'uWebSockets.js';
 import { LIMITS } from '../limits.js';
 
