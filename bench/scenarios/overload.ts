@@ -182,9 +182,19 @@ function sheddingLines(output: string): Array<Record<string, number | number[]> 
   return lines;
 }
 
-/** Summary of the `shedding` lines logged in [from, to) (Unix ms; a line covers the second before its time). */
-function sheddingLog(all: ReturnType<typeof sheddingLines>, from: number, to: number): SheddingLog | null {
-  const lines = all.filter((l) => { const t = Date.parse(l.time); return t > from && t <= to + 500; });
+/**
+ * Summary of the `shedding` lines about [from, to) (Unix ms). A line covers the
+ * `seconds` before its time; `whole`: only lines whose span starts at or after
+ * `from`. The after-drop summary needs that: the first line after the drop
+ * mostly counts the flood's last second (up to ~13 k refusals at 2×, read as
+ * refusals at half load in earlier runs).
+ */
+function sheddingLog(all: ReturnType<typeof sheddingLines>, from: number, to: number, whole = false): SheddingLog | null {
+  const lines = all.filter((l) => {
+    const t = Date.parse(l.time);
+    const start = t - 1000 * ((l.seconds as number) || 1);
+    return t > from && t <= to + 500 && (!whole || start >= from - 50);
+  });
   if (!lines.length) return null;
   const sum = (k: string) => lines.reduce((a, l) => a + ((l[k] as number) ?? 0), 0);
   const p99s = lines.map((l) => l.eventLoopLagP99Ms as number);
@@ -366,7 +376,7 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
     const lines = sheddingLines(lb.output().slice(outputBefore));
     const wall1 = wall0 + secs.overload * 1000, wall2 = wall1 + secs.after * 1000;
     const shedding = sheddingLog(lines, wall0, wall1);
-    const sheddingAfter = sheddingLog(lines, wall1, wall2);
+    const sheddingAfter = sheddingLog(lines, wall1, wall2, true);
     const sheddingEndedMs = samples.reduce((last, x) => (x.due >= t1 && x.due < t2 && x.status === 503 ? Math.max(last, x.due - t1) : last), 0);
     const peakConnections = gen.peakConnections;
     const connectFailures = gen.connectFailures;
@@ -396,7 +406,7 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
     ctx.step(`overload [${policy}]: admitted p50/p99 from the write ${fmt.ms(overload.admittedFromSendMs.p50)} / ${fmt.ms(overload.admittedFromSendMs.p99)} ms; cores at 2×: server ${overload.serverCores.toFixed(2)}, generator ${overload.generatorCores.toFixed(2)} (nice ${generatorNice}); ` +
       `first fast admit ${firstFastMs === null ? 'none' : `${fmt.int(firstFastMs)} ms`} after the drop; ` +
       (shedding ? `server log over ${shedding.seconds} s: refused at the head ${fmt.int(shedding.refusedFrontLag)} (front lag) + ${fmt.int(shedding.refusedShardDelay)} (shard delay), after parsing ${fmt.int(shedding.refusedAfterParse)}; front event-loop lag p99 median ${fmt.ms(shedding.eventLoopLagP99MedianMs)} / worst ${fmt.ms(shedding.eventLoopLagP99MaxMs)} ms, front busy ${Number.isNaN(shedding.frontBusyMedian) ? '–' : shedding.frontBusyMedian.toFixed(2)} (median); server-side admitted p99 (head → answer) median ${fmt.ms(shedding.serverAdmittedP99MedianMs)} / worst ${fmt.ms(shedding.serverAdmittedP99MaxMs)} ms; shard round trip mean ${fmt.ms(shedding.shardRoundTripMeanMs)} / max ${fmt.ms(shedding.shardRoundTripMaxMs)} ms` : 'no shedding lines logged') +
-      `; after the drop: server ${after.serverCores.toFixed(2)} cores, ${sheddingAfter ? `refused ${fmt.int(sheddingAfter.refusedFrontLag)} (front lag) + ${fmt.int(sheddingAfter.refusedShardDelay)} (shard) + ${fmt.int(sheddingAfter.refusedAfterParse)} (after parsing), lag p99 median ${fmt.ms(sheddingAfter.eventLoopLagP99MedianMs)} ms, shard round trip mean ${fmt.ms(sheddingAfter.shardRoundTripMeanMs)} ms` : 'nothing refused'}`);
+      `; after the drop: ${fmt.int(after.shedRps * after.seconds)} of ${fmt.int(after.offeredRps * after.seconds)} offered requests refused (${(100 * after.shedRps / after.offeredRps).toFixed(1)} %), server ${after.serverCores.toFixed(2)} cores, ${sheddingAfter ? `refused ${fmt.int(sheddingAfter.refusedFrontLag)} (front lag) + ${fmt.int(sheddingAfter.refusedShardDelay)} (shard) + ${fmt.int(sheddingAfter.refusedAfterParse)} (after parsing), lag p99 median ${fmt.ms(sheddingAfter.eventLoopLagP99MedianMs)} ms, shard round trip mean ${fmt.ms(sheddingAfter.shardRoundTripMeanMs)} ms` : 'nothing refused'}`);
     if (lost > 0) ctx.note(`overload [${policy}]: ${lost} acknowledged writes were missing when read back`);
     return run;
   } finally {
