@@ -3,7 +3,11 @@
 // their bodies, reads are refused like writes, and every write it acknowledged
 // is stored. Outcomes only: no durations are asserted.
 import test from 'ava';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hashSecret } from '../src/http/password.js';
 import { api, startLogbook } from './helpers/server.js';
 
 /**
@@ -99,5 +103,55 @@ test.serial('under a flood of writes and reads some are refused with 503 + Retry
     t.is(after.status, 201);
   } finally {
     await lb.stop();
+  }
+});
+
+test.serial('with login required, an overloaded shard refuses before credentials are checked, and no write without valid credentials is stored', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'logbook-overload-auth-'));
+  const tokens = join(dir, 'tokens');
+  writeFileSync(tokens, `ci:${await hashSecret(Buffer.from('s3cret'), 14)}:write\n`);
+  const lb = await startLogbook({ env: {
+    LOGBOOK_SHARDS: '1', LOGBOOK_SHARD_QUEUE: '4', LOGBOOK_SHARD_QUEUE_DELAY: '0',
+    LOGBOOK_READ_LOGIN_REQUIRED: 'true', LOGBOOK_WRITE_LOGIN_REQUIRED: 'true', LOGBOOK_TOKENS_FILE: tokens,
+  } });
+  const valid = { authorization: 'Bearer ci.s3cret' };
+  try {
+    // 48 writers with the token keep the shard full (4 in flight); meanwhile
+    // writers without credentials and with a wrong token, until each has met the overload
+    let stop = false;
+    const created: number[] = [];
+    const writers = Promise.all(Array.from({ length: 48 }, async (_, w) => {
+      for (let i = 0; !stop && i < 2000; i++) {
+        const r = await api(lb.url, 'POST', '/api/v1/playbooks', { path: `/flood/${w}-${i}.yml`, runner_version: '2.16.0' }, valid);
+        if (r.status === 201) created.push(r.body.id);
+        else if (r.status !== 503) throw new Error(`a write with the token got ${r.status}`);
+      }
+    }));
+    const intruders: Array<{ status: number; body: unknown }> = [];
+    const intrude = async (headers: Record<string, string>): Promise<boolean> => {
+      for (let i = 0; i < 400; i++) {
+        const r = await api(lb.url, 'POST', '/api/v1/playbooks', { path: `/intruder/${i}.yml`, runner_version: '2.16.0' }, headers);
+        intruders.push(r);
+        if (r.status === 503) return true;
+      }
+      return false;
+    };
+    const [none, wrong] = await Promise.all([intrude({}), intrude({ authorization: 'Bearer ci.wrong' })]);
+    stop = true;
+    await writers;
+    t.true(none, 'a write without credentials met the overload: 503, not 401');
+    t.true(wrong, 'a write with a wrong token met the overload: 503, not 401');
+    t.deepEqual([...new Set(intruders.map((r) => r.status))].filter((s) => s !== 401 && s !== 503), [], 'refused, never stored');
+    for (const r of intruders.filter((x) => x.status === 503)) t.deepEqual(r.body, { detail: 'The server is overloaded; retry shortly.' });
+    // what was stored is exactly what the token holder was told was created
+    const list = await api(lb.url, 'GET', '/api/v1/playbooks?limit=1', undefined, valid);
+    t.is(list.status, 200);
+    t.is(list.body.count, created.length);
+    // and once the flood is over, credentials are checked as ever
+    t.is((await api(lb.url, 'POST', '/api/v1/playbooks', { path: '/after.yml', runner_version: '2.16.0' })).status, 401);
+    t.is((await api(lb.url, 'POST', '/api/v1/playbooks', { path: '/after.yml', runner_version: '2.16.0' }, valid)).status, 201);
+  } finally {
+    await lb.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

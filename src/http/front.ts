@@ -180,6 +180,10 @@ export class Front {
     const url = req.getUrl();
     if (isUiPath(url)) return this.ui.serve(res, req, this.guard);
     const route = parseRoute(url);
+    // Admission first: under overload most requests end here, and a refusal
+    // reads only what its answer needs (see refuse()).
+    const target = this.ready && !this.draining ? admissionTarget(route, method, this.dir) : null;
+    if (target !== null && this.admission.shed(target)) return this.refuse(res, req, method, url, route);
     const ex: Req = {
       res, method, allow: allowOf(route), aborted: false, done: false, close: false, extraHeaders: null,
       url, query: req.getQuery() ?? '', host: req.getHeader('host'),
@@ -205,20 +209,37 @@ export class Front {
     const gate = this.guard.admit(ex, req, route.kind === 'ops' && route.op === 'healthz', hasBody, authorization);
     if (gate === false) return;
     // ----
-    const target = this.ready && !this.draining ? admissionTarget(route, method, this.dir) : null;
-    if (target !== null && this.admission.shed(target)) {
-      // refused from its head: the body is not read (uWS skips it; the connection
-      // stays usable when its length is known), parsed or validated
-      if (length === '' && hasBody) ex.close = true;
-      reply(ex, 503, Errors.overloaded());
-      return;
-    }
     if (!hasBody) { this.afterGate(gate, ex, null); return; }
     const limit = this.config.maxBodyBytes;
     if (length !== '' && Number(length) > limit) { this.tooLarge(ex); return; }
     reader = readBody(res, limit, (bytes) => this.afterGate(gate, ex, bytes), () => this.tooLarge(ex), () => this.overloaded(ex));
     // refused while its body was still arriving: the connection closes without onAborted
     if (gate !== true) gate.then((ok) => { if (!ok) reader!.release(); }, () => reader!.release());
+  }
+
+  /**
+   * 503 + Retry-After from the request's head: its body is not read (uWS skips
+   * it; the connection stays usable when its length is known), parsed or
+   * validated. Only what the answer needs is read from the head (each
+   * getHeader crosses into uWS): none of the headers a handled request copies,
+   * no credentials (an overloaded server refuses everyone alike, before a
+   * password check can cost anything), no abort handler (the answer is written
+   * before the handler returns). The gate's other rules still apply: CORS, and
+   * a repeated singleton header is answered 400 and closed (still counted as
+   * refused for overload, which it also was).
+   */
+  private refuse(res: HttpResponse, req: HttpRequest, method: string, url: string, route: Req['route']): void {
+    const ex: Req = {
+      res, method, allow: allowOf(route), aborted: false, done: false, close: false, extraHeaders: null,
+      url, query: '', host: '', forwardedProto: '', forwardedHost: '', contentType: '', contentEncoding: '',
+      minimal: false, route, cors: null, onAbort: null, stream: null,
+      slot: HTTP.slotOf(metricRoute(route), method), t0: HTTP.start(),
+    };
+    const length = req.getHeader('content-length');
+    const hasBody = BODY_METHODS.has(method) || (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
+    if (this.guard.admit(ex, req, true, hasBody) === false) return;
+    if (length === '' && hasBody) ex.close = true;
+    reply(ex, 503, Errors.overloaded());
   }
 
   /** Dispatch once the gate has let the request through: at once, or after its credentials are verified. */

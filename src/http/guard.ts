@@ -1,5 +1,7 @@
 // The front's security gate, run on every request before its body is read and
-// before routing decides 404/405 (ARA's order: 401 → 405 → 404 → 415/400):
+// before routing decides 404/405 (ARA's order: 401 → 405 → 404 → 415/400).
+// Only admission comes first: a request refused for overload gets its 503
+// without a credential check (Front.refuse runs this gate with `open` set):
 //   1. CORS: mark the exchange for Access-Control-Allow-Origin (and Vary: Origin);
 //   2. repeated singleton headers (two Content-Length, two Host, …) → 400 and
 //      close: uWS would silently use the first, a proxy in front might use the
