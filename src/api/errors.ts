@@ -5,6 +5,8 @@
 import type { FieldSpec } from './resources.js';
 
 const detail = (msg: string): string => JSON.stringify({ detail: msg });
+/** built once: every refusal under overload sends it (tens of thousands a second) */
+const OVERLOADED = detail('The server is overloaded; retry shortly.');
 
 export const Messages = {
   required: 'This field is required.',
@@ -51,7 +53,7 @@ export const Errors = {
   tokenSpaces: () => detail('Invalid token header. Token string should not contain spaces.'),
   duplicateHeader: (name: string) => detail(`Request has more than one "${name}" header.`),
   tooDeep: (levels: number) => detail(`JSON parse error - nesting deeper than ${levels} levels`),
-  overloaded: () => detail('The server is overloaded; retry shortly.'),
+  overloaded: () => OVERLOADED,
   unavailable: (why: string) => detail(why),
   internal: () => detail('Internal server error.'),
 

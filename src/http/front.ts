@@ -56,6 +56,30 @@ function admissionTarget(route: Req['route'], method: string, dir: Directory): T
   }
 }
 
+/**
+ * A request's exchange: what its handling needs, copied out of uWS's
+ * stack-allocated HttpRequest. `req` null: a request refused from its head,
+ * whose answer needs none of its headers (each getHeader crosses into uWS).
+ * One literal for both, so every exchange has the same shape.
+ */
+function exchange(res: HttpResponse, method: string, url: string, route: Req['route'], req: HttpRequest | null): Req {
+  return {
+    res, method, allow: allowOf(route), aborted: false, done: false, close: false, extraHeaders: null,
+    url, query: req ? req.getQuery() ?? '' : '', host: req ? req.getHeader('host') : '',
+    forwardedProto: req ? req.getHeader('x-forwarded-proto') : '', forwardedHost: req ? req.getHeader('x-forwarded-host') : '',
+    contentType: req ? req.getHeader('content-type') : '', contentEncoding: req ? req.getHeader('content-encoding') : '',
+    minimal: req ? /\breturn=minimal\b/i.test(req.getHeader('prefer')) : false,
+    route, cors: null, onAbort: null,
+    stream: req && route.kind === 'stream' ? { accept: req.getHeader('accept'), lastEventId: req.getHeader('last-event-id') } : null,
+    slot: HTTP.slotOf(metricRoute(route), method), t0: HTTP.start(),
+  };
+}
+
+/** Does the request carry a body: a method that has one, or a length or chunked encoding announced? */
+function announcesBody(req: HttpRequest, method: string, length: string): boolean {
+  return BODY_METHODS.has(method) || (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
+}
+
 export class Front {
   private readonly dir: Directory;
   private readonly labels: LabelCatalogue;
@@ -184,16 +208,7 @@ export class Front {
     // reads only what its answer needs (see refuse()).
     const target = this.ready && !this.draining ? admissionTarget(route, method, this.dir) : null;
     if (target !== null && this.admission.shed(target)) return this.refuse(res, req, method, url, route);
-    const ex: Req = {
-      res, method, allow: allowOf(route), aborted: false, done: false, close: false, extraHeaders: null,
-      url, query: req.getQuery() ?? '', host: req.getHeader('host'),
-      forwardedProto: req.getHeader('x-forwarded-proto'), forwardedHost: req.getHeader('x-forwarded-host'),
-      contentType: req.getHeader('content-type'), contentEncoding: req.getHeader('content-encoding'),
-      minimal: /\breturn=minimal\b/i.test(req.getHeader('prefer')),
-      route, cors: null, onAbort: null,
-      stream: route.kind === 'stream' ? { accept: req.getHeader('accept'), lastEventId: req.getHeader('last-event-id') } : null,
-      slot: HTTP.slotOf(metricRoute(route), method), t0: HTTP.start(),
-    };
+    const ex = exchange(res, method, url, route, req);
     let reader: BodyReader | null = null;
     res.onAborted(() => {
       if (!ex.done && !ex.aborted) HTTP.abort(ex);
@@ -202,7 +217,7 @@ export class Front {
       ex.onAbort?.();
     });
     const length = req.getHeader('content-length');
-    const hasBody = BODY_METHODS.has(method) || (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
+    const hasBody = announcesBody(req, method, length);
     // ---- security gate: may answer (400/401/403/503, CORS preflight) or verify credentials first
     // browsers' EventSource cannot set headers: the stream also takes a `token` query parameter
     const authorization = route.kind === 'stream' ? streamAuthorization(req.getHeader('authorization'), ex.query) : undefined;
@@ -229,14 +244,9 @@ export class Front {
    * refused for overload, which it also was).
    */
   private refuse(res: HttpResponse, req: HttpRequest, method: string, url: string, route: Req['route']): void {
-    const ex: Req = {
-      res, method, allow: allowOf(route), aborted: false, done: false, close: false, extraHeaders: null,
-      url, query: '', host: '', forwardedProto: '', forwardedHost: '', contentType: '', contentEncoding: '',
-      minimal: false, route, cors: null, onAbort: null, stream: null,
-      slot: HTTP.slotOf(metricRoute(route), method), t0: HTTP.start(),
-    };
+    const ex = exchange(res, method, url, route, null);
     const length = req.getHeader('content-length');
-    const hasBody = BODY_METHODS.has(method) || (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
+    const hasBody = announcesBody(req, method, length);
     if (this.guard.admit(ex, req, true, hasBody) === false) return;
     if (length === '' && hasBody) ex.close = true;
     reply(ex, 503, Errors.overloaded());
