@@ -126,6 +126,22 @@ export const LIMITS = {
    * within an overload episode a shard admits at most rate × delay bound
    * requests in flight (Little's law), so its queue drains within the bound. */
   shardRateWindowMs: 100,
+  /** A shard is refused requests for their queueing delay only while it is
+   * offered more than this many times what it answers: in each of the last two
+   * 100 ms windows, arrivals (refused ones included) against its answers in
+   * that window (then, within the episode, while arrivals exceed answers at all:
+   * src/shard/pool.ts oversubscribed()). A queue only grows without bound when
+   * arrivals outrun answers: a closed population (N clients, each waiting for
+   * its answer, as the stock ARA callback does) has a queue of at most N
+   * however slow the shard is, and refusing it only turns writes into failures
+   * (the stock callback does not retry a 503; wrk sends again at once: 128, 256
+   * and 512 such writers had 38–57, 55–79 and 93–96 % of their requests
+   * refused, and 512 got 2–4 k writes/s through instead of ~14–19 k,
+   * bench/closed_loop.sh). After a flood the shard is offered less than it
+   * answers at once, so a GC pause at half the load refuses nothing. 1.5 leaves
+   * room for a closed population's ramp-up and windows of uneven commits; a 2×
+   * flood offers 2–4× what is answered. */
+  shardOfferedRateFactor: 1.5,
   /** Young generation of a shard worker (MiB). Recovery and ingest allocate
    * millions of short-lived objects; with V8's default (~16 MiB semi-spaces) a
    * third of recovery time was scavenging. 192 MiB (64 MiB semi-spaces) took 1 M

@@ -143,6 +143,7 @@ export class ClusterShards implements Shards {
   // admission: what this node can see, its own partitions (a forwarded request is admitted by its owner's pool)
   overloaded(partition: number): boolean { return this.pool.isUp(partition) && this.pool.overloaded(partition); }
   everyOverloaded(): boolean { return this.owned.size === this.size && this.pool.everyOverloaded(); }
+  refusedAtFront(target: number | 'every'): void { this.pool.refusedAtFront(target); }
   get shedByLength(): number { return this.pool.shedByLength; }
   get shedByDelay(): number { return this.pool.shedByDelay; }
   takeDelayStats(): Array<{ replies: number; minMs: number; meanMs: number; maxMs: number }> { return this.pool.takeDelayStats(); }

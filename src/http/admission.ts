@@ -145,8 +145,16 @@ export class Admission {
    */
   shed(target: Target): boolean {
     if (this.running && this.timer === null) this.wake();
-    if (this.lagging) { this.shedByLag++; return true; }
     const pool = this.pool();
+    // Not gated on the shard being offered more than it answers (as its own
+    // delay rules are): when the front is the bottleneck, the shard is offered
+    // only what the front gets to read, and the backlog is in the sockets.
+    if (this.lagging) {
+      this.shedByLag++;
+      // the shard was offered it all the same (ShardPool.oversubscribed)
+      if (target !== 'front') pool?.refusedAtFront(target);
+      return true;
+    }
     if (pool && target !== 'front') {
       const refuse = target === 'every' ? pool.everyOverloaded() : pool.overloaded(target);
       if (refuse) { this.shedByShard++; return true; }

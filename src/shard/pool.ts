@@ -24,6 +24,27 @@ import type { Shards } from './shards.js';
  */
 const SERVICE_WINDOW_MS = 1000;
 
+/**
+ * What a shard is offered and what it answers are counted in windows of
+ * TRAFFIC_WINDOW_MS, the current one and TRAFFIC_WINDOWS - 1 before it
+ * (oversubscribed()). A flood is seen 200–300 ms after it starts; meanwhile it
+ * is admitted whole, up to the length bound. (50 ms windows saw it sooner, but
+ * then 512 closed-loop writers joining 256 looked like a flood and had 92 % of
+ * their requests refused, bench/closed_loop.sh.)
+ */
+const TRAFFIC_WINDOW_MS = 100;
+const TRAFFIC_WINDOWS = 3;
+/**
+ * Once a shard was seen offered more than it answers within an overload
+ * episode, it counts as such for this long (ms) whatever the windows say: a
+ * stall of the front (its GC, a burst of replies) leaves windows with no
+ * arrivals while the shard drains its queue, and the flood that piled up in
+ * the sockets meanwhile must not then be let in whole while the windows fill
+ * again. After the load drops the episode ends within this plus
+ * TRAFFIC_WINDOWS windows.
+ */
+const OVERSUBSCRIBED_HOLD_MS = 500;
+
 /** Called with the shard's reply, or an ErrorReply (the shard is gone, overloaded, or failed the request). */
 export type ReplyHandler<C> = (reply: Reply, context: C) => void;
 
@@ -108,6 +129,20 @@ export class ShardPool implements Shards {
   /** per shard: start (performance.now()) and answers of the current rate window */
   private readonly rateWindowStart: Float64Array;
   private readonly rateWindowAnswers: Float64Array;
+  /** per shard: answers of the current rate window that left a queue (≥ LIMITS.shardQueueDelayMinimum in flight) behind them */
+  private readonly rateWindowQueued: Float64Array;
+  /**
+   * per shard: requests offered to it (admitted or refused) and requests it
+   * answered in the current window of TRAFFIC_WINDOW_MS and the
+   * TRAFFIC_WINDOWS - 1 before it (rings, shard-major; trafficAt: the current
+   * window's slot in both, trafficSince: when it began), which oversubscribed() compares
+   */
+  private readonly offeredRing: Float64Array;
+  private readonly answeredRing: Float64Array;
+  private readonly trafficAt: Int32Array;
+  private readonly trafficSince: Float64Array;
+  /** per shard: until when (performance.now()) it counts as oversubscribed within an episode (OVERSUBSCRIBED_HOLD_MS) */
+  private readonly oversubscribedUntil: Float64Array;
 
   private constructor(private readonly options: PoolOptions) {
     this.size = options.shards;
@@ -127,6 +162,12 @@ export class ShardPool implements Shards {
     this.answerRate = new Float64Array(options.shards);
     this.rateWindowStart = new Float64Array(options.shards).fill(performance.now());
     this.rateWindowAnswers = new Float64Array(options.shards);
+    this.rateWindowQueued = new Float64Array(options.shards);
+    this.offeredRing = new Float64Array(options.shards * TRAFFIC_WINDOWS);
+    this.answeredRing = new Float64Array(options.shards * TRAFFIC_WINDOWS);
+    this.trafficAt = new Int32Array(options.shards);
+    this.trafficSince = new Float64Array(options.shards).fill(performance.now());
+    this.oversubscribedUntil = new Float64Array(options.shards).fill(-Infinity);
     this.up = new Array<boolean>(this.size).fill(false);
     this.queued = new Int32Array(this.size);
     this.restarts = new Array<number>(this.size).fill(0);
@@ -299,6 +340,7 @@ export class ShardPool implements Shards {
       const rid = this.nextRid++;
       (message as { rid: number }).rid = rid;
       const at = performance.now();
+      this.countOffered(shard, at);
       this.pending.set(rid, { handler: handler as ReplyHandler<unknown>, context, shard, at });
       if (this.queueDelayMs > 0) { const q = this.sent[shard]!; q.rids.push(rid); q.at.push(at); }
       this.queued[shard]!++;
@@ -348,7 +390,88 @@ export class ShardPool implements Shards {
 
   /** A request is refused for this shard's sake: a refusal for its delay starts (or extends) its overload episode. */
   private refusing(shard: number, why: 'length' | 'delay'): void {
-    if (why === 'delay') this.lastRefused[shard] = performance.now();
+    const now = performance.now();
+    this.countOffered(shard, now);
+    if (why === 'delay') this.lastRefused[shard] = now;
+  }
+
+  /**
+   * The front refused a request for the shard on its own event-loop lag: it was
+   * offered all the same (else, while the front refuses a flood, the shard would
+   * seem offered only what it answers, and admit all that passes the front).
+   * 'every': the request's shard was not known yet; each shard counts it.
+   */
+  refusedAtFront(target: number | 'every'): void {
+    const now = performance.now();
+    if (target !== 'every') { this.countOffered(target, now); return; }
+    for (let shard = 0; shard < this.size; shard++) this.countOffered(shard, now);
+  }
+
+  /** A request for the shard arrived (admitted or refused): it counts towards the offered rate. */
+  private countOffered(shard: number, now: number): void {
+    this.rotateTraffic(shard, now);
+    this.offeredRing[shard * TRAFFIC_WINDOWS + this.trafficAt[shard]!]!++;
+  }
+
+  /** Start a new window for each that ended (after a gap of all of them, start afresh). */
+  private rotateTraffic(shard: number, now: number): void {
+    const w = TRAFFIC_WINDOW_MS;
+    if (now - this.trafficSince[shard]! < w) return;
+    const base = shard * TRAFFIC_WINDOWS;
+    if (now - this.trafficSince[shard]! >= TRAFFIC_WINDOWS * w) {
+      this.offeredRing.fill(0, base, base + TRAFFIC_WINDOWS);
+      this.answeredRing.fill(0, base, base + TRAFFIC_WINDOWS);
+      this.trafficSince[shard] = now;
+      return;
+    }
+    while (now - this.trafficSince[shard]! >= w) {
+      // the oldest window's slot starts the new one
+      const next = (this.trafficAt[shard]! + 1) % TRAFFIC_WINDOWS;
+      this.offeredRing[base + next] = 0;
+      this.answeredRing[base + next] = 0;
+      this.trafficAt[shard] = next;
+      this.trafficSince[shard] = this.trafficSince[shard]! + w;
+    }
+  }
+
+  /**
+   * Is the shard offered more than it answers? Only then can its queue grow
+   * without bound, and only then does refusing shorten it.
+   * - To start an overload episode: in each of the last two complete windows
+   *   of TRAFFIC_WINDOW_MS it was offered (admitted or refused) more
+   *   than LIMITS.shardOfferedRateFactor times what it answered in that
+   *   window. A closed population of clients, however slow the shard, offers
+   *   what it answers plus what its queue grows by, at most its size, once:
+   *   its ramp-up fills one window, not two in a row; a flood fills every
+   *   window. A GC pause at half the load is one window short of answers, and
+   *   the next drains the queue.
+   * - Within an episode (`episode`): while it was offered more than it
+   *   answered over the last TRAFFIC_WINDOWS windows together. A flood's queue
+   *   drains in bursts (a window with a stall, then one with twice the
+   *   answers), which must not end the episode and let the flood in whole for
+   *   two windows; once the load drops below what the shard answers, the
+   *   episode ends within TRAFFIC_WINDOWS windows and OVERSUBSCRIBED_HOLD_MS.
+   * Before the shard's answer rate with a queue is known (a fresh shard, or one
+   * that never had a queue) it is not oversubscribed: only the length bound applies.
+   */
+  private oversubscribed(shard: number, now: number, episode: boolean): boolean {
+    if (this.answerRate[shard] === 0) return false;
+    this.rotateTraffic(shard, now);
+    const base = shard * TRAFFIC_WINDOWS;
+    let open: boolean;
+    if (episode) {
+      let offered = 0, answered = 0;
+      for (let i = base; i < base + TRAFFIC_WINDOWS; i++) { offered += this.offeredRing[i]!; answered += this.answeredRing[i]!; }
+      open = offered > answered;
+    } else {
+      open = true;
+      for (let back = 1; back <= 2 && open; back++) {
+        const i = base + (this.trafficAt[shard]! + TRAFFIC_WINDOWS - back) % TRAFFIC_WINDOWS;
+        open = this.offeredRing[i]! > LIMITS.shardOfferedRateFactor * this.answeredRing[i]!;
+      }
+    }
+    if (open) { this.oversubscribedUntil[shard] = now + OVERSUBSCRIBED_HOLD_MS; return true; }
+    return episode && now < this.oversubscribedUntil[shard]!;
   }
 
   /** Why a request for `shard` would be refused now (null: admitted); records nothing (see refusing()). */
@@ -357,8 +480,9 @@ export class ShardPool implements Shards {
     if (queued >= this.queueLimit) return 'length';
     if (this.queueDelayMs === 0 || queued < LIMITS.shardQueueDelayMinimum) return null;
     const now = performance.now();
-    const sinceRefused = now - this.lastRefused[shard]!;
-    const recentlyRefused = sinceRefused <= LIMITS.shardQueueDelayRecentMs;
+    const recentlyRefused = now - this.lastRefused[shard]! <= LIMITS.shardQueueDelayRecentMs;
+    // a queue that arrivals do not outrun is not overload, however long it is (see oversubscribed())
+    if (!this.oversubscribed(shard, now, recentlyRefused)) return null;
     // Within an overload episode (a refusal within shardQueueDelayRecentMs),
     // admit only what drains within the bound at the rate the shard answers
     // (Little's law: queue = rate × wait). The oldest-wait test alone reacts a
@@ -384,13 +508,26 @@ export class ShardPool implements Shards {
    * then refused a light load for a while.
    */
   private countAnswer(shard: number, now: number): void {
+    this.rotateTraffic(shard, now);
+    this.answeredRing[shard * TRAFFIC_WINDOWS + this.trafficAt[shard]!]!++;
     this.rateWindowAnswers[shard]!++;
+    // answered with a queue behind it: the shard answers at its capacity, not at what it is offered
+    if (this.queued[shard]! >= LIMITS.shardQueueDelayMinimum) this.rateWindowQueued[shard]!++;
     const elapsed = now - this.rateWindowStart[shard]!;
     if (elapsed < LIMITS.shardRateWindowMs) return;
-    const rate = this.rateWindowAnswers[shard]! / elapsed;
-    this.answerRate[shard] = Math.max(rate, 0.9 * this.answerRate[shard]!);
+    // Only a window that had a queue for most of its answers measures how fast
+    // the shard drains one; under a light load the answer rate is the offered
+    // rate, and so low a figure would cap an overload episode's queue far below
+    // what the shard drains within the bound (overloadedBy). A window much
+    // longer than one had idle time in it (the first answer after a pause
+    // closes it): no measure either. oversubscribed() waits for a first measure.
+    if (elapsed < 2 * LIMITS.shardRateWindowMs && 2 * this.rateWindowQueued[shard]! >= this.rateWindowAnswers[shard]!) {
+      const rate = this.rateWindowAnswers[shard]! / elapsed;
+      this.answerRate[shard] = Math.max(rate, 0.9 * this.answerRate[shard]!);
+    }
     this.rateWindowStart[shard] = now;
     this.rateWindowAnswers[shard] = 0;
+    this.rateWindowQueued[shard] = 0;
   }
 
   /**

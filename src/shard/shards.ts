@@ -44,6 +44,8 @@ export interface Shards {
   overloaded(shard: number): boolean;
   /** would every shard refuse (the front asks before it knows which shard a body targets)? */
   everyOverloaded(): boolean;
+  /** the front refused a request for this shard (or, 'every', for one of them) on its own lag: it was offered all the same */
+  refusedAtFront(target: number | 'every'): void;
   /** requests refused by send() after parsing, by the length cap and by the delay bound */
   readonly shedByLength: number;
   readonly shedByDelay: number;
