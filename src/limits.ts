@@ -135,9 +135,9 @@ export const LIMITS = {
    * its answer, as the stock ARA callback does) has a queue of at most N
    * however slow the shard is, and refusing it only turns writes into failures
    * (the stock callback does not retry a 503; wrk sends again at once: 128, 256
-   * and 512 such writers had 38–57, 55–79 and 93–96 % of their requests
-   * refused, and 512 got 2–4 k writes/s through instead of ~14–19 k,
-   * bench/closed_loop.sh). After a flood the shard is offered less than it
+   * and 512 such writers had 0–57, 55–79 and 93–96 % of their requests
+   * refused, and 512 got 2–4 k writes/s through instead of ~13–19 k,
+   * bench/closed_loop.sh; now 0 %). After a flood the shard is offered less than it
    * answers at once, so a GC pause at half the load refuses nothing. 1.5 leaves
    * room for a closed population's ramp-up and windows of uneven commits; a 2×
    * flood offers 2–4× what is answered. */

@@ -444,7 +444,10 @@ export class ShardPool implements Shards {
    *   what it answers plus what its queue grows by, at most its size, once:
    *   its ramp-up fills one window, not two in a row; a flood fills every
    *   window. A GC pause at half the load is one window short of answers, and
-   *   the next drains the queue.
+   *   the next drains the queue. Not a guarantee: a population that ramps up
+   *   over 200 ms or more on a slow shard, or one caught in a longer stall,
+   *   looks like a flood, and then its refused clients, sending again at
+   *   once, keep the episode going as a flood's would.
    * - Within an episode (`episode`): while it was offered more than it
    *   answered over the last TRAFFIC_WINDOWS windows together. A flood's queue
    *   drains in bursts (a window with a stall, then one with twice the
