@@ -8,24 +8,10 @@
 #   bench/closed_loop.sh dist/src/main.js [other/dist/src/main.js …]
 # CONNS (default "128 256 512") and SECS (default 8) per population, one fresh server per build.
 set -euo pipefail
-command -v wrk >/dev/null || { echo "wrk is not installed (Debian: apt-get install wrk)" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cat > "$work/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"path":"/' .. string.rep("p", 1500) .. '.yml","runner_version":"2.16.0","arguments":{"a":1,"b":[1,2,3]}}'
-done = function(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("requests %d refused %d p99 %.1f\n", summary.requests, e.status, latency:percentile(99) / 1000))
-end
-LUA
+. "$(dirname "$0")/lib/wrk_playbooks.sh"
+wrk_setup
 for main in "$@"; do
-  dir=$(mktemp -d "$work/data.XXXX")
-  port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-  LOGBOOK_HOST=127.0.0.1 LOGBOOK_PORT=$port LOGBOOK_DATA_DIR=$dir LOGBOOK_SHARDS=1 LOGBOOK_LOG_LEVEL=error node "$main" >/dev/null 2>&1 &
-  pid=$!
-  for _ in $(seq 1 300); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
+  start_logbook "$main"
   for conns in ${CONNS:-128 256 512}; do
     read -r n refused p99 < <(wrk -t1 -c"$conns" -d"${SECS:-8}"s -s "$work/post.lua" "http://127.0.0.1:$port/api/v1/playbooks" | awk '/^requests/{print $2, $4, $6}')
     python3 -c "n=$n; r=$refused; s=${SECS:-8}

@@ -5,22 +5,10 @@
 #   bench/refusal_cost.sh dist/src/main.js [other/dist/src/main.js …]
 # QUEUE=1024 admits them all instead (the cost of an admitted durable write).
 set -euo pipefail
-command -v wrk >/dev/null || { echo "wrk is not installed (Debian: apt-get install wrk)" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cat > "$work/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"path":"/' .. string.rep("p", 1500) .. '.yml","runner_version":"2.16.0","arguments":{"a":1,"b":[1,2,3]}}'
-done = function(summary, latency, requests) io.write(string.format("requests %d\n", summary.requests)) end
-LUA
+. "$(dirname "$0")/lib/wrk_playbooks.sh"
+wrk_setup
 for main in "$@"; do
-  dir=$(mktemp -d "$work/data.XXXX")
-  port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-  LOGBOOK_HOST=127.0.0.1 LOGBOOK_PORT=$port LOGBOOK_DATA_DIR=$dir LOGBOOK_SHARDS=1 LOGBOOK_SHARD_QUEUE=${QUEUE:-1} \
-    LOGBOOK_SHARD_QUEUE_DELAY=0 LOGBOOK_LOG_LEVEL=error node "$main" >/dev/null 2>&1 &
-  pid=$!
-  for _ in $(seq 1 300); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
+  start_logbook "$main" LOGBOOK_SHARD_QUEUE="${QUEUE:-1}" LOGBOOK_SHARD_QUEUE_DELAY=0
   cpu0=$(awk '{print $14+$15}' "/proc/$pid/stat")
   n=$(wrk -t1 -c64 -d5s -s "$work/post.lua" "http://127.0.0.1:$port/api/v1/playbooks" | awk '/^requests/{print $2}')
   cpu1=$(awk '{print $14+$15}' "/proc/$pid/stat")
