@@ -1,11 +1,11 @@
 // The batch body scan (src/api/json_scan.ts) stands in for JSON.parse on the
-// ingest path: whenever it answers, JSON.parse must accept the text, give an
-// object nested within the limit, and give the members and event kinds/labels
-// the scan reports. A seeded property test compares the two on random bodies,
-// valid and mutated (replay with JSON_SCAN_SEED=<seed>).
+// ingest path: whenever it answers, the body must be ASCII, JSON.parse must
+// accept its text, give an object nested within the limit, and give the members
+// and event kinds/labels the scan reports. A seeded property test compares the
+// two on random bodies, valid and mutated (replay with JSON_SCAN_SEED=<seed>).
 import test from 'ava';
 import { isDeepStrictEqual } from 'node:util';
-import { asciiEventSpans, eventSpans, scanBatchBody, scanObjectBody } from '../src/api/json_scan.js';
+import { asciiEventSpans, scanBatchBody as scanBatchBytes, scanObjectBody as scanObjectBytes } from '../src/api/json_scan.js';
 import { arrayMemberSpans, minify, type ElementSpans } from '../src/api/json_text.js';
 import { nestedDeeperThan } from '../src/api/json_body.js';
 import { mulberry32, seedFrom } from './helpers/random.js';
@@ -14,10 +14,16 @@ const has = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.c
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+// the scans read a body's bytes: here, the UTF-8 bytes of a text
+const scanBatchBody = (text: string, maxDepth: number) => scanBatchBytes(Buffer.from(text, 'utf8'), maxDepth);
+const scanObjectBody = (text: string, maxDepth: number) => scanObjectBytes(Buffer.from(text, 'utf8'), maxDepth);
+const isAsciiText = (text: string): boolean => /^[\x00-\x7f]*$/.test(text);
+
 /** null when the scan is sound for `text`, else what it got wrong. */
 function disagreement(text: string, maxDepth: number): string | null {
   const scan = scanBatchBody(text, maxDepth);
   if (scan === null) return null; // the caller falls back to JSON.parse: always correct
+  if (!isAsciiText(text)) return 'answered for bytes beyond ASCII';
   let parsed: unknown;
   try { parsed = JSON.parse(text); } catch { return 'answered for text JSON.parse refuses'; }
   if (!isObject(parsed)) return 'answered for a top level that is not an object';
@@ -30,22 +36,17 @@ function disagreement(text: string, maxDepth: number): string | null {
   if (Array.isArray(events) !== (scan.events !== null)) return 'events found or not';
   if (scan.events === null) return scan.spans === null ? null : 'spans without events';
   if (scan.events.length !== (events as unknown[]).length) return 'event count';
-  // the shard's view (eventSpans) is what its own scan (arrayMemberSpans) finds, and `compact` is only said of compact values
-  const shardView = eventSpans(text, scan.spans!);
+  // the shard's view (asciiEventSpans: each event's own text, its spans less its start) is
+  // what its own scan of the body (arrayMemberSpans) finds, and `compact` is only said of compact values
+  const shardView = asciiEventSpans(Buffer.from(text, 'latin1'), scan.spans!);
   const own = arrayMemberSpans(text, 'events')!;
-  const plain = (list: ElementSpans[]) => list.map((e) => [e.span, e.members && [...e.members].map(([k, [a, b]]) => [k, a, b])]);
-  if (!isDeepStrictEqual(plain(shardView), plain(own))) return 'eventSpans differ from arrayMemberSpans';
-  // an ASCII body is read event by event (asciiEventSpans): each event's own text, the same spans less its start
-  if (/^[\x00-\x7f]*$/.test(text)) {
-    const perEvent = asciiEventSpans(Buffer.from(text, 'latin1'), scan.spans!);
-    const rebased = shardView.map((e) => {
-      const base = e.span[0];
-      return [text.slice(e.span[0], e.span[1]), [[0, e.span[1] - base], e.members && [...e.members].map(([k, [a, b, c]]) => [k, a - base, b - base, c])]];
-    });
-    const got = perEvent.map(([own, e]) => [own, [e.span, e.members && [...e.members].map(([k, [a, b, c]]) => [k, a, b, c])]]);
-    if (!isDeepStrictEqual(got, rebased)) return 'asciiEventSpans differ from eventSpans';
-  }
-  for (const e of shardView) for (const [, [a, b, compact]] of e.members ?? []) if (compact && minify(text, a, b) !== text.slice(a, b)) return 'compact value that is not';
+  const rebased = own.map((e) => {
+    const base = e.span[0];
+    return [text.slice(e.span[0], e.span[1]), [0, e.span[1] - base], e.members && [...e.members].map(([k, [a, b]]) => [k, a - base, b - base])];
+  });
+  const got = shardView.map(([own, e]) => [own, e.span, e.members && [...e.members].map(([k, [a, b]]) => [k, a, b])]);
+  if (!isDeepStrictEqual(got, rebased)) return 'asciiEventSpans differ from arrayMemberSpans';
+  for (const [own, e] of shardView) for (const [, [a, b, compact]] of e.members ?? []) if (compact && minify(own, a, b) !== own.slice(a, b)) return 'compact value that is not';
   for (let i = 0; i < scan.events.length; i++) {
     const ev = (events as unknown[])[i];
     const at = scan.events[i]!;
@@ -64,6 +65,7 @@ function disagreement(text: string, maxDepth: number): string | null {
 function objectDisagreement(text: string, maxDepth: number): string | null {
   const members = scanObjectBody(text, maxDepth);
   if (members === null) return null;
+  if (!isAsciiText(text)) return 'object scan answered for bytes beyond ASCII';
   let parsed: unknown;
   try { parsed = JSON.parse(text); } catch { return 'object scan answered for text JSON.parse refuses'; }
   if (!isObject(parsed)) return 'object scan answered for a top level that is not an object';
@@ -84,8 +86,11 @@ test('answers for compact and spaced batch bodies, with the members JSON.parse g
       { kind: 'playbook', labels: ['x', 'y'] }, 3, [], { kind: 7 }, {},
     ],
   };
-  const compact = JSON.stringify(body);
+  // as Python's json.dumps sends it: beyond ASCII escaped
+  const raw = JSON.stringify(body);
+  const compact = raw.replace(/[\u0080-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
   const spaced = compact.replace(/([,:])(?=[[{"\dtfn-])/g, '$1 ');
+  t.is(scanBatchBody(raw, 512), null, 'bytes beyond ASCII are left to JSON.parse');
   for (const text of [compact, spaced, ` ${compact} `, '{}', '{"events":[]}']) {
     t.not(scanBatchBody(text, 512), null, text);
     t.is(disagreement(text, 512), null, text);
@@ -95,7 +100,7 @@ test('answers for compact and spaced batch bodies, with the members JSON.parse g
   t.deepEqual(scan.events!.map((e) => e.object), [true, true, false, false, true, true]);
   t.is(compact.slice(...scan.events![1]!.labels!), '["x","y"]');
   // compact values need no minify pass in the shard; spaced ones do
-  const content = (text: string) => eventSpans(text, scanBatchBody(text, 512)!.spans!)[0]!.members!.get('content')!;
+  const content = (text: string) => asciiEventSpans(Buffer.from(text), scanBatchBody(text, 512)!.spans!)[0]![1].members!.get('content')!;
   t.true(content(compact)[2]);
   t.falsy(content(spaced)[2]);
 });
@@ -150,6 +155,7 @@ test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) =
     }
     if (rnd() < 0.3) top[pick(strings)] = value(1);
     let text = write(top);
+    if (rnd() < 0.6) text = text.replace(/[\u0080-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
     if (rnd() < 0.1) text = text.replace('"events"', '"events":[],"events"');
     if (rnd() < 0.05) text = text.replace('"kind"', '"k\\u0069nd"');
     for (let m = rnd() < 0.5 ? 0 : 1 + Math.floor(rnd() * 3); m > 0; m--) {

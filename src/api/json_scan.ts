@@ -1,28 +1,45 @@
 // A batch body (SPEC §13) checked without building it: one pass over the JSON
-// text that tells whether JSON.parse would accept it, and finds what the front
-// needs of it (the top-level members, and the `kind` and `labels` of each event)
-// as spans of the text. JSON.parse of a batch of 1,000 results builds and then
-// drops every content object, a third of the front's CPU per batch; the shard
-// parses each event itself anyway.
+// bytes that tells whether JSON.parse would accept their text, and finds what the
+// front needs of it (the top-level members, and the `kind` and `labels` of each
+// event) as spans. JSON.parse of a batch of 1,000 results builds and then drops
+// every content object, a third of the front's CPU per batch; the shard parses
+// each event itself anyway.
+//
+// The scan reads the body's bytes, not a string of them, and handles ASCII
+// bodies only: for those a byte offset is a character offset, so the spans hold
+// for the text and for the shard's per-event strings (asciiEventSpans). A batch
+// of 100 results is ~200 KB; as one string it is allocated in V8's large-object
+// space, fresh pages each time, and decoding it cost the front as much as half
+// the scan (bench/batch_cpu.ts: decode + scan of the string 6.5 µs per 1.6 KB
+// result, this scan of the bytes 3.7 µs). Clients' bodies are ASCII in practice:
+// Python's json.dumps escapes everything else by default, and both Ansible
+// callbacks use it.
 //
 // The scan is sound, not complete: when it answers, JSON.parse would have
 // accepted the text and given those members; it answers null for anything it
-// does not handle (raw control characters, tabs and newlines included; nesting
-// deeper than the limit; a top level that is not an object; invalid JSON), and
-// the caller then takes the JSON.parse path, which gives the exact error. So a
-// pretty-printed body costs what it did before, and no error message changes.
+// does not handle (bytes beyond ASCII; raw control characters, tabs and
+// newlines included; nesting deeper than the limit; a top level that is not an
+// object; invalid JSON), and the caller then takes the JSON.parse path, which
+// gives the exact error. So a pretty-printed body costs what it did before, and
+// no error message changes.
 
-import {
-  BACKSLASH, COLON, COMMA, LBRACE, LBRACKET, QUOTE, RBRACE, RBRACKET, type ElementSpans, type MemberSpan,
-} from './json_text.js';
+import type { ElementSpans, MemberSpan } from './json_text.js';
 
+// Char codes, declared here rather than imported from json_text.ts: an imported
+// binding is read through its module cell (with a check that it is initialised)
+// on every use, and in the per-byte loops below that cost ~20 % of the scan.
+const QUOTE = 0x22; // "
+const BACKSLASH = 0x5c; // \
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const LBRACE = 0x7b;
+const RBRACE = 0x7d;
+const LBRACKET = 0x5b;
+const RBRACKET = 0x5d;
 const SPACE = 0x20;
 const MINUS = 0x2d;
 const ZERO = 0x30;
 const NINE = 0x39;
-
-/** Characters JSON.parse refuses inside strings; outside them only tab, newline and CR are allowed (and sent to the slow path here). */
-const CONTROL = /[\u0000-\u001f]/;
 
 /** An event of the batch: where it is, and where its `kind` and `labels` values are (last occurrence, as JSON.parse keeps). */
 export interface ScannedEvent {
@@ -41,7 +58,7 @@ export interface ScannedBody {
   events: ScannedEvent[] | null;
   /**
    * The same elements with every member of each, for the shard (which would
-   * otherwise scan the text again to find them): see eventSpans().
+   * otherwise scan the events again to find them): see asciiEventSpans().
    */
   spans: Int32Array | null;
 }
@@ -58,35 +75,29 @@ class Invalid extends Error {}
 const INVALID = new Invalid();
 
 /**
- * Scan `text` as a batch body. Null: not handled here (see above); otherwise
- * JSON.parse(text) is an object nested at most `maxDepth` deep whose members
- * are `members`. `controlFree`: the caller has found no control character in
- * the text (see scanned()).
+ * Scan `bytes` as a batch body. Null: not handled here (see above); otherwise
+ * the bytes are ASCII and JSON.parse of their text is an object nested at most
+ * `maxDepth` deep whose members are `members`.
  */
-export function scanBatchBody(text: string, maxDepth: number, controlFree = false): ScannedBody | null {
-  return scanned(text, maxDepth, controlFree, (scanner) => scanner.body());
+export function scanBatchBody(bytes: Buffer, maxDepth: number): ScannedBody | null {
+  return scanned(bytes, maxDepth, (scanner) => scanner.body());
 }
 
 /**
- * Scan `text` as a per-record write body: null when not handled here (as for
- * scanBatchBody: the caller takes the JSON.parse path); otherwise JSON.parse(text)
- * is an object nested at most `maxDepth` deep whose members are at these spans,
- * each marked compact when its value holds no whitespace (last occurrence of a
- * key wins, as in JSON.parse).
+ * Scan `bytes` as a per-record write body: null when not handled here (as for
+ * scanBatchBody: the caller takes the JSON.parse path); otherwise JSON.parse of
+ * their text is an object nested at most `maxDepth` deep whose members are at
+ * these spans, each marked compact when its value holds no whitespace (last
+ * occurrence of a key wins, as in JSON.parse).
  */
-export function scanObjectBody(text: string, maxDepth: number, controlFree = false): Map<string, MemberSpan> | null {
-  return scanned(text, maxDepth, controlFree, (scanner) => scanner.object());
+export function scanObjectBody(bytes: Buffer, maxDepth: number): Map<string, MemberSpan> | null {
+  return scanned(bytes, maxDepth, (scanner) => scanner.object());
 }
 
-/**
- * Run one scan of `text`; null for what the scanner does not handle (control
- * characters, or it threw INVALID). `controlFree`: the caller has checked that
- * there are none (faster on the body's bytes: api/utf8.ts hasControlCharacter).
- */
-function scanned<T>(text: string, maxDepth: number, controlFree: boolean, scan: (scanner: Scanner) => T): T | null {
-  if (!controlFree && CONTROL.test(text)) return null;
+/** Run one scan of `bytes`; null for what the scanner does not handle (it threw INVALID). */
+function scanned<T>(bytes: Buffer, maxDepth: number, scan: (scanner: Scanner) => T): T | null {
   try {
-    return scan(new Scanner(text, maxDepth));
+    return scan(new Scanner(bytes, maxDepth));
   } catch (err) {
     if (err === INVALID) return null;
     throw err;
@@ -109,15 +120,14 @@ export function jsonStandIn(first: number): unknown {
   }
 }
 
+/** One scan of a body's bytes. A read past the end gives undefined, which matches no expected byte: every loop stops there. */
 class Scanner {
   private i = 0;
   /** container kinds of the value being walked (value()), reused */
   private stack: Uint8Array | null = null;
-  /** the next backslash at or after `i` (text.length when none): strings without escapes skip escape handling */
-  private nextBackslash = -1;
   private readonly end: number;
 
-  constructor(private readonly text: string, private readonly maxDepth: number) {
+  constructor(private readonly text: Buffer, private readonly maxDepth: number) {
     this.end = text.length;
   }
 
@@ -128,7 +138,7 @@ class Scanner {
     const last: { events: ScannedEvent[] | null; spans: SpanWriter | null } = { events: null, spans: null };
     this.topObject((key) => {
       const start = this.i;
-      if (key === 'events' && text.charCodeAt(start) === LBRACKET) { last.spans = new SpanWriter(); last.events = this.events(last.spans); }
+      if (key === 'events' && text[start] === LBRACKET) { last.spans = new SpanWriter(); last.events = this.events(last.spans); }
       else {
         if (key === 'events') { last.events = null; last.spans = null; }
         this.value(1);
@@ -153,10 +163,10 @@ class Scanner {
   private topObject(member: (key: string) => void): void {
     const { text } = this;
     this.ws();
-    if (text.charCodeAt(this.i) !== LBRACE) throw INVALID;
+    if (text[this.i] !== LBRACE) throw INVALID;
     this.i++;
     this.ws();
-    if (text.charCodeAt(this.i) === RBRACE) this.i++;
+    if (text[this.i] === RBRACE) this.i++;
     else {
       for (;;) {
         member(this.key());
@@ -173,7 +183,7 @@ class Scanner {
     const escaped = this.skipKey();
     const { text } = this;
     const end = this.keyEnd;
-    return escaped ? JSON.parse(text.slice(start, end)) as string : text.slice(start + 1, end - 1);
+    return escaped ? JSON.parse(text.toString('latin1', start, end)) as string : text.toString('latin1', start + 1, end - 1);
   }
 
   /** just past the closing quote of the key skipKey() passed */
@@ -182,11 +192,11 @@ class Scanner {
   /** At a key's opening quote: past it, its colon and the whitespace after; whether the key has escapes. */
   private skipKey(): boolean {
     const { text } = this;
-    if (text.charCodeAt(this.i) !== QUOTE) throw INVALID;
+    if (text[this.i] !== QUOTE) throw INVALID;
     const escaped = this.string();
     this.keyEnd = this.i;
     this.ws();
-    if (text.charCodeAt(this.i) !== COLON) throw INVALID;
+    if (text[this.i] !== COLON) throw INVALID;
     this.i++;
     this.ws();
     return escaped;
@@ -195,7 +205,7 @@ class Scanner {
   /** After a member's value: true at the closing brace (consumed), false after a comma (at the next key). */
   private afterMember(): boolean {
     this.ws();
-    const c = this.text.charCodeAt(this.i++);
+    const c = this.text[this.i++];
     if (c === RBRACE) return true;
     if (c !== COMMA) throw INVALID;
     this.ws();
@@ -212,19 +222,19 @@ class Scanner {
     if (2 > this.maxDepth) throw INVALID;
     this.i++;
     this.ws();
-    if (text.charCodeAt(this.i) === RBRACKET) { this.i++; return out; }
+    if (text[this.i] === RBRACKET) { this.i++; return out; }
     for (;;) {
       const start = this.i;
       const ev: ScannedEvent = { start, end: start, object: false, kind: null, labels: null };
       const head = spans.length;
       spans.push3(start, start, -1);
-      if (text.charCodeAt(start) === LBRACE) {
+      if (text[start] === LBRACE) {
         if (3 > this.maxDepth) throw INVALID;
         ev.object = true;
         let count = 0;
         this.i++;
         this.ws();
-        if (text.charCodeAt(this.i) === RBRACE) this.i++;
+        if (text[this.i] === RBRACE) this.i++;
         else {
           for (;;) {
             const keyStart = this.i;
@@ -236,8 +246,9 @@ class Scanner {
             spans.push5(keyStart, keyEnd, at, this.i, (escaped ? KEY_ESCAPED : 0) | (this.spaces !== spaces ? VALUE_SPACED : 0));
             count++;
             // only `kind` and `labels` matter here (a key without escapes is compared in place)
-            const key = escaped ? JSON.parse(text.slice(keyStart, keyEnd)) as string
-              : text.startsWith('kind"', keyStart + 1) ? 'kind' : text.startsWith('labels"', keyStart + 1) ? 'labels' : '';
+            const key = escaped ? JSON.parse(text.toString('latin1', keyStart, keyEnd)) as string
+              : keyEnd - keyStart === 6 && startsWith(text, KIND, keyStart) ? 'kind'
+                : keyEnd - keyStart === 8 && startsWith(text, LABELS, keyStart) ? 'labels' : '';
             if (key === 'kind') ev.kind = [at, this.i];
             else if (key === 'labels') ev.labels = [at, this.i];
             if (this.afterMember()) break;
@@ -249,7 +260,7 @@ class Scanner {
       spans.set(head + 1, this.i);
       out.push(ev);
       this.ws();
-      const c = text.charCodeAt(this.i++);
+      const c = text[this.i++];
       if (c === RBRACKET) return out;
       if (c !== COMMA) throw INVALID;
       this.ws();
@@ -263,7 +274,7 @@ class Scanner {
    */
   private value(depth: number): void {
     const { text } = this;
-    const c = text.charCodeAt(this.i);
+    const c = text[this.i];
     if (c !== LBRACE && c !== LBRACKET) { this.scalar(c); return; }
     if (depth + 1 > this.maxDepth) throw INVALID;
     // stack[d] = 1 inside an object, 0 inside an array, for nesting below this value
@@ -271,14 +282,14 @@ class Scanner {
     let d = 0;
     for (;;) {
       // at the first character of a value
-      const v = text.charCodeAt(this.i);
+      const v = text[this.i];
       if (v === LBRACE || v === LBRACKET) {
         if (depth + 1 + d > this.maxDepth) throw INVALID;
         const inObject = v === LBRACE;
         stack[d++] = inObject ? 1 : 0;
         this.i++;
         this.ws();
-        const close = text.charCodeAt(this.i);
+        const close = text[this.i];
         if (close === (inObject ? RBRACE : RBRACKET)) { this.i++; d--; }
         else {
           if (inObject) this.skipKey();
@@ -289,7 +300,7 @@ class Scanner {
       for (;;) {
         if (d === 0) return;
         this.ws();
-        const n = text.charCodeAt(this.i++);
+        const n = text[this.i++];
         const inObject = stack[d - 1] === 1;
         if (n === COMMA) {
           this.ws();
@@ -306,64 +317,63 @@ class Scanner {
   private scalar(c: number): void {
     if (c === QUOTE) { this.string(); return; }
     const { text } = this;
-    if (c === 0x74) return this.literal('true');
-    if (c === 0x66) return this.literal('false');
-    if (c === 0x6e) return this.literal('null');
+    if (c === 0x74) return this.literal(TRUE);
+    if (c === 0x66) return this.literal(FALSE);
+    if (c === 0x6e) return this.literal(NULL);
     // number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
     let i = this.i;
     if (c === MINUS) i++;
-    let d = text.charCodeAt(i);
+    let d = text[i];
     if (d === ZERO) i++;
-    else if (d > ZERO && d <= NINE) { do i++; while (isDigit(text.charCodeAt(i))); }
+    else if (d > ZERO && d <= NINE) { do i++; while (isDigit(text[i])); }
     else throw INVALID;
-    if (text.charCodeAt(i) === 0x2e) {
+    if (text[i] === 0x2e) {
       i++;
-      if (!isDigit(text.charCodeAt(i))) throw INVALID;
-      do i++; while (isDigit(text.charCodeAt(i)));
+      if (!isDigit(text[i])) throw INVALID;
+      do i++; while (isDigit(text[i]));
     }
-    d = text.charCodeAt(i);
+    d = text[i];
     if (d === 0x65 || d === 0x45) {
       i++;
-      d = text.charCodeAt(i);
+      d = text[i];
       if (d === 0x2b || d === MINUS) i++;
-      if (!isDigit(text.charCodeAt(i))) throw INVALID;
-      do i++; while (isDigit(text.charCodeAt(i)));
+      if (!isDigit(text[i])) throw INVALID;
+      do i++; while (isDigit(text[i]));
     }
     this.i = i;
   }
 
-  private literal(word: string): void {
-    if (!this.text.startsWith(word, this.i)) throw INVALID;
+  private literal(word: Uint8Array): void {
+    if (!startsWith(this.text, word, this.i)) throw INVALID;
     this.i += word.length;
   }
 
   /**
    * At an opening quote: moves past the closing one; whether the string has
-   * escapes. Control characters were ruled out for the whole text up front, so
-   * only escapes need a look: each must be one JSON.parse accepts.
+   * escapes, each of which must be one JSON.parse accepts. A control character
+   * or a byte beyond ASCII ends the scan (outside strings, every byte is checked
+   * against the grammar anyway: this is where the scan rules out both). A plain
+   * loop over the bytes: V8 compiles it to a few instructions per byte, less
+   * than a call out to Buffer#indexOf per string.
    */
   private string(): boolean {
     const { text } = this;
     let i = this.i + 1;
     let escaped = false;
     for (;;) {
-      const q = text.indexOf('"', i);
-      if (q < 0) throw INVALID;
-      if (this.nextBackslash < i) {
-        const b = text.indexOf('\\', i);
-        this.nextBackslash = b < 0 ? this.end : b;
-      }
-      if (this.nextBackslash > q) { this.i = q + 1; return escaped; }
-      // an escape before the quote: check it, then look again after it
-      escaped = true;
-      const b = this.nextBackslash;
-      const e = text.charCodeAt(b + 1);
-      if (e === 0x75 /* u */) {
-        for (let k = b + 2; k < b + 6; k++) if (!isHex(text.charCodeAt(k))) throw INVALID;
-        i = b + 6;
-      } else if (e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
-        i = b + 2;
-      } else throw INVALID;
+      const c = text[i];
+      if (c === QUOTE) { this.i = i + 1; return escaped; }
+      if (c === BACKSLASH) {
+        escaped = true;
+        const e = text[i + 1];
+        if (e === 0x75 /* u */) {
+          for (let k = i + 2; k < i + 6; k++) if (!isHex(text[k])) throw INVALID;
+          i += 6;
+        } else if (e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+          i += 2;
+        } else throw INVALID;
+      } else if (c >= 0x20 && c <= 0x7f) i++;
+      else throw INVALID; // a control character, a byte beyond ASCII, or the end (undefined)
     }
   }
 
@@ -373,7 +383,7 @@ class Scanner {
   private ws(): void {
     // tab, newline and CR never reach here (the control-character test), so JSON whitespace is a space
     const from = this.i;
-    while (this.text.charCodeAt(this.i) === SPACE) this.i++;
+    while (this.text[this.i] === SPACE) this.i++;
     this.spaces += this.i - from;
   }
 }
@@ -410,33 +420,38 @@ class SpanWriter {
   done(): Int32Array { return this.a.subarray(0, this.length); }
 }
 
-function isDigit(c: number): boolean {
-  return c >= ZERO && c <= NINE;
+const ascii = (word: string): Uint8Array => Buffer.from(word, 'latin1');
+const TRUE = ascii('true');
+const FALSE = ascii('false');
+const NULL = ascii('null');
+const KIND = ascii('"kind"');
+const LABELS = ascii('"labels"');
+
+function startsWith(bytes: Buffer, word: Uint8Array, at: number): boolean {
+  for (let k = 0; k < word.length; k++) if (bytes[at + k] !== word[k]) return false;
+  return true;
 }
 
-function isHex(c: number): boolean {
-  return (c >= ZERO && c <= NINE) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46);
+// (a read past the end gives undefined: neither a digit nor a hex digit)
+function isDigit(c: number | undefined): boolean {
+  return c! >= ZERO && c! <= NINE;
+}
+
+function isHex(c: number | undefined): boolean {
+  const h = c!;
+  return (h >= ZERO && h <= NINE) || (h >= 0x61 && h <= 0x66) || (h >= 0x41 && h <= 0x46);
 }
 
 /**
  * The events of a batch as ScannedBody.spans describes them, in the shape
- * arrayMemberSpans() gives (api/json_text.ts): the shard's view of the events
- * without a second scan of the text. A member value the scan saw no whitespace
- * in is marked compact (its stored text needs no minify pass).
- */
-export function eventSpans(text: string, spans: Int32Array): ElementSpans[] {
-  const out: ElementSpans[] = [];
-  for (let i = 0; i < spans.length; i = nextEvent(spans, i)) out.push(elementAt(text, spans, i, 0));
-  return out;
-}
-
-/**
- * The same events of an ASCII body, each with a text of its own: its slice of
- * `bytes` as a string, its spans relative to that slice. A batch's whole text
- * is one string of hundreds of kilobytes, which V8 allocates in its large-object
- * space, fresh pages every time (~1 µs per KB on this kind of VM, more than the
- * rest of a result's parsing); a 2 KB event is an ordinary young string. For
- * ASCII bytes a character offset is a byte offset, so the front's spans hold.
+ * arrayMemberSpans() gives (api/json_text.ts), each with a text of its own: its
+ * slice of `bytes` as a string, its spans relative to that slice. The shard's
+ * view of the events without a second scan; a member value the scan saw no
+ * whitespace in is marked compact (its stored text needs no minify pass).
+ * A batch's whole text would be one string of hundreds of kilobytes, which V8
+ * allocates in its large-object space, fresh pages every time (~1 µs per KB on
+ * this kind of VM, more than the rest of a result's parsing); a 2 KB event is an
+ * ordinary young string.
  */
 export function asciiEventSpans(bytes: Buffer, spans: Int32Array): Array<[text: string, at: ElementSpans]> {
   const out: Array<[string, ElementSpans]> = [];

@@ -15,8 +15,7 @@ import { EVENT_KINDS } from '../shard/ingest.js';
 import type { Shards } from '../shard/shards.js';
 import type { IngestCommand, Reply } from '../shard/protocol.js';
 import { scanBatchBody } from '../api/json_scan.js';
-import { hasControlCharacter } from '../api/utf8.js';
-import { jsonBodyText, parseJsonText } from '../api/json_body.js';
+import { jsonBodyText, mediaType, parseJsonText } from '../api/json_body.js';
 import type { Directory } from './directory.js';
 import type { LabelCatalogue } from './labels.js';
 import { reply, type Exchange } from './respond.js';
@@ -81,14 +80,9 @@ export class Ingest {
   }
 
   private parsed(ex: Exchange, contentType: string, bytes: Buffer): void {
-    const decoded = jsonBodyText(bytes, contentType);
-    if (!decoded.ok) return reply(ex, decoded.status, decoded.body);
-    const { text } = decoded;
-    const parsed = envelopeOf(text, !hasControlCharacter(bytes));
+    const parsed = envelopeOf(bytes, contentType);
     if (!parsed.ok) return reply(ex, parsed.status, parsed.body);
-    const { value } = parsed;
-    const spans = 'spans' in parsed ? parsed.spans ?? null : null;
-    const members = 'members' in parsed ? parsed.members ?? null : null;
+    const { value, spans } = parsed;
     const envelope = checkEnvelope(value);
     if (typeof envelope === 'string') return reply(ex, envelope === TOO_MANY ? 413 : 400, envelope === TOO_MANY ? Errors.tooManyEvents(LIMITS.ingestEvents) : envelope);
     const { seq, events } = envelope;
@@ -126,9 +120,8 @@ export class Ingest {
         const fields: Obj = { ...header };
         delete fields.uuid;
         delete fields.id;
-        // where the playbook member is: found by the envelope's scan, or (JSON.parse path) by a walk of the top level
-        const span = (members ?? memberSpans(text)!).get('playbook')!;
-        const n = this.deps.normalizer.normalize('playbook', 'create', fields, text, span[0], span[1]);
+        const [text, start, end] = parsed.playbookText();
+        const n = this.deps.normalizer.normalize('playbook', 'create', fields, text, start, end);
         if (n.errors) return reply(ex, 400, JSON.stringify({ playbook: JSON.parse(Errors.fields(n.errors, WRITE_FIELDS.playbook)) }));
         create = n.set;
         if (Array.isArray(create.labels)) names.push(...(create.labels as string[]));
@@ -199,34 +192,55 @@ export class Ingest {
   }
 }
 
+/** The body's envelope as the front reads it (envelopeOf). */
+interface Envelope {
+  ok: true;
+  /** `seq`, `playbook` and `events`, each event reduced to its `kind` and `labels` (null: not an object) */
+  value: Obj;
+  /** every event's member spans, for the shard (api/json_scan.ts ScannedBody.spans), when the body was scanned */
+  spans: Uint8Array | null;
+  /** the `playbook` member's text, as [text, start, end] (for the normalizer, which keeps JSON fields as text) */
+  playbookText: () => [string, number, number];
+}
+
 /**
- * What the envelope check needs of the body: `seq`, `playbook` and `events`, with
- * each event reduced to its `kind` and `labels` (null for an element that is not
- * an object). Found by one scan of the text when it can say the text is what
- * JSON.parse accepts (api/json_scan.ts); otherwise by JSON.parse, whose errors
- * are the answer. Either way the values are the ones JSON.parse would give.
- * `controlFree`: the body holds no control character (checked on its bytes);
- * one that does (a tab or newline of pretty-printing too) takes the JSON.parse path.
+ * What the envelope check needs of the body. Found by one scan of its bytes
+ * when the scan can say their text is what JSON.parse accepts (api/json_scan.ts:
+ * ASCII without control characters, the bodies clients send); otherwise the
+ * body is decoded and parsed, and JSON.parse's errors are the answer. Either
+ * way the values are the ones JSON.parse would give. Only the small members the
+ * front reads become strings: a batch body is never one string on this path.
  */
-function envelopeOf(text: string, controlFree: boolean): { ok: true; value: Obj; spans?: Uint8Array | null; members?: Map<string, [number, number]> } | { ok: false; status: number; body: string } {
-  const scan = controlFree ? scanBatchBody(text, LIMITS.jsonDepth, true) : null;
-  if (scan === null) return parseJsonText(text);
+function envelopeOf(bytes: Buffer, contentType: string): Envelope | { ok: false; status: number; body: string } {
+  const scan = mediaType(contentType) === 'application/json' ? scanBatchBody(bytes, LIMITS.jsonDepth) : null;
+  if (scan === null) {
+    const decoded = jsonBodyText(bytes, contentType);
+    if (!decoded.ok) return decoded;
+    const { text } = decoded;
+    const parsed = parseJsonText(text);
+    if (!parsed.ok) return parsed;
+    return {
+      ok: true, value: parsed.value, spans: null,
+      playbookText: () => { const [start, end] = memberSpans(text)!.get('playbook')!; return [text, start, end]; },
+    };
+  }
+  const slice = ([start, end]: [number, number]): string => bytes.toString('latin1', start, end);
   const value: Obj = {};
-  for (const [key, [start, end]] of scan.members) {
+  for (const [key, at] of scan.members) {
     if (key === 'events' && scan.events !== null) continue;
-    if (key === 'seq' || key === 'playbook' || key === 'events') value[key] = JSON.parse(text.slice(start, end));
+    if (key === 'seq' || key === 'playbook' || key === 'events') value[key] = JSON.parse(slice(at));
   }
   if (scan.events !== null) {
     value.events = scan.events.map((ev) => {
       if (!ev.object) return null;
       const stub: Obj = {};
-      if (ev.kind) stub.kind = parseSpan(text, ev.kind[0], ev.kind[1]);
-      if (ev.labels) stub.labels = JSON.parse(text.slice(ev.labels[0], ev.labels[1]));
+      if (ev.kind) { const kind = slice(ev.kind); stub.kind = parseSpan(kind, 0, kind.length); }
+      if (ev.labels) stub.labels = JSON.parse(slice(ev.labels));
       return stub;
     });
   }
   const spans = scan.spans && new Uint8Array(scan.spans.buffer, scan.spans.byteOffset, scan.spans.byteLength);
-  return { ok: true, value, spans, members: scan.members };
+  return { ok: true, value, spans, playbookText: () => { const text = slice(scan.members.get('playbook')!); return [text, 0, text.length]; } };
 }
 
 const TOO_MANY = '\u0000too many';

@@ -6,7 +6,7 @@
 // give. An event that breaks a rule is reported and skipped; the rest apply, and
 // the whole batch (with the stream's new `seq`) is one journal entry.
 import { Errors, Messages } from '../api/errors.js';
-import { asciiEventSpans, eventSpans, jsonStandIn } from '../api/json_scan.js';
+import { asciiEventSpans, jsonStandIn } from '../api/json_scan.js';
 import { arrayMemberSpans, parseSpan, type ElementSpans } from '../api/json_text.js';
 import { JSON_FIELDS, TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
 import { normalizeUuid } from '../api/uuid.js';
@@ -136,7 +136,7 @@ class Batch {
     }
     const { text } = this.cmd;
     // The front checked the envelope (an object with an `events` array of objects with known kinds).
-    const spans = this.cmd.spans ? eventSpans(text, int32s(this.cmd.spans)) : arrayMemberSpans(text, 'events')!;
+    const spans = arrayMemberSpans(text, 'events')!;
     for (let i = 0; i < spans.length; i++) this.one(i, text, spans[i]!, labels.get(i));
   }
 

@@ -44,8 +44,8 @@ export interface IngestCommand {
   body?: Uint8Array | null;
   /** label ids for `playbook` events that set labels, by event index (names resolved by the front) */
   labels: Array<[number, number[]]>;
-  /** where the events and their members are in `text`, as the front's scan found them (api/json_scan.ts,
-   * an Int32Array's bytes); null: the shard finds them itself */
+  /** where the events and their members are in the body, as the front's scan of its bytes found them
+   * (api/json_scan.ts, an Int32Array's bytes; only for an ASCII body); null: the shard finds them itself */
   spans?: Uint8Array | null;
 }
 
