@@ -132,6 +132,16 @@ test('formats with six fraction digits, before 1970 too', (t) => {
   t.is(formatTimestamp(4_107_542_400_000_000), '2100-03-01T00:00:00.000000Z');
 });
 
+test('formats instants of one second, and of seconds in turn, each as its own (the per-second prefix is reused)', (t) => {
+  const base = 1_795_327_378_000_000; // 2026-11-22T06:02:58Z
+  const seen = [base + 1, base + 999_999, base - 1, base + 2, base + 1_000_000, base + 3, -1, base + 4];
+  t.deepEqual(seen.map(formatTimestamp), [
+    '2026-11-22T06:02:58.000001Z', '2026-11-22T06:02:58.999999Z', '2026-11-22T06:02:57.999999Z',
+    '2026-11-22T06:02:58.000002Z', '2026-11-22T06:02:59.000000Z', '2026-11-22T06:02:58.000003Z',
+    '1969-12-31T23:59:59.999999Z', '2026-11-22T06:02:58.000004Z',
+  ]);
+});
+
 test('format agrees with Date over random instants (seeded)', (t) => {
   const random = mulberry32(1);
   // Whole seconds across all of 0001-9999 (exact as µs doubles everywhere)...

@@ -172,6 +172,9 @@ function splitMicros(us: number): number {
 export function formatTimestamp(us: number): string {
   const rem = splitMicros(Math.floor(us));
   const sec = splitSeconds;
+  // The timestamps of one commit's rows (a batch's results, their created and
+  // updated) mostly fall in the same second: its text up to the fraction is kept.
+  if (sec === lastSecond) return lastPrefix + sixDigits(rem) + 'Z';
   const days = Math.floor(sec / 86400);
   let sod = sec - days * 86400; // second of day, [0, 86399]
 
@@ -192,8 +195,14 @@ export function formatTimestamp(us: number): string {
   const minute = (sod / 60) | 0;
   const second = sod - minute * 60;
   const yy = year >= 0 && year < 10000 ? TWO_DIGITS[(year / 100) | 0]! + TWO_DIGITS[year % 100]! : String(year);
-  return `${yy}-${TWO_DIGITS[month]}-${TWO_DIGITS[day]}T${TWO_DIGITS[hour]}:${TWO_DIGITS[minute]}:${TWO_DIGITS[second]}.${sixDigits(rem)}Z`;
+  lastSecond = sec;
+  lastPrefix = `${yy}-${TWO_DIGITS[month]}-${TWO_DIGITS[day]}T${TWO_DIGITS[hour]}:${TWO_DIGITS[minute]}:${TWO_DIGITS[second]}.`;
+  return lastPrefix + sixDigits(rem) + 'Z';
 }
+
+/** The second formatTimestamp formatted last, and its text up to the fraction. */
+let lastSecond = NaN;
+let lastPrefix = '';
 
 /**
  * `HH:MM:SS.ffffff` with hours not folded into days (at least two digits, so
