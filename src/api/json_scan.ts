@@ -127,18 +127,18 @@ class Scanner {
   private stack: Uint8Array | null = null;
   private readonly end: number;
 
-  constructor(private readonly text: Buffer, private readonly maxDepth: number) {
-    this.end = text.length;
+  constructor(private readonly bytes: Buffer, private readonly maxDepth: number) {
+    this.end = bytes.length;
   }
 
   body(): ScannedBody {
-    const { text } = this;
+    const { bytes } = this;
     const members = new Map<string, [number, number]>();
     // the last `events` member's elements (and their spans), when it is an array
     const last: { events: ScannedEvent[] | null; spans: SpanWriter | null } = { events: null, spans: null };
     this.topObject((key) => {
       const start = this.i;
-      if (key === 'events' && text[start] === LBRACKET) { last.spans = new SpanWriter(); last.events = this.events(last.spans); }
+      if (key === 'events' && bytes[start] === LBRACKET) { last.spans = new SpanWriter(); last.events = this.events(last.spans); }
       else {
         if (key === 'events') { last.events = null; last.spans = null; }
         this.value(1);
@@ -159,14 +159,14 @@ class Scanner {
     return members;
   }
 
-  /** The top-level object, to the end of the text: `member(key)` walks each member's value from `i`. */
+  /** The top-level object, to the end of the body: `member(key)` walks each member's value from `i`. */
   private topObject(member: (key: string) => void): void {
-    const { text } = this;
+    const { bytes } = this;
     this.ws();
-    if (text[this.i] !== LBRACE) throw INVALID;
+    if (bytes[this.i] !== LBRACE) throw INVALID;
     this.i++;
     this.ws();
-    if (text[this.i] === RBRACE) this.i++;
+    if (bytes[this.i] === RBRACE) this.i++;
     else {
       for (;;) {
         member(this.key());
@@ -181,9 +181,9 @@ class Scanner {
   private key(): string {
     const start = this.i;
     const escaped = this.skipKey();
-    const { text } = this;
+    const { bytes } = this;
     const end = this.keyEnd;
-    return escaped ? JSON.parse(text.toString('latin1', start, end)) as string : text.toString('latin1', start + 1, end - 1);
+    return escaped ? JSON.parse(bytes.toString('latin1', start, end)) as string : bytes.toString('latin1', start + 1, end - 1);
   }
 
   /** just past the closing quote of the key skipKey() passed */
@@ -191,12 +191,12 @@ class Scanner {
 
   /** At a key's opening quote: past it, its colon and the whitespace after; whether the key has escapes. */
   private skipKey(): boolean {
-    const { text } = this;
-    if (text[this.i] !== QUOTE) throw INVALID;
+    const { bytes } = this;
+    if (bytes[this.i] !== QUOTE) throw INVALID;
     const escaped = this.string();
     this.keyEnd = this.i;
     this.ws();
-    if (text[this.i] !== COLON) throw INVALID;
+    if (bytes[this.i] !== COLON) throw INVALID;
     this.i++;
     this.ws();
     return escaped;
@@ -205,7 +205,7 @@ class Scanner {
   /** After a member's value: true at the closing brace (consumed), false after a comma (at the next key). */
   private afterMember(): boolean {
     this.ws();
-    const c = this.text[this.i++];
+    const c = this.bytes[this.i++];
     if (c === RBRACE) return true;
     if (c !== COMMA) throw INVALID;
     this.ws();
@@ -217,24 +217,24 @@ class Scanner {
    * element's `kind` and `labels`; every member's spans go to `spans`.
    */
   private events(spans: SpanWriter): ScannedEvent[] {
-    const { text } = this;
+    const { bytes } = this;
     const out: ScannedEvent[] = [];
     if (2 > this.maxDepth) throw INVALID;
     this.i++;
     this.ws();
-    if (text[this.i] === RBRACKET) { this.i++; return out; }
+    if (bytes[this.i] === RBRACKET) { this.i++; return out; }
     for (;;) {
       const start = this.i;
       const ev: ScannedEvent = { start, end: start, object: false, kind: null, labels: null };
       const head = spans.length;
       spans.push3(start, start, -1);
-      if (text[start] === LBRACE) {
+      if (bytes[start] === LBRACE) {
         if (3 > this.maxDepth) throw INVALID;
         ev.object = true;
         let count = 0;
         this.i++;
         this.ws();
-        if (text[this.i] === RBRACE) this.i++;
+        if (bytes[this.i] === RBRACE) this.i++;
         else {
           for (;;) {
             const keyStart = this.i;
@@ -246,9 +246,9 @@ class Scanner {
             spans.push5(keyStart, keyEnd, at, this.i, (escaped ? KEY_ESCAPED : 0) | (this.spaces !== spaces ? VALUE_SPACED : 0));
             count++;
             // only `kind` and `labels` matter here (a key without escapes is compared in place)
-            const key = escaped ? JSON.parse(text.toString('latin1', keyStart, keyEnd)) as string
-              : keyEnd - keyStart === 6 && startsWith(text, KIND, keyStart) ? 'kind'
-                : keyEnd - keyStart === 8 && startsWith(text, LABELS, keyStart) ? 'labels' : '';
+            const key = escaped ? JSON.parse(bytes.toString('latin1', keyStart, keyEnd)) as string
+              : keyEnd - keyStart === 6 && startsWith(bytes, KIND, keyStart) ? 'kind'
+                : keyEnd - keyStart === 8 && startsWith(bytes, LABELS, keyStart) ? 'labels' : '';
             if (key === 'kind') ev.kind = [at, this.i];
             else if (key === 'labels') ev.labels = [at, this.i];
             if (this.afterMember()) break;
@@ -260,7 +260,7 @@ class Scanner {
       spans.set(head + 1, this.i);
       out.push(ev);
       this.ws();
-      const c = text[this.i++];
+      const c = bytes[this.i++];
       if (c === RBRACKET) return out;
       if (c !== COMMA) throw INVALID;
       this.ws();
@@ -273,8 +273,8 @@ class Scanner {
    * kinds, so deep nesting costs no recursion.
    */
   private value(depth: number): void {
-    const { text } = this;
-    const c = text[this.i];
+    const { bytes } = this;
+    const c = bytes[this.i];
     if (c !== LBRACE && c !== LBRACKET) { this.scalar(c); return; }
     if (depth + 1 > this.maxDepth) throw INVALID;
     // stack[d] = 1 inside an object, 0 inside an array, for nesting below this value
@@ -282,14 +282,14 @@ class Scanner {
     let d = 0;
     for (;;) {
       // at the first character of a value
-      const v = text[this.i];
+      const v = bytes[this.i];
       if (v === LBRACE || v === LBRACKET) {
         if (depth + 1 + d > this.maxDepth) throw INVALID;
         const inObject = v === LBRACE;
         stack[d++] = inObject ? 1 : 0;
         this.i++;
         this.ws();
-        const close = text[this.i];
+        const close = bytes[this.i];
         if (close === (inObject ? RBRACE : RBRACKET)) { this.i++; d--; }
         else {
           if (inObject) this.skipKey();
@@ -300,7 +300,7 @@ class Scanner {
       for (;;) {
         if (d === 0) return;
         this.ws();
-        const n = text[this.i++];
+        const n = bytes[this.i++];
         const inObject = stack[d - 1] === 1;
         if (n === COMMA) {
           this.ws();
@@ -316,35 +316,35 @@ class Scanner {
   /** A string, number, true, false or null at `i`. */
   private scalar(c: number): void {
     if (c === QUOTE) { this.string(); return; }
-    const { text } = this;
+    const { bytes } = this;
     if (c === 0x74) return this.literal(TRUE);
     if (c === 0x66) return this.literal(FALSE);
     if (c === 0x6e) return this.literal(NULL);
     // number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
     let i = this.i;
     if (c === MINUS) i++;
-    let d = text[i];
+    let d = bytes[i];
     if (d === ZERO) i++;
-    else if (d > ZERO && d <= NINE) { do i++; while (isDigit(text[i])); }
+    else if (d > ZERO && d <= NINE) { do i++; while (isDigit(bytes[i])); }
     else throw INVALID;
-    if (text[i] === 0x2e) {
+    if (bytes[i] === 0x2e) {
       i++;
-      if (!isDigit(text[i])) throw INVALID;
-      do i++; while (isDigit(text[i]));
+      if (!isDigit(bytes[i])) throw INVALID;
+      do i++; while (isDigit(bytes[i]));
     }
-    d = text[i];
+    d = bytes[i];
     if (d === 0x65 || d === 0x45) {
       i++;
-      d = text[i];
+      d = bytes[i];
       if (d === 0x2b || d === MINUS) i++;
-      if (!isDigit(text[i])) throw INVALID;
-      do i++; while (isDigit(text[i]));
+      if (!isDigit(bytes[i])) throw INVALID;
+      do i++; while (isDigit(bytes[i]));
     }
     this.i = i;
   }
 
   private literal(word: Uint8Array): void {
-    if (!startsWith(this.text, word, this.i)) throw INVALID;
+    if (!startsWith(this.bytes, word, this.i)) throw INVALID;
     this.i += word.length;
   }
 
@@ -357,17 +357,17 @@ class Scanner {
    * than a call out to Buffer#indexOf per string.
    */
   private string(): boolean {
-    const { text } = this;
+    const { bytes } = this;
     let i = this.i + 1;
     let escaped = false;
     for (;;) {
-      const c = text[i];
+      const c = bytes[i];
       if (c === QUOTE) { this.i = i + 1; return escaped; }
       if (c === BACKSLASH) {
         escaped = true;
-        const e = text[i + 1];
+        const e = bytes[i + 1];
         if (e === 0x75 /* u */) {
-          for (let k = i + 2; k < i + 6; k++) if (!isHex(text[k])) throw INVALID;
+          for (let k = i + 2; k < i + 6; k++) if (!isHex(bytes[k])) throw INVALID;
           i += 6;
         } else if (e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
           i += 2;
@@ -383,7 +383,7 @@ class Scanner {
   private ws(): void {
     // tab, newline and CR never reach here (the control-character test), so JSON whitespace is a space
     const from = this.i;
-    while (this.text[this.i] === SPACE) this.i++;
+    while (this.bytes[this.i] === SPACE) this.i++;
     this.spaces += this.i - from;
   }
 }
