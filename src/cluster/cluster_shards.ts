@@ -312,6 +312,10 @@ export class ClusterShards implements Shards {
         }
         // a live owner keeps it until our own heartbeats have been seen for a while (no ping-pong on a blip)
         if (this.remoteOwner(p) !== null && !graceOver) continue;
+        // our own worker of it is still draining (released a moment ago, or a standby being stopped):
+        // a fence now would fail that worker's last commits, which it may be answering, and
+        // pool.open would refuse a second worker after the fence had already cost an epoch
+        if (this.pool.running(p) && !this.standbys.has(p)) continue;
         takes.push(this.take(p));
       }
       await Promise.all(takes);
