@@ -22,8 +22,37 @@ const stamps = (row: { created: number; updated: number }): string =>
 
 export type Form = 'list' | 'detail' | 'write';
 
+/**
+ * A result's list row as its fields rather than its text. The live stream's
+ * change log keeps this for every result a commit writes (most of a batch's
+ * changes), so the shard neither builds nor encodes the text: the front renders
+ * it (resultListJson) only when a subscriber is sent it, live or on replay. The
+ * compat fields are null without compat mode, so a logged row renders as it was
+ * written whatever the server's mode is later.
+ */
+export type ResultListFields = [
+  id: number, status: string, playbook: number, play: number, task: number, host: number,
+  started: number, ended: number | null, changed: boolean, ignoreErrors: boolean,
+  delegatedTo: readonly number[] | null, created: number | null, updated: number | null,
+];
+
+export function resultListFields(r: ResultRow, compat: boolean): ResultListFields {
+  return [r.id, shownStatus(r), r.playbook, r.play, r.task, r.host, r.started, r.ended, r.changed, r.ignoreErrors,
+    compat ? r.delegatedTo : null, compat ? r.created : null, compat ? r.updated : null];
+}
+
+/** A result's list row (SPEC §2, its key order) from its fields; GET /results renders its rows with it too. */
+export function resultListJson(f: ResultListFields): string {
+  const delegatedTo = f[10];
+  const created = f[11];
+  return '{"id":' + f[0] + ',"status":' + JSON.stringify(f[1]) + ',"playbook":' + f[2] + ',"play":' + f[3] + ',"task":' + f[4]
+    + ',"host":' + f[5] + ',' + timing({ started: f[6], ended: f[7] }) + ',"changed":' + f[8] + ',"ignore_errors":' + f[9]
+    + (delegatedTo === null ? '' : ',"delegated_to":[' + delegatedTo.join(',') + ']')
+    + (created === null ? '' : ',' + stamps({ created, updated: f[12] ?? created })) + '}';
+}
+
 export class Serializer {
-  constructor(private readonly state: ShardState, private readonly blobs: BlobReader, private readonly compat: boolean) {}
+  constructor(private readonly state: ShardState, private readonly blobs: BlobReader, readonly compat: boolean) {}
 
   private blob(key: BlobKey, fallback: string): string {
     return this.blobs.getBlob(key) ?? fallback;
@@ -158,9 +187,7 @@ export class Serializer {
   result(agg: Aggregate, r: ResultRow, form: Form): string {
     const head = '{"id":' + r.id + ',"status":' + str(shownStatus(r));
     switch (form) {
-      case 'list':
-        return head + ',"playbook":' + r.playbook + ',"play":' + r.play + ',"task":' + r.task + ',"host":' + r.host
-          + ',' + timing(r) + this.resultFlags(r) + this.delegated(r) + this.compatStamps(r) + '}';
+      case 'list': return resultListJson(resultListFields(r, this.compat));
       case 'detail': {
         const play = agg.plays.get(r.play);
         const task = agg.tasks.get(r.task);
