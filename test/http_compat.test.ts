@@ -9,6 +9,7 @@ import {
   get, list, patch, put, uniq, type Json,
 } from './helpers/fixtures.js';
 import { DETAIL, ROW, WRITE } from './helpers/shapes.js';
+import { openSse, type StreamMessage } from './helpers/stream.js';
 
 let on: Logbook;
 let off: Logbook;
@@ -130,4 +131,36 @@ test('compat on vs off: controller and user are stored either way (the mode only
   const ctl = uniq('ctl');
   const pb = await createPlaybook(url, { controller: ctl, user: 'carol' });
   t.deepEqual((await list(url, 'playbooks', { controller: ctl })).results.map((p: Json) => p.id), [pb.id]);
+});
+
+test('the live stream sends each row as its list row, in both modes, live and when replayed', async (t) => {
+  for (const [mode, lb] of [['compat on', on], ['compat off', off]] as const) {
+    const watcher = await openSse(lb.url);
+    try {
+      const [hello] = await watcher.waitFor(1);
+      const m = await build(lb.url);
+      // a failed result with ignore_errors (shown "ignored") that has ended: every derived field of a result row
+      const ignored = await createResult(lb.url, { playbook: m.pb.id, play: m.play.id, task: m.task.id, host: m.host2.id },
+        { status: 'failed', ignore_errors: true, changed: true, started: '2026-11-24T07:00:00.123456Z', ended: '2026-11-24T07:01:02.5Z', delegated_to: [m.host.id] });
+      const last = (ms: StreamMessage[]) => ms.some((x) => x.data.type === 'result' && x.data.id === ignored.id);
+      await watcher.waitFor(last);
+      const replayed = await openSse(lb.url, `?since=${hello!.data.cursor}`);
+      try {
+        await replayed.waitFor(last);
+        const rows = (await list(lb.url, 'results', { playbook: m.pb.id })).results as Json[];
+        t.is(rows.length, 2);
+        for (const row of rows) {
+          for (const [how, client] of [['live', watcher], ['replayed', replayed]] as const) {
+            const sent = client.messages.find((x) => x.data.type === 'result' && x.data.id === row.id);
+            t.deepEqual(sent?.data.row, row, `${mode}, ${how}: result ${row.id} is its list row`);
+          }
+        }
+        t.is(rows.find((r) => r.id === ignored.id)!.status, 'ignored');
+        t.is('delegated_to' in rows[0]!, mode === 'compat on');
+        const host = (await list(lb.url, 'hosts', { playbook: m.pb.id })).results.find((h: Json) => h.id === m.host.id);
+        const hostSent = watcher.messages.filter((x) => x.data.type === 'host' && x.data.id === m.host.id).at(-1);
+        t.deepEqual(hostSent?.data.row, host, `${mode}: the host's last change is its list row`);
+      } finally { replayed.close(); }
+    } finally { watcher.close(); }
+  }
 });

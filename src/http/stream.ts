@@ -31,7 +31,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_cont
 import type { Config } from '../config.js';
 import { Errors } from '../api/errors.js';
 import { RESOURCE_TYPES, TYPE_CODE } from '../api/resources.js';
-import { OP_NAMES, STREAM_TYPES, type StreamChange } from '../shard/changes.js';
+import { OP_NAMES, rowJson, STREAM_TYPES, type ChangeRow, type StreamChange } from '../shard/changes.js';
 import type { Shards } from '../shard/shards.js';
 import { CommitOrder } from '../shard/commit_order.js';
 import type { ReadyMessage, Reply, ShardToFront } from '../shard/protocol.js';
@@ -141,9 +141,9 @@ class Outgoing {
   }
 }
 
-function changeJson(cursor: string, op: number, code: number, id: number, playbook: number | null, row: string | null): string {
+function changeJson(cursor: string, op: number, code: number, id: number, playbook: number | null, row: ChangeRow): string {
   return '{"cursor":"' + cursor + '","op":"' + OP_NAMES[op] + '","type":"' + TYPE_NAMES[code] + '","id":' + id
-    + ',"playbook":' + playbook + ',"row":' + (row ?? 'null') + '}';
+    + ',"playbook":' + playbook + ',"row":' + rowJson(row) + '}';
 }
 
 // ---- subscribers -----------------------------------------------------------------

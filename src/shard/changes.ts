@@ -10,7 +10,7 @@
 // subscriber.
 import { RESOURCE_TYPES, TYPE_CODE } from '../api/resources.js';
 import { LIMITS } from '../limits.js';
-import type { Serializer } from './serialize.js';
+import { resultListFields, resultListJson, type ResultListFields, type Serializer } from './serialize.js';
 import type { Aggregate, Event, EventType, ShardState } from './state.js';
 
 /** op codes of a change */
@@ -20,10 +20,18 @@ export const OP_DELETE = 2;
 export const OP_NAMES = ['create', 'update', 'delete'] as const;
 
 /**
- * One change: [seq, op, type code, id, playbook id, list row JSON | null on delete,
+ * One change: [seq, op, type code, id, playbook id, list row | null on delete,
  * stamp of its commit in the order of all shards' commits (src/shard/commit_order.ts; absent in logs written before it)].
+ * The list row is its JSON text, or for a result its fields (ResultListFields; logs
+ * written before them hold text for results too): rowJson gives the text of either.
  */
-export type StreamChange = [number, number, number, number, number, string | null, number?];
+export type StreamChange = [number, number, number, number, number, ChangeRow, number?];
+export type ChangeRow = string | ResultListFields | null;
+
+/** The JSON text of a change's row ('null' on delete). */
+export function rowJson(row: ChangeRow): string {
+  return row === null ? 'null' : typeof row === 'string' ? row : resultListJson(row);
+}
 
 interface Direct { t: EventType; id: number; p: number; op: number }
 interface Derived { t: EventType; id: number; p: number; before: string }
@@ -140,7 +148,11 @@ function fingerprint(state: ShardState, t: EventType, id: number): string {
   }
 }
 
-function listRow(state: ShardState, serializer: Serializer, t: EventType, id: number): string | null {
+function listRow(state: ShardState, serializer: Serializer, t: EventType, id: number): ChangeRow {
+  if (t === 'result') {
+    const r = state.results.get(id);
+    return r === undefined ? null : resultListFields(r, serializer.compat);
+  }
   if (t === 'playbook') {
     const agg = state.aggregates.get(id);
     return agg === undefined ? null : serializer.playbook(agg, 'list');
