@@ -5,9 +5,11 @@
 // A commit's changes are, in order of application: one create/update/delete per
 // record written (a cascading delete is one delete, for the record named), then
 // one update per record whose derived fields (items, host counters) changed
-// because of them, at most one per record per commit. Rows are serialized once,
-// here, when the commit is staged: the front fans the same text out to every
-// subscriber.
+// because of them, at most one per record per commit. Rows are taken when the
+// commit is staged: as JSON text, except a result's, which is its fields
+// (ResultListFields; most of a batch's changes) that the front renders once per
+// change, and only when a subscriber is sent it. Either way every subscriber
+// gets the same text.
 import { RESOURCE_TYPES, TYPE_CODE } from '../api/resources.js';
 import { LIMITS } from '../limits.js';
 import { resultListFields, resultListJson, type ResultListFields, type Serializer } from './serialize.js';
