@@ -185,9 +185,9 @@ export class Serializer {
   }
 
   result(agg: Aggregate, r: ResultRow, form: Form): string {
+    if (form === 'list') return resultListJson(resultListFields(r, this.compat));
     const head = '{"id":' + r.id + ',"status":' + str(shownStatus(r));
     switch (form) {
-      case 'list': return resultListJson(resultListFields(r, this.compat));
       case 'detail': {
         const play = agg.plays.get(r.play);
         const task = agg.tasks.get(r.task);
