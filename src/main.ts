@@ -7,6 +7,7 @@ import { ConfigError, configSummary, helpText, loadConfig } from './config.js';
 import { errText, log, setLogLevel } from './log.js';
 import { startServer } from './server.js';
 import { StoreError } from './store/front_store.js';
+import { lmdbBinary } from './store/lmdb_build.js';
 import { PartitionCountMismatchError } from './cluster/partition_log.js';
 import { NatsAccessError } from './cluster/nats_options.js';
 import { VERSION } from './version.js';
@@ -32,7 +33,11 @@ setLogLevel(config.logLevel);
 const die = (what: string) => (err: unknown) => { log.fatal(what, { err: errText(err) }); process.exit(1); };
 process.on('uncaughtException', die('uncaught exception'));
 process.on('unhandledRejection', die('unhandled promise rejection'));
-log.info('starting', { version: VERSION, node: process.version, config: configSummary(config) });
+const lmdb = lmdbBinary();
+log.info('starting', { version: VERSION, node: process.version, lmdb: lmdb.patch ?? 'prebuilt', config: configSummary(config) });
+if (lmdb.patch === null) {
+  log.warn('lmdb: the prebuilt native module is loaded; it aborts the process when a write to the data directory fails (disk full, a file-size limit). Build the fixed one: node scripts/build_lmdb.mjs (README "Storage engine")', { module: lmdb.path });
+}
 
 const started = performance.now();
 let server;

@@ -1,0 +1,35 @@
+// Which native lmdb module this process loads, and whether it is the one
+// scripts/build_lmdb.mjs built (lmdb's sources with a fix: its prebuilt 3.5.6
+// binary overruns a heap buffer when a page write fails, and glibc aborts the
+// whole process a few failed commits later: a full disk or a file-size limit
+// would take down every shard and the front, instead of answering 503).
+// Asked of lmdb's own loader, so it names the file `import 'lmdb'` really
+// loaded (PREBUILDS_ONLY=1, for one, makes the loader skip the built one).
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, sep } from 'node:path';
+
+/** written by scripts/build_lmdb.mjs beside the module it built and checked */
+const MARKER = 'logbook-patch';
+
+export interface LmdbBinary {
+  /** the native module's path (null: the loader could not be asked) */
+  path: string | null;
+  /** the fix that build carries (null: the prebuilt binary, without it) */
+  patch: string | null;
+}
+
+export function lmdbBinary(): LmdbBinary {
+  try {
+    const require = createRequire(import.meta.url);
+    const lmdbDir = dirname(dirname(require.resolve('lmdb'))); // …/lmdb/dist/index.cjs
+    const loader = createRequire(join(lmdbDir, 'package.json'))('node-gyp-build-optional-packages') as { resolve(dir: string): string };
+    const path = loader.resolve(lmdbDir);
+    const buildDir = join(lmdbDir, 'build');
+    const marker = join(buildDir, MARKER);
+    const patch = path.startsWith(buildDir + sep) && existsSync(marker) ? readFileSync(marker, 'utf8').trim() : null;
+    return { path, patch };
+  } catch {
+    return { path: null, patch: null };
+  }
+}
