@@ -36,6 +36,21 @@ async function setup(lb: Logbook, name: string): Promise<Run> {
   return { pb, play, task, host };
 }
 
+/**
+ * A write at the limit. If the server stops answering, say how it ended (a
+ * signal: it aborted, as lmdb's prebuilt binary made it do; see
+ * test/lmdb_write_errors.test.ts) and what it logged last.
+ */
+async function writeAtLimit(t: { log(...v: unknown[]): void }, lb: Logbook, body: unknown) {
+  try {
+    return await api(lb.url, 'POST', '/api/v1/results', body);
+  } catch (err) {
+    await new Promise((r) => setTimeout(r, 500));
+    t.log(`the server stopped answering: exit code ${lb.child.exitCode}, signal ${lb.child.signalCode}; its last output:\n${lb.output().slice(-4000)}`);
+    throw err;
+  }
+}
+
 /** Content that LZ4 does not shrink much, `n` × ~7 chars. */
 function noise(seed: number, n: number): string {
   let x = seed | 0;
@@ -75,7 +90,7 @@ test('a file-size limit hit during ingest: 503s naming the cause, reads work, no
   const refused: Array<{ status: number; detail: string; marker: string }> = [];
   for (let i = 0; i < 3000 && refused.length < 20; i++) {
     const marker = `m${i}`;
-    const res = await api(lb.url, 'POST', '/api/v1/results', { ...run, playbook: run.pb, status: 'ok', content: { marker, data: noise(i, 300) } });
+    const res = await writeAtLimit(t, lb, { ...run, playbook: run.pb, status: 'ok', content: { marker, data: noise(i, 300) } });
     if (res.status === 201) acked.set(res.body.id, marker);
     else refused.push({ status: res.status, detail: res.body?.detail ?? res.text, marker });
   }
@@ -136,7 +151,7 @@ test('a file-size limit hit by a snapshot round: the round fails, nothing is tri
   const statuses: number[] = [];
   for (let i = 0; i < 40; i++) {
     const marker = `late${i}`;
-    const res = await api(lb.url, 'POST', '/api/v1/results', { ...run, playbook: run.pb, status: 'ok', content: { marker } });
+    const res = await writeAtLimit(t, lb, { ...run, playbook: run.pb, status: 'ok', content: { marker } });
     statuses.push(res.status);
     if (res.status === 201) acked.set(res.body.id, marker);
   }

@@ -1,0 +1,112 @@
+// A disk that fills up, for real: the data directory on a small tmpfs (mounting
+// needs root; skipped otherwise). Writes get 503 naming the cause, reads keep
+// working and the process lives on (lmdb's prebuilt binary aborted here after a
+// few failed page writes: test/lmdb_write_errors.test.ts). Once the filesystem
+// has room again (remounted larger, as when an operator frees space) writes
+// succeed without a restart, and after a restart every acknowledged write is there.
+import test from 'ava';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { api, startLogbook, type Logbook } from './helpers/server.js';
+
+/** Mounts a tmpfs of `mb` MiB on a new directory; null when this user may not. */
+function smallDisk(t: { teardown(fn: () => void): void }, mb: number): string | null {
+  const dir = mkdtempSync(join(tmpdir(), 'logbook-disk-'));
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${mb}m`, 'tmpfs', dir], { encoding: 'utf8' }).status === 0;
+  t.teardown(() => {
+    if (mounted) spawnSync('umount', ['-l', dir]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return mounted ? dir : null;
+}
+
+async function must(lb: Logbook, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await api(lb.url, method, path, body);
+  if (res.status >= 300) throw new Error(`${method} ${path} → ${res.status} ${res.text}`);
+  return res.body;
+}
+
+/** Content LZ4 cannot shrink much: ~7 chars per step. */
+function noise(seed: number, n: number): string {
+  let x = seed | 0;
+  return Array.from({ length: n }, () => { x = (Math.imul(x, 1103515245) + 12345) | 0; return (x >>> 0).toString(36); }).join('');
+}
+
+/** Every acknowledged result reads back with its marker; returns those that do not. */
+async function missing(lb: Logbook, acked: Map<number, string>): Promise<string[]> {
+  const out: string[] = [];
+  for (const [id, marker] of acked) {
+    const res = await api(lb.url, 'GET', `/api/v1/results/${id}`);
+    if (res.status !== 200 || res.body.content.marker !== marker) out.push(`result ${id}: ${res.status} ${res.text.slice(0, 100)}`);
+  }
+  return out;
+}
+
+test('a full disk: writes get 503 naming it, reads work, no crash; room again → writes resume without a restart; nothing acknowledged lost', async (t) => {
+  t.timeout(180_000);
+  const disk = smallDisk(t, 12);
+  if (disk === null) { t.log('cannot mount a tmpfs (needs root): skipped'); t.pass(); return; }
+  const dataDir = join(disk, 'data');
+  mkdirSync(dataDir);
+  const env = { LOGBOOK_SHARDS: '1' };
+  let lb = await startLogbook({ env, dataDir });
+  t.teardown(async () => { await lb.stop('SIGKILL'); });
+  const pb = (await must(lb, 'POST', '/api/v1/playbooks', { path: '/srv/disk.yml', runner_version: '2.16.1' })).id;
+  const play = (await must(lb, 'POST', '/api/v1/plays', { playbook: pb, uuid: '00000000-0000-4000-8000-000000000002' })).id;
+  const file = (await must(lb, 'POST', '/api/v1/files', { playbook: pb, path: '/srv/disk.yml', content: '- hosts: all\n' })).id;
+  const task = (await must(lb, 'POST', '/api/v1/tasks', { playbook: pb, play, file, action: 'debug', lineno: 1, handler: false })).id;
+  const host = (await must(lb, 'POST', '/api/v1/hosts', { playbook: pb, name: 'h1' })).id;
+  const result = (marker: string, size: number) => ({ playbook: pb, play, task, host, status: 'ok', content: { marker, data: noise(marker.length * 7919 + size, size) } });
+
+  // fill it: 4 writers of ~8 KB results until 100 refusals
+  const acked = new Map<number, string>();
+  const refused: Array<{ status: number; detail: string }> = [];
+  let n = 0;
+  await Promise.all(Array.from({ length: 4 }, async () => {
+    while (refused.length < 100 && n < 20_000) {
+      const marker = `m${n++}`;
+      let res;
+      try {
+        res = await api(lb.url, 'POST', '/api/v1/results', result(marker, 1200));
+      } catch (err) {
+        await new Promise((r) => setTimeout(r, 500));
+        t.log(`the server stopped answering: exit code ${lb.child.exitCode}, signal ${lb.child.signalCode}; its last output:\n${lb.output().slice(-4000)}`);
+        throw err;
+      }
+      if (res.status === 201) acked.set(res.body.id, marker);
+      else refused.push({ status: res.status, detail: res.body?.detail ?? res.text });
+    }
+  }));
+  const df = spawnSync('df', ['-k', disk], { encoding: 'utf8' }).stdout.trim().split('\n').pop();
+  t.log(`${acked.size} results acknowledged, ${refused.length} refused (df: ${df}); first: ${refused[0]?.status} ${refused[0]?.detail}`);
+  t.true(refused.length >= 100, 'the disk filled up');
+  t.deepEqual([...new Set(refused.map((r) => r.status))], [503], 'refusals are 503s');
+  t.regex(refused[0]!.detail, /could not be stored \(the data directory could not be written: .*(No space left on device|Input\/output error).*\)/);
+  t.is(lb.child.exitCode, null, 'the process is alive');
+  t.is(lb.child.signalCode, null, 'and was not killed by a signal');
+  t.is((await api(lb.url, 'GET', '/healthz')).status, 200, 'no shard is down');
+  t.notRegex(lb.output(), /shard worker exited/, 'no shard worker died');
+  t.deepEqual(await missing(lb, acked), [], 'reads on the full disk show every acknowledged result');
+  t.is((await must(lb, 'GET', `/api/v1/results?playbook=${pb}&limit=1`)).count, acked.size, 'and nothing refused');
+
+  // room again, while it runs: the next writes are stored (a few may still meet the rebuild after a failure)
+  t.is(spawnSync('mount', ['-o', 'remount,size=48m', disk]).status, 0, 'remounted larger');
+  let resumed = 0;
+  const statuses: number[] = [];
+  for (let i = 0; i < 200 && resumed < 20; i++) {
+    const marker = `late${i}`;
+    const res = await api(lb.url, 'POST', '/api/v1/results', result(marker, 1200));
+    statuses.push(res.status);
+    if (res.status === 201) { acked.set(res.body.id, marker); resumed++; } else await new Promise((r) => setTimeout(r, 50));
+  }
+  t.log(`after the remount: ${JSON.stringify(Object.fromEntries([...new Set(statuses)].map((s) => [s, statuses.filter((x) => x === s).length])))}`);
+  t.is(resumed, 20, 'writes are stored again without a restart');
+  t.true(statuses.every((s) => s === 201 || s === 503), 'only 201 or 503 meanwhile');
+
+  t.is(await lb.stop('SIGKILL'), null);
+  lb = await startLogbook({ env, dataDir });
+  t.deepEqual(await missing(lb, acked), [], 'after a restart every acknowledged result is there');
+  t.is((await must(lb, 'GET', `/api/v1/results?playbook=${pb}&limit=1`)).count, acked.size, 'and only those');
+});
