@@ -629,6 +629,10 @@ async function failureText(err: unknown): Promise<string> {
     ]);
     if (why !== null) detail = why;
   }
+  // lmdb's failed-page-write text ends in ", buffer sizes A B C": of its iovecs,
+  // those past the first are stale stack values when fewer were written; the
+  // position and size before it are what an operator can use
+  detail = detail.replace(/, buffer sizes -?\d+( -?\d+)*/, '');
   const hint = /input\/output|EIO|EFBIG|ENOSPC|no space|too large/i.test(detail) ? ' (disk full or a file-size limit?)' : '';
   return `the data directory could not be written: ${detail}${hint}`;
 }
