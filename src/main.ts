@@ -8,6 +8,7 @@ import { errText, log, setLogLevel } from './log.js';
 import { startServer } from './server.js';
 import { StoreError } from './store/front_store.js';
 import { lmdbBinary } from './store/lmdb_build.js';
+import { isStorageNoise } from './store/open.js';
 import { PartitionCountMismatchError } from './cluster/partition_log.js';
 import { NatsAccessError } from './cluster/nats_options.js';
 import { VERSION } from './version.js';
@@ -32,7 +33,11 @@ setLogLevel(config.logLevel);
 // a bug outside any request handler: log it as one JSON line (pino writes errors synchronously), then exit
 const die = (what: string) => (err: unknown) => { log.fatal(what, { err: errText(err) }); process.exit(1); };
 process.on('uncaughtException', die('uncaught exception'));
-process.on('unhandledRejection', die('unhandled promise rejection'));
+// lmdb-js also rejects promises nobody holds when a commit fails (the front's
+// own store, front.mdb: a label write on a full disk); the write's own promise
+// is answered 503. Those must not take the process down (as in the shards).
+const dieOfRejection = die('unhandled promise rejection');
+process.on('unhandledRejection', (err) => { if (!isStorageNoise(err)) dieOfRejection(err); });
 const lmdb = lmdbBinary();
 log.info('starting', { version: VERSION, node: process.version, lmdb: lmdb.patch ?? 'prebuilt', config: configSummary(config) });
 if (lmdb.patch === null) {

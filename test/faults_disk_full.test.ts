@@ -58,6 +58,16 @@ test('a full disk: writes get 503 naming it, reads work, no crash; room again â†
   const file = (await must(lb, 'POST', '/api/v1/files', { playbook: pb, path: '/srv/disk.yml', content: '- hosts: all\n' })).id;
   const task = (await must(lb, 'POST', '/api/v1/tasks', { playbook: pb, play, file, action: 'debug', lineno: 1, handler: false })).id;
   const host = (await must(lb, 'POST', '/api/v1/hosts', { playbook: pb, name: 'h1' })).id;
+  /** a write; if the server stops answering, say how it ended and what it logged last */
+  const post = async (path: string, body: unknown) => {
+    try {
+      return await api(lb.url, 'POST', path, body);
+    } catch (err) {
+      await new Promise((r) => setTimeout(r, 500));
+      t.log(`the server stopped answering: exit code ${lb.child.exitCode}, signal ${lb.child.signalCode}; its last output:\n${lb.output().slice(-4000)}`);
+      throw err;
+    }
+  };
   const result = (marker: string, size: number) => ({ playbook: pb, play, task, host, status: 'ok', content: { marker, data: noise(marker.length * 7919 + size, size) } });
 
   // fill it: 4 writers of ~8 KB results until 100 refusals
@@ -67,14 +77,7 @@ test('a full disk: writes get 503 naming it, reads work, no crash; room again â†
   await Promise.all(Array.from({ length: 4 }, async () => {
     while (refused.length < 100 && n < 20_000) {
       const marker = `m${n++}`;
-      let res;
-      try {
-        res = await api(lb.url, 'POST', '/api/v1/results', result(marker, 1200));
-      } catch (err) {
-        await new Promise((r) => setTimeout(r, 500));
-        t.log(`the server stopped answering: exit code ${lb.child.exitCode}, signal ${lb.child.signalCode}; its last output:\n${lb.output().slice(-4000)}`);
-        throw err;
-      }
+      const res = await post('/api/v1/results', result(marker, 1200));
       if (res.status === 201) acked.set(res.body.id, marker);
       else refused.push({ status: res.status, detail: res.body?.detail ?? res.text });
     }
@@ -92,19 +95,40 @@ test('a full disk: writes get 503 naming it, reads work, no crash; room again â†
   t.deepEqual(await missing(lb, acked), [], 'reads on the full disk show every acknowledged result');
   t.is((await must(lb, 'GET', `/api/v1/results?playbook=${pb}&limit=1`)).count, acked.size, 'and nothing refused');
 
+  // the other kinds of write on the full disk: a label (the front's own store), a
+  // batch, a playbook. Stored if they fit in pages the files already have, else
+  // 503 like the results: never a 500, never a crash
+  const others: Array<[string, unknown]> = [
+    ['/api/v1/labels', { name: 'full-disk' }],
+    ['/api/v1/ingest', { playbook: { uuid: '00000000-0000-4000-8000-0000000000aa', path: '/srv/batch.yml', runner_version: '2.16.1', status: 'running' }, seq: 1,
+      events: [{ kind: 'play', uuid: '00000000-0000-4000-8000-0000000000ab', name: 'p', status: 'running' }] }],
+    ['/api/v1/playbooks', { path: '/srv/full.yml', runner_version: '2.16.1', arguments: { data: noise(1, 3000) } }],
+  ];
+  const statuses = new Map<string, number>();
+  for (const [path, body] of others) {
+    const res = await post(path, body);
+    statuses.set(path, res.status);
+    t.log(`on the full disk: POST ${path} â†’ ${res.status}`);
+    t.true(res.status < 300 || (res.status === 503 && /could not be stored|Retry later/.test(res.text)), `POST ${path}: ${res.status} ${res.text.slice(0, 300)}`);
+  }
+  t.is(lb.child.exitCode, null, 'the process is alive');
+  // a refused label is not there (it was applied before its write failed, then set back)
+  const listed = ((await api(lb.url, 'GET', '/api/v1/labels?limit=1000')).body.results as Array<{ name: string }>).some((l) => l.name === 'full-disk');
+  t.is(listed, statuses.get('/api/v1/labels')! < 300, 'the label is listed exactly when it was stored');
+
   // room again, while it runs: the next writes are stored (a few may still meet the rebuild after a failure)
   t.is(spawnSync('mount', ['-o', 'remount,size=48m', disk]).status, 0, 'remounted larger');
   let resumed = 0;
-  const statuses: number[] = [];
+  const late: number[] = [];
   for (let i = 0; i < 200 && resumed < 20; i++) {
     const marker = `late${i}`;
-    const res = await api(lb.url, 'POST', '/api/v1/results', result(marker, 1200));
-    statuses.push(res.status);
+    const res = await post('/api/v1/results', result(marker, 1200));
+    late.push(res.status);
     if (res.status === 201) { acked.set(res.body.id, marker); resumed++; } else await new Promise((r) => setTimeout(r, 50));
   }
-  t.log(`after the remount: ${JSON.stringify(Object.fromEntries([...new Set(statuses)].map((s) => [s, statuses.filter((x) => x === s).length])))}`);
+  t.log(`after the remount: ${JSON.stringify(Object.fromEntries([...new Set(late)].map((s) => [s, late.filter((x) => x === s).length])))}`);
   t.is(resumed, 20, 'writes are stored again without a restart');
-  t.true(statuses.every((s) => s === 201 || s === 503), 'only 201 or 503 meanwhile');
+  t.true(late.every((s) => s === 201 || s === 503), 'only 201 or 503 meanwhile');
 
   t.is(await lb.stop('SIGKILL'), null);
   lb = await startLogbook({ env, dataDir });

@@ -118,6 +118,8 @@ export class ClusterLabels implements LabelStore {
 
   isStored(id: number): boolean { return this.labels.has(id); }
 
+  storedLabel(id: number): StoredLabel | null { return this.labels.get(id) ?? null; }
+
   labelMaxId(): number { return this.maxId; }
   *allLabels(): Iterable<[number, StoredLabel]> { yield* this.labels; }
 

@@ -134,6 +134,8 @@ export class Front {
     });
     const pool = () => this.pool;
     const broadcastLabels = (upsert: Array<[number, string]>, remove: number[]) => this.pool.broadcast({ k: 'labels', upsert, remove });
+    // a label set back to what is stored after its write failed
+    this.labels.onResync = (change) => { if (this.pool) this.pool.broadcast({ k: 'labels', ...change }); };
     this.reads = new Reads({ pool, dir: this.dir, origin: (ex) => this.origin(ex) });
     this.labelResource = new LabelResource({
       labels: this.labels, dir: this.dir, broadcast: broadcastLabels,

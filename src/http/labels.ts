@@ -11,6 +11,8 @@ export interface LabelStore {
   /** the highest label id ever created, deleted ones included */
   labelMaxId(): number;
   allLabels(): Iterable<[number, StoredLabel]>;
+  /** what is stored for one label now (null: nothing) */
+  storedLabel(id: number): StoredLabel | null;
   /**
    * Cluster mode: is the label stored (whoever stored it)? A provisional label
    * that is stored stays when the write that created it fails: another node's
@@ -49,6 +51,13 @@ export class LabelCatalogue {
    * again: a refused request leaves no label behind (SPEC §6).
    */
   private readonly provisional = new Map<number, { refs: number }>();
+  /** label id → its writes to the store not settled yet, and whether one of them failed */
+  private readonly writing = new Map<number, { pending: number; failed: boolean }>();
+  /**
+   * A label was set back to what the store holds after a write of it failed:
+   * the shards' replicas must learn it (set by the front).
+   */
+  onResync: ((change: { upsert: Array<[number, string]>; remove: number[] }) => void) | null = null;
 
   constructor(private readonly store: LabelStore | null) {}
 
@@ -76,7 +85,30 @@ export class LabelCatalogue {
   }
 
   private persist(label: Label): Promise<unknown> | null {
-    return this.store ? this.store.putLabel(label.id, { name: label.name, created: label.created, updated: label.updated }) : null;
+    return this.store ? this.tracked(label.id, this.store.putLabel(label.id, { name: label.name, created: label.created, updated: label.updated })) : null;
+  }
+
+  /**
+   * A change is applied to the catalogue (and broadcast) before it is durable.
+   * If its write fails, memory no longer equals the store: once no other write
+   * of that label is in flight, the label is set back to what the store holds
+   * (a failed create disappears, a failed rename or delete is undone), before
+   * the request's 503 leaves when it was the only write of that label.
+   */
+  private tracked(id: number, write: Promise<unknown>): Promise<unknown> {
+    const w = this.writing.get(id) ?? { pending: 0, failed: false };
+    w.pending++;
+    this.writing.set(id, w);
+    const settled = (failed: boolean): void => {
+      w.pending--;
+      if (failed) w.failed = true;
+      if (w.pending > 0) return;
+      this.writing.delete(id);
+      if (!w.failed || !this.store) return;
+      const change = this.applyStored(id, this.store.storedLabel(id));
+      if (change) this.onResync?.(change);
+    };
+    return write.then((v) => { settled(false); return v; }, (err: unknown) => { settled(true); throw err; });
   }
 
   create(id: number, name: string, now: number): { label: Label; persisted: Promise<unknown> | null } {
@@ -101,7 +133,7 @@ export class LabelCatalogue {
     this.byId.delete(label.id);
     if (this.byName.get(label.name) === label) this.byName.delete(label.name);
     this.provisional.delete(label.id);
-    return this.store ? this.store.removeLabel(label.id) : null;
+    return this.store ? this.tracked(label.id, this.store.removeLabel(label.id)) : null;
   }
 
   /**

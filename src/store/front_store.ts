@@ -88,7 +88,8 @@ export class FrontStore implements LabelStore {
 
   /** Store a label; a new highest id is recorded in the same transaction (same event turn). */
   putLabel(id: number, label: StoredLabel): Promise<unknown> {
-    if (id > this.labelHighWater) { this.labelHighWater = id; void this.meta.put(LABEL_HIGH_WATER, id); }
+    // same transaction as the label: if it fails, the label's own promise says so
+    if (id > this.labelHighWater) { this.labelHighWater = id; this.meta.put(LABEL_HIGH_WATER, id).catch(() => {}); }
     return durable(this.labels.put(id, label));
   }
 
@@ -98,6 +99,10 @@ export class FrontStore implements LabelStore {
     return this.labelHighWater;
   }
   removeLabel(id: number): Promise<unknown> { return durable(this.labels.remove(id)); }
+
+  storedLabel(id: number): StoredLabel | null {
+    return this.labels.get(id) ?? null;
+  }
 
   *allLabels(): Iterable<[number, StoredLabel]> {
     for (const { key, value } of this.labels.getRange()) yield [key, value];
@@ -109,7 +114,21 @@ export class FrontStore implements LabelStore {
   }
 }
 
-/** The promise that resolves when a write is on stable storage. */
+/**
+ * The promise that resolves when a write is on stable storage. The commit first:
+ * lmdb-js never settles `flushed` of a failed transaction (the request would wait
+ * for ever); it rejects the write's own promise with "Commit failed" and the cause
+ * in a second promise, `commitError`, rejected right after: caught here, else the
+ * cause is an unhandled rejection that takes the process down (a label written on
+ * a full disk did).
+ */
 function durable(p: Promise<unknown>): Promise<unknown> {
-  return (p as Promise<unknown> & { flushed?: Promise<unknown> }).flushed ?? p;
+  return p.then(
+    () => (p as Promise<unknown> & { flushed?: Promise<unknown> }).flushed,
+    (err: unknown) => {
+      const cause = (err as { commitError?: Promise<unknown> } | null)?.commitError;
+      if (cause && typeof cause.catch === 'function') cause.catch(() => {});
+      throw err;
+    },
+  );
 }
