@@ -109,7 +109,9 @@ export class FrontStore implements LabelStore {
   }
 
   async close(): Promise<void> {
-    await this.env.flushed;
+    // lmdb-js never resolves the flush of a failed transaction (a label written on
+    // a full disk): do not let shutdown wait for ever for it (as LmdbShardStore.close)
+    await Promise.race([this.env.flushed, new Promise((r) => setTimeout(r, 5000).unref())]);
     await this.env.close();
   }
 }
