@@ -64,11 +64,15 @@ const stop = async (signal: string) => {
   if (stopping) return;
   stopping = true;
   log.info('stopping', { signal, timeoutSeconds: config.shutdownTimeout });
-  // a bound on the whole shutdown, even if closing the store hangs
+  // a bound on the whole shutdown, even if closing the store hangs. Not unref'd:
+  // it also keeps the process alive until shutdown ends. A close that waits on a
+  // promise nobody will settle (lmdb-js's flush of a failed transaction, raced
+  // against unref'd timers) would otherwise let the loop run empty, and Node
+  // exit 0 in the middle of it: no "stopped", stores not closed, the pid file left.
   setTimeout(() => {
     log.error('shutdown took too long; exiting', { signal });
     void log.flush().finally(() => process.exit(1));
-  }, (config.shutdownTimeout + 15) * 1000).unref();
+  }, (config.shutdownTimeout + 15) * 1000);
   await server!.close();
   log.info('stopped', { signal });
   await log.flush();

@@ -8,6 +8,7 @@
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { mkdirSync, rmSync } from 'node:fs';
 import type { BlobKey } from '../store/blobs.js';
+import { closeEnv } from '../store/lmdb_close.js';
 
 export interface BlobMap {
   get(key: BlobKey): string | undefined;
@@ -47,7 +48,7 @@ export class LocalBlobs implements BlobMap {
   }
 
   async close(): Promise<void> {
-    await this.env.close();
+    await closeEnv(this.env); // bounded (src/store/lmdb_close.ts); the directory goes either way
     rmSync(this.path, { recursive: true, force: true });
   }
 }

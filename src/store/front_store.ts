@@ -6,6 +6,8 @@ import { open, type Database, type RootDatabase } from 'lmdb';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { LabelStore } from '../http/labels.js';
+import { log } from '../log.js';
+import { CLOSE_BOUND_MS, closeEnv } from './lmdb_close.js';
 
 /**
  * Bump when the on-disk layout changes; older binaries refuse newer data, and
@@ -109,10 +111,8 @@ export class FrontStore implements LabelStore {
   }
 
   async close(): Promise<void> {
-    // lmdb-js never resolves the flush of a failed transaction (a label written on
-    // a full disk): do not let shutdown wait for ever for it (as LmdbShardStore.close)
-    await Promise.race([this.env.flushed, new Promise((r) => setTimeout(r, 5000).unref())]);
-    await this.env.close();
+    // bounded: after a label write failed for good (a full disk) lmdb-js would keep the flush and the close pending
+    if (!await closeEnv(this.env)) log.warn('front.mdb did not close in time (a write failed?); exiting without it', { boundMs: CLOSE_BOUND_MS });
   }
 }
 

@@ -26,6 +26,7 @@ import type { StreamChange } from '../shard/changes.js';
 import { BLOB_DEFAULT, contentResultId, type BlobKey } from './blobs.js';
 import { CHUNK_ALONE_BYTES, CHUNK_MIN_CONTENTS, ContentChunks, type ChunkKey, type PackableContent } from './content_chunks.js';
 import { log } from '../log.js';
+import { CLOSE_BOUND_MS, closeEnv } from './lmdb_close.js';
 import { recoverShard } from './recovery.js';
 import { encodeAggregate, joinResults, keptParts, partSeqOf, resultPartsOf, splitResults, type AggregateSnapshot, type PartRef, type ShardMeta } from './snapshot_format.js';
 import { LIMITS } from '../limits.js';
@@ -564,9 +565,8 @@ export class LmdbShardStore implements DurableShardStore {
     if (this.stallTimer) clearInterval(this.stallTimer);
     // a round cut short leaves parts no snapshot refers to until the next one: let it end (bounded)
     await Promise.race([this.roundEnded, new Promise((r) => setTimeout(r, 5000).unref())]);
-    // lmdb-js never resolves the flush of a failed transaction: do not wait forever for it
-    await Promise.race([this.env.flushed, new Promise((r) => setTimeout(r, 5000).unref())]);
-    await this.env.close();
+    // lmdb-js never settles the flush (nor the close) of an environment whose last commit failed: bounded
+    if (!await closeEnv(this.env)) log.warn('the shard\'s store did not close in time (a commit failed?); exiting without it', { boundMs: CLOSE_BOUND_MS });
   }
 
   stats(): StoreStats {
