@@ -192,7 +192,8 @@ export class LabelCatalogue {
       if (succeeded) { this.provisional.delete(id); continue; }
       const label = this.byId.get(id);
       if (claim.refs <= 0 && label && this.store?.isStored?.(id)) { this.provisional.delete(id); continue; }
-      if (claim.refs <= 0 && label) { void this.remove(label); dropped.push(label); }
+      // nothing waits for this removal; if it fails, tracked() sets the label back (no unhandled rejection)
+      if (claim.refs <= 0 && label) { this.remove(label)?.catch(() => {}); dropped.push(label); }
     }
     return dropped;
   }
