@@ -10,7 +10,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { api, startLogbook, type Logbook } from './helpers/server.js';
+import { api, startLogbook } from './helpers/server.js';
+import { createRun, missingResults, must, noise, postOrExplain } from './helpers/storage_faults.js';
 
 /** Mounts a tmpfs of `mb` MiB on a new directory; null when this user may not. */
 function smallDisk(t: { teardown(fn: () => void): void }, mb: number): string | null {
@@ -23,28 +24,6 @@ function smallDisk(t: { teardown(fn: () => void): void }, mb: number): string | 
   return mounted ? dir : null;
 }
 
-async function must(lb: Logbook, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await api(lb.url, method, path, body);
-  if (res.status >= 300) throw new Error(`${method} ${path} â†’ ${res.status} ${res.text}`);
-  return res.body;
-}
-
-/** Content LZ4 cannot shrink much: ~7 chars per step. */
-function noise(seed: number, n: number): string {
-  let x = seed | 0;
-  return Array.from({ length: n }, () => { x = (Math.imul(x, 1103515245) + 12345) | 0; return (x >>> 0).toString(36); }).join('');
-}
-
-/** Every acknowledged result reads back with its marker; returns those that do not. */
-async function missing(lb: Logbook, acked: Map<number, string>): Promise<string[]> {
-  const out: string[] = [];
-  for (const [id, marker] of acked) {
-    const res = await api(lb.url, 'GET', `/api/v1/results/${id}`);
-    if (res.status !== 200 || res.body.content.marker !== marker) out.push(`result ${id}: ${res.status} ${res.text.slice(0, 100)}`);
-  }
-  return out;
-}
-
 test('a full disk: writes get 503 naming it, reads work, no crash; room again â†’ writes resume without a restart; nothing acknowledged lost', async (t) => {
   t.timeout(180_000);
   const disk = smallDisk(t, 12);
@@ -54,21 +33,8 @@ test('a full disk: writes get 503 naming it, reads work, no crash; room again â†
   const env = { LOGBOOK_SHARDS: '1' };
   let lb = await startLogbook({ env, dataDir });
   t.teardown(async () => { await lb.stop('SIGKILL'); });
-  const pb = (await must(lb, 'POST', '/api/v1/playbooks', { path: '/srv/disk.yml', runner_version: '2.16.1' })).id;
-  const play = (await must(lb, 'POST', '/api/v1/plays', { playbook: pb, uuid: '00000000-0000-4000-8000-000000000002' })).id;
-  const file = (await must(lb, 'POST', '/api/v1/files', { playbook: pb, path: '/srv/disk.yml', content: '- hosts: all\n' })).id;
-  const task = (await must(lb, 'POST', '/api/v1/tasks', { playbook: pb, play, file, action: 'debug', lineno: 1, handler: false })).id;
-  const host = (await must(lb, 'POST', '/api/v1/hosts', { playbook: pb, name: 'h1' })).id;
-  /** a write; if the server stops answering, say how it ended and what it logged last */
-  const post = async (path: string, body: unknown) => {
-    try {
-      return await api(lb.url, 'POST', path, body);
-    } catch (err) {
-      await new Promise((r) => setTimeout(r, 500));
-      t.log(`the server stopped answering: exit code ${lb.child.exitCode}, signal ${lb.child.signalCode}; its last output:\n${lb.output().slice(-4000)}`);
-      throw err;
-    }
-  };
+  const { pb, play, task, host } = await createRun(lb, 'disk');
+  const post = (path: string, body: unknown) => postOrExplain(t, lb, path, body);
   const result = (marker: string, size: number) => ({ playbook: pb, play, task, host, status: 'ok', content: { marker, data: noise(marker.length * 7919 + size, size) } });
 
   // fill it: 4 writers of ~8 KB results until 100 refusals
@@ -93,7 +59,7 @@ test('a full disk: writes get 503 naming it, reads work, no crash; room again â†
   t.is(lb.child.signalCode, null, 'and was not killed by a signal');
   t.is((await api(lb.url, 'GET', '/healthz')).status, 200, 'no shard is down');
   t.notRegex(lb.output(), /shard worker exited/, 'no shard worker died');
-  t.deepEqual(await missing(lb, acked), [], 'reads on the full disk show every acknowledged result');
+  t.deepEqual(await missingResults(lb, acked), [], 'reads on the full disk show every acknowledged result');
   t.is((await must(lb, 'GET', `/api/v1/results?playbook=${pb}&limit=1`)).count, acked.size, 'and nothing refused');
 
   // the other kinds of write on the full disk: a label (the front's own store), a
@@ -146,6 +112,6 @@ test('a full disk: writes get 503 naming it, reads work, no crash; room again â†
 
   t.is(spawnSync('mount', ['-o', 'remount,size=48m', disk]).status, 0, 'room again');
   lb = await startLogbook({ env, dataDir });
-  t.deepEqual(await missing(lb, acked), [], 'after a restart every acknowledged result is there');
+  t.deepEqual(await missingResults(lb, acked), [], 'after a restart every acknowledged result is there');
   t.is((await must(lb, 'GET', `/api/v1/results?playbook=${pb}&limit=1`)).count, acked.size, 'and only those');
 });

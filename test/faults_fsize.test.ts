@@ -9,7 +9,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { api, startLogbook, type Logbook } from './helpers/server.js';
+import { api, startLogbook } from './helpers/server.js';
+import { createRun, missingResults, must, noise, postOrExplain } from './helpers/storage_faults.js';
 
 const hasPrlimit = spawnSync('prlimit', ['--version']).status === 0;
 
@@ -17,59 +18,6 @@ function tempDir(t: { teardown(fn: () => void): void }): string {
   const dir = mkdtempSync(join(tmpdir(), 'logbook-fsize-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
-}
-
-interface Run { pb: number; play: number; task: number; host: number }
-
-async function must(lb: Logbook, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await api(lb.url, method, path, body);
-  if (res.status >= 300) throw new Error(`${method} ${path} → ${res.status} ${res.text}`);
-  return res.body;
-}
-
-async function setup(lb: Logbook, name: string): Promise<Run> {
-  const pb = (await must(lb, 'POST', '/api/v1/playbooks', { path: `/srv/${name}.yml`, runner_version: '2.16.1' })).id;
-  const play = (await must(lb, 'POST', '/api/v1/plays', { playbook: pb, uuid: '00000000-0000-4000-8000-000000000001' })).id;
-  const file = (await must(lb, 'POST', '/api/v1/files', { playbook: pb, path: `/srv/${name}.yml`, content: '- hosts: all\n' })).id;
-  const task = (await must(lb, 'POST', '/api/v1/tasks', { playbook: pb, play, file, action: 'debug', lineno: 1, handler: false })).id;
-  const host = (await must(lb, 'POST', '/api/v1/hosts', { playbook: pb, name: 'h1' })).id;
-  return { pb, play, task, host };
-}
-
-/**
- * A write at the limit. If the server stops answering, say how it ended (a
- * signal: it aborted, as lmdb's prebuilt binary made it do; see
- * test/lmdb_write_errors.test.ts) and what it logged last.
- */
-async function writeAtLimit(t: { log(...v: unknown[]): void }, lb: Logbook, body: unknown) {
-  try {
-    return await api(lb.url, 'POST', '/api/v1/results', body);
-  } catch (err) {
-    await new Promise((r) => setTimeout(r, 500));
-    t.log(`the server stopped answering: exit code ${lb.child.exitCode}, signal ${lb.child.signalCode}; its last output:\n${lb.output().slice(-4000)}`);
-    throw err;
-  }
-}
-
-/** Content that LZ4 does not shrink much, `n` × ~7 chars. */
-function noise(seed: number, n: number): string {
-  let x = seed | 0;
-  return Array.from({ length: n }, () => { x = (Math.imul(x, 1103515245) + 12345) | 0; return (x >>> 0).toString(36); }).join('');
-}
-
-/** Every acknowledged result is there with its marker; returns what is not. */
-async function missing(lb: Logbook, acked: Map<number, string>): Promise<string[]> {
-  const out: string[] = [];
-  for (const [id, marker] of acked) {
-    let res = await api(lb.url, 'GET', `/api/v1/results/${id}`);
-    // a shard being restarted (stall watchdog) answers 503 for a moment: reads must work once it is back
-    for (let i = 0; i < 100 && res.status === 503; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      res = await api(lb.url, 'GET', `/api/v1/results/${id}`);
-    }
-    if (res.status !== 200 || res.body.content.marker !== marker) out.push(`result ${id}: ${res.status} ${res.text.slice(0, 100)}`);
-  }
-  return out;
 }
 
 const shardFile = (dataDir: string) => join(dataDir, 'shard-0.mdb');
@@ -81,7 +29,7 @@ test('a file-size limit hit during ingest: 503s naming the cause, reads work, no
   const env = { LOGBOOK_SHARDS: '1', LOGBOOK_SNAPSHOT_EVERY: '100' };
   let lb = await startLogbook({ env, dataDir });
   t.teardown(async () => { await lb.stop('SIGKILL'); });
-  const run = await setup(lb, 'fsize');
+  const run = await createRun(lb, 'fsize');
   t.is(await lb.stop('SIGTERM'), 0);
 
   const limit = statSync(shardFile(dataDir)).size + 512 * 1024;
@@ -90,7 +38,7 @@ test('a file-size limit hit during ingest: 503s naming the cause, reads work, no
   const refused: Array<{ status: number; detail: string; marker: string }> = [];
   for (let i = 0; i < 3000 && refused.length < 20; i++) {
     const marker = `m${i}`;
-    const res = await writeAtLimit(t, lb, { ...run, playbook: run.pb, status: 'ok', content: { marker, data: noise(i, 300) } });
+    const res = await postOrExplain(t, lb, '/api/v1/results', { ...run, playbook: run.pb, status: 'ok', content: { marker, data: noise(i, 300) } });
     if (res.status === 201) acked.set(res.body.id, marker);
     else refused.push({ status: res.status, detail: res.body?.detail ?? res.text, marker });
   }
@@ -101,13 +49,13 @@ test('a file-size limit hit during ingest: 503s naming the cause, reads work, no
   t.is(lb.child.exitCode, null, 'the process is alive (SIGXFSZ is ignored, a failed commit is not fatal)');
   t.is((await api(lb.url, 'GET', '/healthz')).status, 200, 'no shard is down');
   t.notRegex(lb.output(), /shard worker exited/, 'no shard worker died');
-  t.deepEqual(await missing(lb, acked), [], 'reads at the limit show every acknowledged result');
+  t.deepEqual(await missingResults(lb, acked, true), [], 'reads at the limit show every acknowledged result');
   const count = (await must(lb, 'GET', `/api/v1/results?playbook=${run.pb}&limit=1`)).count;
   t.is(count, acked.size, 'and nothing refused');
 
   t.is(await lb.stop('SIGKILL'), null);
   lb = await startLogbook({ env, dataDir });
-  t.deepEqual(await missing(lb, acked), [], 'after a restart without the limit every acknowledged result is there');
+  t.deepEqual(await missingResults(lb, acked, true), [], 'after a restart without the limit every acknowledged result is there');
   const results = (await must(lb, 'GET', `/api/v1/results?playbook=${run.pb}&limit=1000`)).results as Array<{ id: number }>;
   const stored = new Set(results.map((r) => r.id));
   t.is(stored.size, acked.size, 'no refused write was stored');
@@ -122,7 +70,7 @@ test('a file-size limit hit by a snapshot round: the round fails, nothing is tri
   const filling = { LOGBOOK_SHARDS: '1', LOGBOOK_SNAPSHOT_EVERY: '1000000', LOGBOOK_SNAPSHOT_INTERVAL: '86400' };
   let lb = await startLogbook({ env: filling, dataDir });
   t.teardown(async () => { await lb.stop('SIGKILL'); });
-  const run = await setup(lb, 'snapshot');
+  const run = await createRun(lb, 'snapshot');
   const acked = new Map<number, string>();
   // small journal entries, many rows: the aggregate's snapshot (~300 KB) is far larger
   // than the free pages LMDB keeps in the file, so it needs the file to grow
@@ -151,7 +99,7 @@ test('a file-size limit hit by a snapshot round: the round fails, nothing is tri
   const statuses: number[] = [];
   for (let i = 0; i < 40; i++) {
     const marker = `late${i}`;
-    const res = await writeAtLimit(t, lb, { ...run, playbook: run.pb, status: 'ok', content: { marker } });
+    const res = await postOrExplain(t, lb, '/api/v1/results', { ...run, playbook: run.pb, status: 'ok', content: { marker } });
     statuses.push(res.status);
     if (res.status === 201) acked.set(res.body.id, marker);
   }
@@ -159,10 +107,10 @@ test('a file-size limit hit by a snapshot round: the round fails, nothing is tri
   t.true(statuses.every((s) => s === 201 || s === 503), 'only 201 or 503');
   t.is(lb.child.exitCode, null, 'the process is alive');
   for (let i = 0; i < 200 && (await api(lb.url, 'GET', '/healthz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
-  t.deepEqual(await missing(lb, acked), [], 'reads show every acknowledged result');
+  t.deepEqual(await missingResults(lb, acked, true), [], 'reads show every acknowledged result');
 
   t.is(await lb.stop('SIGKILL'), null);
   lb = await startLogbook({ env: { ...env, LOGBOOK_SNAPSHOT_INTERVAL: '86400' }, dataDir });
-  t.deepEqual(await missing(lb, acked), [], 'after a restart without the limit every acknowledged result is there');
+  t.deepEqual(await missingResults(lb, acked, true), [], 'after a restart without the limit every acknowledged result is there');
   t.is((await must(lb, 'GET', `/api/v1/results?playbook=${run.pb}&limit=1`)).count, acked.size, 'and only those');
 });
