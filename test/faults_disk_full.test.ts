@@ -3,14 +3,15 @@
 // working and the process lives on (lmdb's prebuilt binary aborted here after a
 // few failed page writes: test/lmdb_write_errors.test.ts). Once the filesystem
 // has room again (remounted larger, as when an operator frees space) writes
-// succeed without a restart; SIGTERM on a full disk ends cleanly; and after a
-// restart every acknowledged write is there.
+// succeed without a restart; SIGTERM on a full disk ends cleanly; a restart on
+// the full disk serves what is stored (writes 503) and stores again once there
+// is room; and after a restart every acknowledged write is there.
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { api, startLogbook } from './helpers/server.js';
+import { api, MAIN_JS, startLogbook } from './helpers/server.js';
 import { createRun, missingResults, must, noise, postOrExplain } from './helpers/storage_faults.js';
 
 /** Mounts a tmpfs of `mb` MiB on a new directory; null when this user may not. */
@@ -110,8 +111,31 @@ test('a full disk: writes get 503 naming it, reads work, no crash; room again â†
   t.notRegex(lb.output(), /shutdown took too long/);
   t.false(existsSync(join(dataDir, 'logbook.pid')), 'the data directory was released');
 
-  t.is(spawnSync('mount', ['-o', 'remount,size=48m', disk]).status, 0, 'room again');
+  // a restart while the disk is still full (systemd restarting it, an operator
+  // checking): it starts and serves every acknowledged write; writes get 503.
+  // Another process took the last bytes meanwhile (the usual way a disk fills)
+  spawnSync('dd', ['if=/dev/zero', `of=${join(disk, 'filler')}`, 'bs=4k'], { encoding: 'utf8' });
   lb = await startLogbook({ env, dataDir });
-  t.deepEqual(await missingResults(lb, acked), [], 'after a restart every acknowledged result is there');
+  t.regex(lb.output(), /the disk is full: the data directory lock is a symbolic link to the pid/);
+  t.true(lstatSync(join(dataDir, 'logbook.pid')).isSymbolicLink(), 'locked by a link (the pid text had no room)');
+  const second = spawnSync(process.execPath, [MAIN_JS], { env: { ...process.env, LOGBOOK_DATA_DIR: dataDir, LOGBOOK_PORT: '0' }, encoding: 'utf8', timeout: 30_000 });
+  t.regex(second.stdout + second.stderr, /is in use by another logbook \(pid \d+\)/, 'and the link keeps a second logbook off the directory');
+  t.deepEqual(await missingResults(lb, acked), [], 'restarted on the full disk: every acknowledged result is there');
+  t.is((await must(lb, 'GET', `/api/v1/results?playbook=${pb}&limit=1`)).count, acked.size, 'and only those');
+  const onFull = await post('/api/v1/results', result('refused-after-restart', 1200));
+  t.is(onFull.status, 503, `a write after the restart on the full disk is refused: ${onFull.text.slice(0, 300)}`);
+
+  rmSync(join(disk, 'filler'));
+  t.is(spawnSync('mount', ['-o', 'remount,size=48m', disk]).status, 0, 'room again');
+  let stored = 0;
+  for (let i = 0; i < 200 && stored < 5; i++) {
+    const marker = `restarted${i}`;
+    const res = await post('/api/v1/results', result(marker, 1200));
+    if (res.status === 201) { acked.set(res.body.id, marker); stored++; } else await new Promise((r) => setTimeout(r, 50));
+  }
+  t.is(stored, 5, 'writes are stored again without another restart');
+  t.is(await lb.stop('SIGTERM'), 0);
+  lb = await startLogbook({ env, dataDir });
+  t.deepEqual(await missingResults(lb, acked), [], 'after a restart with room every acknowledged result is there');
   t.is((await must(lb, 'GET', `/api/v1/results?playbook=${pb}&limit=1`)).count, acked.size, 'and only those');
 });

@@ -9,7 +9,7 @@
 //  - SIGTERM under load: exit 0 and nothing acknowledged is lost.
 import test from 'ava';
 import { open } from 'lmdb';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
@@ -486,7 +486,22 @@ test('one data dir, one logbook: a second one exits 2 naming the dir and pid; af
   t.is(readFileSync(pidFile, 'utf8').trim(), String(third.child.pid), 'the new logbook holds the lock now');
   t.is(await third.stop('SIGTERM'), 0);
   t.false(existsSync(pidFile), 'a clean stop releases the lock');
+
+  // the lock written on a full disk (a symbolic link to the pid), left by a killed logbook
+  symlinkSync(String(pidOfNoProcess()), pidFile);
+  const fourth = await startLogbook({ env, dataDir });
+  t.teardown(async () => { await fourth.stop('SIGKILL'); });
+  t.deepEqual((await listAll(fourth.url, 'playbooks')).map((p) => p.id), [a.id, b.id], 'a stale link lock does not stop start-up');
+  t.is(readFileSync(pidFile, 'utf8').trim(), String(fourth.child.pid), 'and is replaced by a pid file');
+  t.is(await fourth.stop('SIGTERM'), 0);
 });
+
+/** A pid no live process has (the lock of a process that is gone). */
+function pidOfNoProcess(): number {
+  for (let pid = 4_000_000; ; pid--) {
+    try { process.kill(pid, 0); } catch (err) { if ((err as NodeJS.ErrnoException).code === 'ESRCH') return pid; }
+  }
+}
 
 test('SIGTERM under concurrent writers: exit 0, every acknowledged write is there after restart, no refused write is', async (t) => {
   t.timeout(60_000);

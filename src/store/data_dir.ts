@@ -32,6 +32,7 @@ export function checkDataDir(dataDir: string, shards: number): void {
   for (const name of names) {
     if (name.startsWith('.')) continue; // .gitkeep and the like
     const path = join(dataDir, name);
+    if (name === 'logbook.pid') continue; // the lock: a file, or on a full disk a symbolic link to the pid (lockDataDir)
     if (!statSync(path).isFile()) {
       throw new StoreError(`${what} holds ${name}/, which logbook did not write; move it out, or point LOGBOOK_DATA_DIR at a directory only logbook uses`);
     }

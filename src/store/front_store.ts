@@ -3,7 +3,7 @@
 // written with, and the label catalogue (the front owns labels). A pid lock
 // file keeps two logbooks from sharing one data directory.
 import { open, type Database, type RootDatabase } from 'lmdb';
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { LabelStore } from '../http/labels.js';
 import { log } from '../log.js';
@@ -36,13 +36,11 @@ export function lockDataDir(dataDir: string): () => void {
   const path = join(dataDir, 'logbook.pid');
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      const fd = openSync(path, 'wx');
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
+      writeLock(path);
       return () => rmSync(path, { force: true });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const pid = Number(readFileSync(path, 'utf8').trim());
+      const pid = Number(lockOwner(path));
       if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
         throw new StoreError(`data directory ${resolve(dataDir)} is in use by another logbook (pid ${pid}); stop it or choose another LOGBOOK_DATA_DIR`);
       }
@@ -50,6 +48,39 @@ export function lockDataDir(dataDir: string): () => void {
     }
   }
   throw new StoreError(`cannot lock data directory ${resolve(dataDir)}`);
+}
+
+/**
+ * Create the lock file holding our pid (EEXIST if there is one). On a full disk
+ * the pid cannot be written (creating the file takes an inode, its text a data
+ * block): the lock is then a symbolic link whose target is the pid, which lives
+ * in the inode (as Emacs's lock files), so that logbook still starts and serves
+ * what it has stored when restarted before space is freed.
+ */
+function writeLock(path: string): void {
+  const fd = openSync(path, 'wx');
+  try {
+    writeSync(fd, String(process.pid));
+  } catch (err) {
+    closeSync(fd);
+    rmSync(path, { force: true });
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOSPC' && code !== 'EDQUOT') throw err;
+    symlinkSync(String(process.pid), path);
+    log.warn('the disk is full: the data directory lock is a symbolic link to the pid', { path, code });
+    return;
+  }
+  closeSync(fd);
+}
+
+/** The pid text of a lock file: its content, or the target of the symbolic link written on a full disk. */
+function lockOwner(path: string): string {
+  try {
+    return readlinkSync(path).trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EINVAL') throw err; // EINVAL: a regular file
+    return readFileSync(path, 'utf8').trim();
+  }
 }
 
 function alive(pid: number): boolean {
