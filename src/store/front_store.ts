@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import type { LabelStore } from '../http/labels.js';
 import { log } from '../log.js';
 import { CLOSE_BOUND_MS, closeEnv } from './lmdb_close.js';
+import { commitCause, flushedOf } from './lmdb_commit.js';
 
 /**
  * Bump when the on-disk layout changes; older binaries refuse newer data, and
@@ -148,20 +149,11 @@ export class FrontStore implements LabelStore {
 }
 
 /**
- * The promise that resolves when a write is on stable storage. The commit first:
- * lmdb-js never settles `flushed` of a failed transaction (the request would wait
- * for ever); it rejects the write's own promise with "Commit failed" and the cause
- * in a second promise, `commitError`, rejected right after: caught here, else the
- * cause is an unhandled rejection that takes the process down (a label written on
- * a full disk did).
+ * The promise that resolves when a write is on stable storage: the commit first
+ * (a failed transaction never settles `flushed`: the request would wait for
+ * ever), then the flush. A failed commit's cause is handled (a label written on a
+ * full disk took the process down with it unhandled).
  */
 function durable(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    () => (p as Promise<unknown> & { flushed?: Promise<unknown> }).flushed,
-    (err: unknown) => {
-      const cause = (err as { commitError?: Promise<unknown> } | null)?.commitError;
-      if (cause && typeof cause.catch === 'function') cause.catch(() => {});
-      throw err;
-    },
-  );
+  return p.then(() => flushedOf(p), (err: unknown) => { void commitCause(err); throw err; });
 }

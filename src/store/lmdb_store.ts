@@ -27,6 +27,7 @@ import { BLOB_DEFAULT, contentResultId, type BlobKey } from './blobs.js';
 import { CHUNK_ALONE_BYTES, CHUNK_MIN_CONTENTS, ContentChunks, type ChunkKey, type PackableContent } from './content_chunks.js';
 import { log } from '../log.js';
 import { CLOSE_BOUND_MS, closeEnv } from './lmdb_close.js';
+import { commitCause, flushedOf } from './lmdb_commit.js';
 import { recoverShard } from './recovery.js';
 import { encodeAggregate, joinResults, keptParts, partSeqOf, resultPartsOf, splitResults, type AggregateSnapshot, type PartRef, type ShardMeta } from './snapshot_format.js';
 import { LIMITS } from '../limits.js';
@@ -606,29 +607,13 @@ function blobWriteDictionary(): Buffer | null {
   }
 }
 
-function flushedOf(p: Promise<unknown>): Promise<unknown> {
-  return (p as Promise<unknown> & { flushed?: Promise<unknown> }).flushed ?? p;
-}
-
 /**
- * Why a write failed, in words for a 503 body and the log. lmdb-js rejects every
- * promise of a failed transaction with "Commit failed" and the cause in a second
- * promise, `commitError` (rejected right after, unhandled unless someone catches it).
+ * Why a write failed, in words for a 503 body and the log (lmdb_commit.ts: the
+ * cause lmdb-js gives in `commitError`, else its "Commit failed").
  */
 async function failureText(err: unknown): Promise<string> {
   if (err instanceof StorageError) return err.message;
-  const cause = (err as { commitError?: Promise<unknown> } | null)?.commitError;
-  let detail = err instanceof Error ? err.message : String(err);
-  if (cause && typeof cause.then === 'function') {
-    // lmdb-js rejects it only when the write thread reports an error status; a
-    // transaction can also fail without one (e.g. a page spill that cannot be
-    // written), and then it never settles: do not wait for it for long
-    const why = await Promise.race([
-      cause.then(() => null, (inner: unknown) => (inner instanceof Error ? inner.message : String(inner))),
-      new Promise<null>((r) => setTimeout(() => r(null), 100).unref()),
-    ]);
-    if (why !== null) detail = why;
-  }
+  let detail = (await commitCause(err)) ?? (err instanceof Error ? err.message : String(err));
   // lmdb's failed-page-write text ends in ", buffer sizes A B C": of its iovecs,
   // those past the first are stale stack values when fewer were written; the
   // position and size before it are what an operator can use
@@ -637,7 +622,3 @@ async function failureText(err: unknown): Promise<string> {
   return `the data directory could not be written: ${detail}${hint}`;
 }
 
-/** lmdb-js also rejects promises nobody holds (its own per-transaction ones) when a commit fails. */
-export function isCommitFailure(err: unknown): boolean {
-  return err instanceof Error && (err.message.startsWith('Commit failed') || 'commitError' in err);
-}

@@ -1,7 +1,8 @@
 // Which store a shard worker gets: the engine is chosen here, so src/shard/
 // sees only the roles of types.ts. Today: one LMDB environment per shard, or
 // nothing on disk when there is no data directory.
-import { isCommitFailure, LmdbShardStore } from './lmdb_store.js';
+import { LmdbShardStore } from './lmdb_store.js';
+import { isCommitFailure } from './lmdb_commit.js';
 import type { DurableShardStore, Durability } from './types.js';
 
 export interface StoreOptions {

@@ -3,4 +3,4 @@
 // the in-memory one in memory_store.ts, recovery in recovery.ts.
 export * from './types.js';
 export { MemoryStore } from './memory_store.js';
-export { LmdbShardStore, isCommitFailure, type LmdbStoreOptions, type StoreFaults } from './lmdb_store.js';
+export { LmdbShardStore, type LmdbStoreOptions, type StoreFaults } from './lmdb_store.js';
