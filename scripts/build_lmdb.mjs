@@ -1,18 +1,35 @@
 // Builds lmdb-js's native module from its bundled sources with one fix, so that
-// a full disk does not abort logbook. Run by `npm ci` / `npm install` (the
-// package's `prepare`), or by hand: `node scripts/build_lmdb.mjs [--force]`.
+// a full disk does not abort logbook, and fixes a garbage-collection defect in
+// its JavaScript. Run by `npm ci` / `npm install` (the package's `prepare`), or
+// by hand: `node scripts/build_lmdb.mjs [--force]`.
 //
-// The defect (lmdb 3.5.6, the newest release; liblmdb/mdb.c, mdb_page_flush):
-// when a page write fails (ENOSPC, EFBIG from a file-size limit, EIO) lmdb-js
-// formats "Attempting to write page at position …, buffer sizes %i %i %i" with
-// sprintf into a 100-byte malloc. The text needs up to 133 bytes, and two of
-// its numbers are stale stack values that usually make it longer than 100, so
-// the heap is overwritten and glibc aborts the whole process a few failed
-// commits later ("corrupted size vs. prev_size", "malloc(): invalid size"):
-// every shard and the HTTP front die with it. Found by test/faults_fsize.test.ts
-// (a flake: "other side closed" was the server aborting); reproduced every time
-// by test/lmdb_write_errors.test.ts. The fix allocates 160 bytes and bounds the
-// write (snprintf). Drop this script once an lmdb release fixes mdb.c.
+// 1. The native defect (lmdb 3.5.6, the newest release; liblmdb/mdb.c,
+// mdb_page_flush): when a page write fails (ENOSPC, EFBIG from a file-size
+// limit, EIO) lmdb-js formats "Attempting to write page at position …, buffer
+// sizes %i %i %i" with sprintf into a 100-byte malloc. The text needs up to 133
+// bytes, and two of its numbers are stale stack values that usually make it
+// longer than 100, so the heap is overwritten and glibc aborts the whole process
+// a few failed commits later ("corrupted size vs. prev_size", "malloc(): invalid
+// size"): every shard and the HTTP front die with it. Found by
+// test/faults_fsize.test.ts (a flake: "other side closed" was the server
+// aborting); reproduced every time by test/lmdb_write_errors.test.ts. The fix
+// allocates 160 bytes and bounds the write (snprintf).
+//
+// 2. The JavaScript defect (write.js, and its bundle dist/index.cjs): every write
+// gets a "resolution" object in a singly linked list; once its transaction
+// commits, the cursor moves past it but the object keeps its `next` (and a
+// transaction's first one its `nextTxn`). V8's young-generation collector treats
+// every old-generation object as live until the next full collection, so one
+// resolution that was promoted and then died keeps, through `next`, every later
+// one alive: each write's resolution (and what its promise's closures hold) is
+// copied by every scavenge and promoted, and the old generation fills with
+// garbage. A loop of ~14 k conditional puts/s for 15 s: scavenges of 21–32 ms
+// and a full collection every 1.7 s, against 0.2–0.3 ms and none with the links
+// cut. The fix clears both links of a resolution the commit cursor has passed
+// (nothing reads them after: the write cursor is ahead of it, and the
+// after-commit callbacks are given the range before the cursor moves).
+//
+// Drop either part once an lmdb release fixes it.
 //
 // node-gyp-build (lmdb's loader) prefers build/Release/lmdb.node over the
 // prebuilt binaries, so the built module is what `import 'lmdb'` loads. Build
@@ -36,6 +53,26 @@ const OLD = `						last_error = malloc(100);
 const NEW = `						last_error = malloc(160); /* logbook: the text needs up to 133 bytes (was malloc(100) + sprintf) */
 						snprintf(last_error, 160, "Attempting to write page at position %u, size %u, blocks %u, buffer sizes %i %i %i", wpos, wsize, n, iov[0].iov_len, iov[1].iov_len, iov[2].iov_len);`;
 
+/** The JavaScript fix: in write.js and dist/index.cjs, both loops that walk committed resolutions (resolveCommit, rejectCommit). */
+const JS_FILES = ['write.js', 'dist/index.cjs'];
+const JS_PATCH_ID = 'resolution-chain-1';
+const JS_OLD = `		} while (
+			(uncommittedResolution = uncommittedResolution.next) &&
+			uncommittedResolution != txnResolution
+		);
+		txnResolution = txnResolution.nextTxn;`;
+const JS_NEW = `			/* logbook: ${JS_PATCH_ID} (scripts/build_lmdb.mjs): a passed resolution lets go of the later ones */
+			var passedResolution = uncommittedResolution;
+			uncommittedResolution = uncommittedResolution.next;
+			passedResolution.next = null;
+		} while (
+			uncommittedResolution &&
+			uncommittedResolution != txnResolution
+		);
+		var passedTxn = txnResolution;
+		txnResolution = txnResolution.nextTxn;
+		passedTxn.nextTxn = null;`;
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const lmdbDir = join(root, 'node_modules', 'lmdb');
 const force = process.argv.includes('--force');
@@ -48,13 +85,29 @@ function warn(msg) {
   say('WARNING: the data directory fails (disk full, a file-size limit). See README "Storage engine".');
 }
 
+/** Fix 2, in place; true when every file carries it (already, or now). */
+function patchJs() {
+  let patched = 0;
+  for (const file of JS_FILES) {
+    const path = join(lmdbDir, file);
+    const text = readFileSync(path, 'utf8');
+    if (text.includes(JS_NEW)) { patched++; continue; }
+    if (text.split(JS_OLD).length !== 3) { say(`WARNING: ${file} does not hold the two loops the resolution-chain fix replaces: not applied (writes promote garbage, longer GC pauses)`); continue; }
+    writeFileSync(path, text.split(JS_OLD).join(JS_NEW));
+    patched++;
+  }
+  if (patched === JS_FILES.length) say(`lmdb ${LMDB_VERSION} JavaScript carries the fix (${JS_PATCH_ID})`);
+  return patched === JS_FILES.length;
+}
+
 function main() {
   if (!existsSync(join(lmdbDir, 'package.json'))) { say('node_modules/lmdb not installed: nothing to build'); return 0; }
   const version = JSON.parse(readFileSync(join(lmdbDir, 'package.json'), 'utf8')).version;
   if (version !== LMDB_VERSION) {
-    warn(`lmdb ${version} is installed; the fix is written for ${LMDB_VERSION}. Check whether ${version} fixed mdb.c's write-error message, then update or drop scripts/build_lmdb.mjs.`);
+    warn(`lmdb ${version} is installed; the fixes are written for ${LMDB_VERSION}. Check whether ${version} fixed mdb.c's write-error message and the resolution list's links (write.js), then update or drop scripts/build_lmdb.mjs.`);
     return 0;
   }
+  patchJs();
   const marker = join(lmdbDir, 'build', MARKER);
   const built = join(lmdbDir, 'build', 'Release', 'lmdb.node');
   if (!force && existsSync(built) && existsSync(marker) && readFileSync(marker, 'utf8').trim() === PATCH_ID) {

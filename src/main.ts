@@ -39,9 +39,12 @@ process.on('uncaughtException', die('uncaught exception'));
 const dieOfRejection = die('unhandled promise rejection');
 process.on('unhandledRejection', (err) => { if (!isStorageNoise(err)) dieOfRejection(err); });
 const lmdb = lmdbBinary();
-log.info('starting', { version: VERSION, node: process.version, lmdb: lmdb.patch ?? 'prebuilt', config: configSummary(config) });
+log.info('starting', { version: VERSION, node: process.version, lmdb: lmdb.patch ?? 'prebuilt', lmdbJs: lmdb.jsPatch ?? 'unpatched', config: configSummary(config) });
 if (lmdb.patch === null) {
   log.warn('lmdb: the prebuilt native module is loaded; it aborts the process when a write to the data directory fails (disk full, a file-size limit). Build the fixed one: node scripts/build_lmdb.mjs (README "Storage engine")', { module: lmdb.path });
+}
+if (lmdb.jsPatch === null) {
+  log.warn('lmdb: its JavaScript lacks the resolution-chain fix; under load every write is promoted to the old generation (longer GC pauses). Apply it: node scripts/build_lmdb.mjs (README "Storage engine")');
 }
 
 const started = performance.now();

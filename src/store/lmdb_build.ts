@@ -5,6 +5,8 @@
 // would take down every shard and the front, instead of answering 503).
 // Asked of lmdb's own loader, so it names the file `import 'lmdb'` really
 // loaded (PREBUILDS_ONLY=1, for one, makes the loader skip the built one).
+// Also whether lmdb-js's write.js carries the script's other fix (committed
+// writes let go of later ones, so that they do not fill V8's old generation).
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, sep } from 'node:path';
@@ -17,7 +19,11 @@ export interface LmdbBinary {
   path: string | null;
   /** the fix that build carries (null: the prebuilt binary, without it) */
   patch: string | null;
+  /** the fix lmdb-js's JavaScript carries (scripts/build_lmdb.mjs: committed writes let go of later ones; null: unpatched) */
+  jsPatch: string | null;
 }
+
+const JS_PATCH = /logbook: (resolution-chain-\d+)/;
 
 export function lmdbBinary(): LmdbBinary {
   try {
@@ -28,8 +34,9 @@ export function lmdbBinary(): LmdbBinary {
     const buildDir = join(lmdbDir, 'build');
     const marker = join(buildDir, MARKER);
     const patch = path.startsWith(buildDir + sep) && existsSync(marker) ? readFileSync(marker, 'utf8').trim() : null;
-    return { path, patch };
+    const jsPatch = JS_PATCH.exec(readFileSync(join(lmdbDir, 'write.js'), 'utf8'))?.[1] ?? null;
+    return { path, patch, jsPatch };
   } catch {
-    return { path: null, patch: null };
+    return { path: null, patch: null, jsPatch: null };
   }
 }
