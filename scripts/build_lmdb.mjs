@@ -92,7 +92,7 @@ function patchJs() {
     const path = join(lmdbDir, file);
     const text = readFileSync(path, 'utf8');
     if (text.includes(JS_NEW)) { patched++; continue; }
-    if (text.split(JS_OLD).length !== 3) { say(`WARNING: ${file} does not hold the two loops the resolution-chain fix replaces: not applied (writes promote garbage, longer GC pauses)`); continue; }
+    if (text.split(JS_OLD).length !== 3) { say(`WARNING: ${file} does not hold the two loops the resolution-chain fix replaces: not applied (committed writes can keep later ones alive: more GC work)`); continue; }
     writeFileSync(path, text.split(JS_OLD).join(JS_NEW));
     patched++;
   }

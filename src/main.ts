@@ -44,7 +44,7 @@ if (lmdb.patch === null) {
   log.warn('lmdb: the prebuilt native module is loaded; it aborts the process when a write to the data directory fails (disk full, a file-size limit). Build the fixed one: node scripts/build_lmdb.mjs (README "Storage engine")', { module: lmdb.path });
 }
 if (lmdb.jsPatch === null) {
-  log.warn('lmdb: its JavaScript lacks the resolution-chain fix; under load every write is promoted to the old generation (longer GC pauses). Apply it: node scripts/build_lmdb.mjs (README "Storage engine")');
+  log.warn('lmdb: its JavaScript lacks the resolution-chain fix (a committed write can keep later ones alive through young-generation collections: more GC work). Apply it: node scripts/build_lmdb.mjs (README "Storage engine")');
 }
 
 const started = performance.now();
