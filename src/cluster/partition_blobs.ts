@@ -48,7 +48,7 @@ export class LocalBlobs implements BlobMap {
   }
 
   async close(): Promise<void> {
-    await closeEnv(this.env); // bounded (src/store/lmdb_close.ts); the directory goes either way
+    await closeEnv(this.env, 'a partition\'s blob store'); // bounded (src/store/lmdb_close.ts); the directory goes either way
     rmSync(this.path, { recursive: true, force: true });
   }
 }

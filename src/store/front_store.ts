@@ -7,7 +7,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, sym
 import { join, resolve } from 'node:path';
 import type { LabelStore } from '../http/labels.js';
 import { log } from '../log.js';
-import { CLOSE_BOUND_MS, closeEnv } from './lmdb_close.js';
+import { closeEnv } from './lmdb_close.js';
 import { commitCause, flushedOf } from './lmdb_commit.js';
 
 /**
@@ -144,7 +144,7 @@ export class FrontStore implements LabelStore {
 
   async close(): Promise<void> {
     // bounded: after a label write failed for good (a full disk) lmdb-js would keep the flush and the close pending
-    if (!await closeEnv(this.env)) log.warn('front.mdb did not close in time (a write failed?); exiting without it', { boundMs: CLOSE_BOUND_MS });
+    await closeEnv(this.env, 'front.mdb');
   }
 }
 

@@ -26,7 +26,7 @@ import type { StreamChange } from '../shard/changes.js';
 import { BLOB_DEFAULT, contentResultId, type BlobKey } from './blobs.js';
 import { CHUNK_ALONE_BYTES, CHUNK_MIN_CONTENTS, ContentChunks, type ChunkKey, type PackableContent } from './content_chunks.js';
 import { log } from '../log.js';
-import { CLOSE_BOUND_MS, closeEnv } from './lmdb_close.js';
+import { closeEnv } from './lmdb_close.js';
 import { commitCause, flushedOf } from './lmdb_commit.js';
 import { recoverShard } from './recovery.js';
 import { encodeAggregate, joinResults, keptParts, partSeqOf, resultPartsOf, splitResults, type AggregateSnapshot, type PartRef, type ShardMeta } from './snapshot_format.js';
@@ -567,7 +567,7 @@ export class LmdbShardStore implements DurableShardStore {
     // a round cut short leaves parts no snapshot refers to until the next one: let it end (bounded)
     await Promise.race([this.roundEnded, new Promise((r) => setTimeout(r, 5000).unref())]);
     // lmdb-js never settles the flush (nor the close) of an environment whose last commit failed: bounded
-    if (!await closeEnv(this.env)) log.warn('the shard\'s store did not close in time (a commit failed?); exiting without it', { boundMs: CLOSE_BOUND_MS });
+    await closeEnv(this.env, this.path);
   }
 
   stats(): StoreStats {
