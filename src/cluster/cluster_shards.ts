@@ -165,6 +165,7 @@ export class ClusterShards implements Shards {
   broadcast(message: FrontToShard): void { this.pool.broadcast(message); }
 
   crash(partition: number): boolean { return this.pool.crash(partition); }
+  stall(partition: number, ms: number): boolean { return this.pool.stall(partition, ms); }
 
   /** A request for a partition another node owns: NATS request/reply to its owner. */
   private forward(partition: number, message: FrontToShard, handler: ReplyHandler<unknown>, context: unknown): void {

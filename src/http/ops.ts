@@ -17,9 +17,11 @@ import { reply, replyAs, type Exchange } from './respond.js';
 
 export type OpsRoute =
   | { kind: 'ops'; op: 'healthz' | 'metrics' | 'openapi' }
-  | { kind: 'ops'; op: 'crash'; shard: number };
+  | { kind: 'ops'; op: 'crash'; shard: number }
+  | { kind: 'ops'; op: 'stall'; shard: number; ms: number };
 
 const TEST_CRASH = /^\/__test__\/shards\/(\d{1,2})\/crash$/;
+const TEST_STALL = /^\/__test__\/shards\/(\d{1,2})\/stall\/(\d{1,5})$/;
 /** read once: process.env is a slow native getter, and this is checked on the request path */
 const TEST_HOOKS = process.env.LOGBOOK_TEST_HOOKS === '1';
 
@@ -33,12 +35,14 @@ export function parseOpsRoute(path: string): OpsRoute | null {
   if (TEST_HOOKS && path.startsWith('/__test__/')) {
     const m = TEST_CRASH.exec(path);
     if (m) return { kind: 'ops', op: 'crash', shard: Number(m[1]) };
+    const stall = TEST_STALL.exec(path);
+    if (stall) return { kind: 'ops', op: 'stall', shard: Number(stall[1]), ms: Number(stall[2]) };
   }
   return null;
 }
 
 export function opsAllow(route: OpsRoute): string {
-  return route.op === 'crash' ? 'POST' : 'GET, HEAD';
+  return route.op === 'crash' || route.op === 'stall' ? 'POST' : 'GET, HEAD';
 }
 
 /** The metrics route index (metrics.ts ROUTE) of an ops route. */
@@ -47,7 +51,7 @@ export function opsMetricRoute(route: OpsRoute): number {
     case 'healthz': return ROUTE.healthz;
     case 'metrics': return ROUTE.metrics;
     case 'openapi': return ROUTE.openapi;
-    case 'crash': return ROUTE.test;
+    case 'crash': case 'stall': return ROUTE.test;
   }
 }
 
@@ -80,6 +84,12 @@ export class Ops {
       if (!pool || route.shard >= pool.size) return reply(ex, 404, Errors.notFound());
       log.warn('test hook: crashing a shard worker', { shard: route.shard });
       return reply(ex, 200, JSON.stringify({ crashing: pool.crash(route.shard) ? route.shard : null }));
+    }
+    if (route.op === 'stall') {
+      if (ex.method !== 'POST') return reply(ex, 405, Errors.methodNotAllowed(ex.method));
+      const pool = this.front.pool();
+      if (!pool || route.shard >= pool.size) return reply(ex, 404, Errors.notFound());
+      return reply(ex, 200, JSON.stringify({ stalling: pool.stall(route.shard, route.ms) ? route.shard : null }));
     }
     if (!read) return reply(ex, 405, Errors.methodNotAllowed(ex.method));
     switch (route.op) {

@@ -631,6 +631,13 @@ export class ShardPool implements Shards {
     return n;
   }
 
+  /** Test hook (LOGBOOK_TEST_HOOKS=1): keep a worker's thread busy for `ms`, as a long GC pause would. */
+  stall(shard: number, ms: number): boolean {
+    if (!this.up[shard]) return false;
+    this.send(shard, { k: 'stall', ms }, null);
+    return true;
+  }
+
   /** Test hook (LOGBOOK_TEST_HOOKS=1): make a worker die of an uncaught exception. */
   crash(shard: number): boolean {
     if (!this.up[shard]) return false;

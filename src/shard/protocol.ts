@@ -82,6 +82,8 @@ export type FrontToShard =
   | { k: 'replay'; rid: number; from: number; playbook: number | null; limit: number }
   /** test hook (LOGBOOK_TEST_HOOKS=1 only): the worker dies of an uncaught exception */
   | { k: 'crash' }
+  /** test hook (LOGBOOK_TEST_HOOKS=1 only): the worker's thread is busy for `ms`, as in a long GC pause */
+  | { k: 'stall'; ms: number }
   // ---- cluster mode: a standby partition becomes the owner (src/cluster/partition_worker.ts) ----
   | { k: 'promote'; rid: number; epoch: number; fenceSeq: number };
 

@@ -165,6 +165,7 @@ export class Shard {
         return this.deliver({ k: 'replay', rid: msg.rid, status: 200, ...page }, null);
       }
       case 'crash': return null;
+      case 'stall': return null; // the worker handles it (test hook)
       case 'promote': return null; // the worker handles it (cluster mode)
     }
   }

@@ -38,6 +38,8 @@ export interface Shards {
   releaseReply?(reply: ShardToFront): void;
   /** test hook: make a shard's worker die */
   crash(shard: number): boolean;
+  /** test hook: keep a shard's worker busy for `ms` (a long GC pause) */
+  stall(shard: number, ms: number): boolean;
   close(): Promise<void>;
   // ---- admission (src/http/admission.ts) ----
   /** would a request to this shard be refused now (its queue stands above the delay bound)? */

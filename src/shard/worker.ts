@@ -192,6 +192,11 @@ function handle(msg: FrontToShard): void {
       );
       return;
     }
+    if (msg.k === 'stall') {
+      // test hook: hold the thread the way a long GC pause does (messages queue up meanwhile)
+      if (testHooks) { const until = performance.now() + Math.min(msg.ms, 10_000); while (performance.now() < until); }
+      return;
+    }
     if (msg.k === 'crash') {
       // test hook: die the way a bug would, from an uncaught exception outside any handler
       if (testHooks) setImmediate(() => { throw new Error(`shard ${init.shard}: crash requested by a test hook`); });
