@@ -142,6 +142,16 @@ export const LIMITS = {
    * room for a closed population's ramp-up and windows of uneven commits; a 2×
    * flood offers 2–4× what is answered. */
   shardOfferedRateFactor: 1.5,
+  /** … and only while what it is offered (refused requests included) exceeds
+   * this share of what it can answer (its answer rate with a queue, the
+   * decaying peak: src/shard/pool.ts countAnswer). Arrivals against answers
+   * alone said "flood" after any stall: a GC pause at half the load leaves two
+   * windows without answers, the queue it piles up is refused, and each refusal
+   * is an arrival without an answer, so the episode fed itself (bench overload:
+   * after the drop to half the load, 1–23 % refused for 5–15 s). Half the load
+   * offers half the capacity; a 2× flood offers twice it, still more than this
+   * share of a peak inflated by a burst of answers after a stall. */
+  shardOfferedCapacityShare: 0.75,
   /** Young generation of a shard worker (MiB). Recovery and ingest allocate
    * millions of short-lived objects; with V8's default (~16 MiB semi-spaces) a
    * third of recovery time was scavenging. 192 MiB (64 MiB semi-spaces) took 1 M

@@ -454,23 +454,33 @@ export class ShardPool implements Shards {
    *   answers), which must not end the episode and let the flood in whole for
    *   two windows; once the load drops below what the shard answers, the
    *   episode ends within TRAFFIC_WINDOWS windows and OVERSUBSCRIBED_HOLD_MS.
+   * Both only while the arrivals also exceed LIMITS.shardOfferedCapacityShare
+   * of the shard's answer rate with a queue: refused arrivals are never
+   * answered, so after a stall at a light load "offered more than answered"
+   * alone would hold for as long as anything was refused.
    * Before the shard's answer rate with a queue is known (a fresh shard, or one
    * that never had a queue) it is not oversubscribed: only the length bound applies.
    */
   private oversubscribed(shard: number, now: number, episode: boolean): boolean {
-    if (this.answerRate[shard] === 0) return false;
+    const capacity = this.answerRate[shard]!; // answers per ms
+    if (capacity === 0) return false;
     this.rotateTraffic(shard, now);
     const base = shard * TRAFFIC_WINDOWS;
+    // more than the shard can answer must be arriving (LIMITS.shardOfferedCapacityShare):
+    // a stall at a light load leaves windows without answers, which is not a flood
+    const share = LIMITS.shardOfferedCapacityShare * capacity;
     let open: boolean;
     if (episode) {
       let offered = 0, answered = 0;
       for (let i = base; i < base + TRAFFIC_WINDOWS; i++) { offered += this.offeredRing[i]!; answered += this.answeredRing[i]!; }
-      open = offered > answered;
+      const spanMs = (TRAFFIC_WINDOWS - 1) * TRAFFIC_WINDOW_MS + (now - this.trafficSince[shard]!);
+      open = offered > answered && offered > share * spanMs;
     } else {
       open = true;
       for (let back = 1; back <= 2 && open; back++) {
         const i = base + (this.trafficAt[shard]! + TRAFFIC_WINDOWS - back) % TRAFFIC_WINDOWS;
-        open = this.offeredRing[i]! > LIMITS.shardOfferedRateFactor * this.answeredRing[i]!;
+        const offered = this.offeredRing[i]!;
+        open = offered > LIMITS.shardOfferedRateFactor * this.answeredRing[i]! && offered > share * TRAFFIC_WINDOW_MS;
       }
     }
     if (open) { this.oversubscribedUntil[shard] = now + OVERSUBSCRIBED_HOLD_MS; return true; }
