@@ -29,6 +29,17 @@ const LAG_INTERVAL_MS = 100;
 const LAG_SHARE = 0.5;
 /** … but never below this (ms): timers on a busy machine fire a few ms late anyway */
 const LAG_FLOOR_MS = 10;
+/**
+ * The front's lag sheds only while its thread was busy for at least this share
+ * of the last BUSY_WINDOW_PROBES probes (~0.5 s; event-loop utilization, GC
+ * included). Under a flood that the front cannot keep up with it is busy
+ * 0.9–1.0 of the time; at half the load after one, ~0.6, and a GC pause of the
+ * front's (or a burst of replies after a shard's) then lagged it 80–150 ms for
+ * long enough to refuse 1–2 % of the light load for seconds (bench overload),
+ * which refusing does not cure: the front was not the bottleneck.
+ */
+const LAG_BUSY_SHARE = 0.85;
+const BUSY_WINDOW_PROBES = 50;
 /** ms between samples of the lag histogram the `shedding` line reports (Node records the interval plus the delay) */
 const LAG_RESOLUTION_MS = 10;
 /** how often (ms) the `shedding` log line may be written while requests are refused */
@@ -56,6 +67,12 @@ export class Admission {
   private timer: NodeJS.Timeout | null = null;
   /** consecutive probes with nothing in flight */
   private idleProbes = 0;
+  /** event-loop utilization (cumulative active and idle ms) at each of the last BUSY_WINDOW_PROBES probes, a ring */
+  private readonly activeAt = new Float64Array(BUSY_WINDOW_PROBES);
+  private readonly idleAt = new Float64Array(BUSY_WINDOW_PROBES);
+  private busyAt = 0;
+  /** the front thread's busy share over the ring (since waking, until it is full) */
+  private busyShareNow = 0;
   private readonly histogram: IntervalHistogram;
   /** µs from request head to answer of the 2xx answers since the last report (the server's share of admitted latency) */
   private readonly answered: RecordableHistogram = createHistogram();
@@ -95,6 +112,12 @@ export class Admission {
   private wake(): void {
     if (this.timer !== null) return;
     this.idleProbes = 0;
+    // every slot starts at the wake-up: the share is taken over the time since, until the ring is full
+    const { active, idle } = performance.eventLoopUtilization();
+    this.activeAt.fill(active);
+    this.idleAt.fill(idle);
+    this.busyAt = 0;
+    this.busyShareNow = 0;
     this.histogram.enable();
     this.expected = performance.now() + PROBE_MS;
     this.timer = setInterval(() => this.probe(), PROBE_MS);
@@ -122,6 +145,14 @@ export class Admission {
     this.expected = now + PROBE_MS;
     if (this.lagBoundMs === 0 || this.lagMs <= this.lagBoundMs) this.highSince = null;
     else this.highSince ??= now;
+    // the busy share over the ring: this probe's cumulative figures against the oldest slot's
+    const { active, idle } = performance.eventLoopUtilization();
+    const at = this.busyAt;
+    const busy = active - this.activeAt[at]!, total = busy + idle - this.idleAt[at]!;
+    this.busyShareNow = total > 0 ? busy / total : 0;
+    this.activeAt[at] = active;
+    this.idleAt[at] = idle;
+    this.busyAt = (at + 1) % BUSY_WINDOW_PROBES;
     if (!this.idle()) this.idleProbes = 0;
     else if (++this.idleProbes >= IDLE_PROBES) this.sleep();
   }
@@ -134,6 +165,7 @@ export class Admission {
    */
   get lagging(): boolean {
     return this.highSince !== null && performance.now() - this.highSince >= LAG_INTERVAL_MS
+      && this.busyShareNow >= LAG_BUSY_SHARE
       && (this.pool()?.inFlight ?? 0) >= LIMITS.shardQueueDelayMinimum;
   }
 
