@@ -78,18 +78,14 @@ export class Ops {
 
   handle(ex: Exchange, route: OpsRoute): void {
     const read = ex.method === 'GET' || ex.method === 'HEAD';
-    if (route.op === 'crash') {
+    if (route.op === 'crash' || route.op === 'stall') {
+      // test hooks (LOGBOOK_TEST_HOOKS=1): POST to an existing shard
       if (ex.method !== 'POST') return reply(ex, 405, Errors.methodNotAllowed(ex.method));
       const pool = this.front.pool();
       if (!pool || route.shard >= pool.size) return reply(ex, 404, Errors.notFound());
+      if (route.op === 'stall') return reply(ex, 200, JSON.stringify({ stalling: pool.stall(route.shard, route.ms) ? route.shard : null }));
       log.warn('test hook: crashing a shard worker', { shard: route.shard });
       return reply(ex, 200, JSON.stringify({ crashing: pool.crash(route.shard) ? route.shard : null }));
-    }
-    if (route.op === 'stall') {
-      if (ex.method !== 'POST') return reply(ex, 405, Errors.methodNotAllowed(ex.method));
-      const pool = this.front.pool();
-      if (!pool || route.shard >= pool.size) return reply(ex, 404, Errors.notFound());
-      return reply(ex, 200, JSON.stringify({ stalling: pool.stall(route.shard, route.ms) ? route.shard : null }));
     }
     if (!read) return reply(ex, 405, Errors.methodNotAllowed(ex.method));
     switch (route.op) {
