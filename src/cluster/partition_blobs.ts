@@ -5,6 +5,11 @@
 // emptied when the worker opens it and removed when it closes, and writes never
 // wait for the disk (noSync). Writes land in lmdb-js asynchronously: until one
 // is committed, reads see it from `pending` (read-your-writes for the serializer).
+// `pending` holds one small map per event turn (lmdb-js commits a turn's writes
+// together), dropped whole once all its writes settled, not one long-lived map
+// every write adds to and deletes from: such a map's rehashed tables keep every
+// value that passed through it alive until a full collection (the shard store's
+// overlay, src/store/lmdb_store.ts, says how).
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { mkdirSync, rmSync } from 'node:fs';
 import type { BlobKey } from '../store/blobs.js';
@@ -20,8 +25,15 @@ export interface BlobMap {
 export class LocalBlobs implements BlobMap {
   private readonly env: RootDatabase;
   private readonly db: Database<string, BlobKey>;
-  /** writes not committed yet: value, or null for a removal */
-  private readonly pending = new Map<BlobKey, string | null>();
+  /** writes not committed yet, one map per event turn, oldest first: value, or null for a removal */
+  private readonly pending: PendingTurn[] = [];
+  /** the turn writes go to now (null: the next write opens one) */
+  private turn: PendingTurn | null = null;
+  private readonly endTurn = (): void => {
+    const turn = this.turn!;
+    this.turn = null;
+    if (turn.open === 0) this.drop(turn);
+  };
 
   constructor(private readonly path: string) {
     rmSync(path, { recursive: true, force: true });
@@ -32,19 +44,39 @@ export class LocalBlobs implements BlobMap {
   }
 
   get(key: BlobKey): string | undefined {
-    const p = this.pending.get(key);
-    if (p !== undefined) return p ?? undefined;
+    // newest first: a later write replaces an earlier one
+    for (let i = this.pending.length - 1; i >= 0; i--) {
+      const p = this.pending[i]!.values.get(key);
+      if (p !== undefined) return p ?? undefined;
+    }
     return this.db.get(key);
   }
 
   set(key: BlobKey, value: string): void {
-    this.pending.set(key, value);
-    void this.db.put(key, value).then(() => { if (this.pending.get(key) === value) this.pending.delete(key); });
+    this.track(key, value, this.db.put(key, value));
   }
 
   delete(key: BlobKey): void {
-    this.pending.set(key, null);
-    void this.db.remove(key).then(() => { if (this.pending.get(key) === null) this.pending.delete(key); });
+    this.track(key, null, this.db.remove(key));
+  }
+
+  private track(key: BlobKey, value: string | null, written: Promise<unknown>): void {
+    let turn = this.turn;
+    if (turn === null) {
+      turn = this.turn = { values: new Map(), open: 0 };
+      this.pending.push(turn);
+      queueMicrotask(this.endTurn);
+    }
+    turn.values.set(key, value);
+    turn.open++;
+    const settled = (): void => { if (--turn.open === 0 && turn !== this.turn) this.drop(turn); };
+    // a write that failed is kept here: reads go on seeing it (the disk does not have it)
+    written.then(settled, () => {});
+  }
+
+  private drop(turn: PendingTurn): void {
+    const at = this.pending.indexOf(turn);
+    if (at >= 0) this.pending.splice(at, 1);
   }
 
   async close(): Promise<void> {
@@ -52,3 +84,6 @@ export class LocalBlobs implements BlobMap {
     rmSync(this.path, { recursive: true, force: true });
   }
 }
+
+/** One event turn's writes while they are not committed. */
+interface PendingTurn { values: Map<BlobKey, string | null>; open: number }
