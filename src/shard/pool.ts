@@ -11,6 +11,7 @@ import { Worker } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
 import { LIMITS } from '../limits.js';
 import { errText, log } from '../log.js';
+import { InFlightTable } from './in_flight.js';
 import { changesIn, decodeAll, ShardOutbox, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
 import type { StreamChange } from './changes.js';
 import type { Shards } from './shards.js';
@@ -66,7 +67,8 @@ export class ShardPool implements Shards {
   private readonly workers: Array<Worker | null> = [];
   /** each worker's outbox: what the front posts to it in one turn leaves as one message (protocol.ts) */
   private readonly outboxes: Array<ShardOutbox | null> = [];
-  private readonly pending = new Map<number, Pending>();
+  /** requests sent and not yet answered, by request id (not a Map: in_flight.ts says why) */
+  private readonly pending = new InFlightTable<Pending>();
   private nextRid = 1;
   private closing = false;
   /** shards that accept messages (false while a dead worker is being replaced) */
@@ -629,7 +631,7 @@ export class ShardPool implements Shards {
   /** Answer 503 to every request the shard held; returns how many. */
   private failPending(shard: number): number {
     let n = 0;
-    for (const [rid, entry] of this.pending) {
+    for (const [rid, entry] of this.pending.entries()) {
       if (entry.shard !== shard) continue;
       this.pending.delete(rid);
       n++;
