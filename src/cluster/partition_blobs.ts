@@ -5,15 +5,13 @@
 // emptied when the worker opens it and removed when it closes, and writes never
 // wait for the disk (noSync). Writes land in lmdb-js asynchronously: until one
 // is committed, reads see it from `pending` (read-your-writes for the serializer).
-// `pending` holds one small map per event turn (lmdb-js commits a turn's writes
-// together), dropped whole once all its writes settled, not one long-lived map
-// every write adds to and deletes from: such a map's rehashed tables keep every
-// value that passed through it alive until a full collection (the shard store's
-// overlay, src/store/lmdb_store.ts, says how).
+// `pending` holds one map per event turn (lmdb-js commits a turn's writes
+// together), dropped once all its writes settled (src/store/pending_values.ts).
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { mkdirSync, rmSync } from 'node:fs';
 import type { BlobKey } from '../store/blobs.js';
 import { closeEnv } from '../store/lmdb_close.js';
+import { PendingValues } from '../store/pending_values.js';
 
 export interface BlobMap {
   get(key: BlobKey): string | undefined;
@@ -25,14 +23,14 @@ export interface BlobMap {
 export class LocalBlobs implements BlobMap {
   private readonly env: RootDatabase;
   private readonly db: Database<string, BlobKey>;
-  /** writes not committed yet, one map per event turn, oldest first: value, or null for a removal */
-  private readonly pending: PendingTurn[] = [];
+  /** writes not committed yet, one map per event turn: value, or null for a removal */
+  private readonly pending = new PendingValues<BlobKey, string | null>();
   /** the turn writes go to now (null: the next write opens one) */
   private turn: PendingTurn | null = null;
   private readonly endTurn = (): void => {
     const turn = this.turn!;
     this.turn = null;
-    if (turn.open === 0) this.drop(turn);
+    if (turn.open === 0) this.pending.drop(turn.values);
   };
 
   constructor(private readonly path: string) {
@@ -44,11 +42,8 @@ export class LocalBlobs implements BlobMap {
   }
 
   get(key: BlobKey): string | undefined {
-    // newest first: a later write replaces an earlier one
-    for (let i = this.pending.length - 1; i >= 0; i--) {
-      const p = this.pending[i]!.values.get(key);
-      if (p !== undefined) return p ?? undefined;
-    }
+    const p = this.pending.get(key);
+    if (p !== undefined) return p ?? undefined;
     return this.db.get(key);
   }
 
@@ -63,20 +58,14 @@ export class LocalBlobs implements BlobMap {
   private track(key: BlobKey, value: string | null, written: Promise<unknown>): void {
     let turn = this.turn;
     if (turn === null) {
-      turn = this.turn = { values: new Map(), open: 0 };
-      this.pending.push(turn);
+      turn = this.turn = { values: this.pending.open(), open: 0 };
       queueMicrotask(this.endTurn);
     }
     turn.values.set(key, value);
     turn.open++;
-    const settled = (): void => { if (--turn.open === 0 && turn !== this.turn) this.drop(turn); };
+    const settled = (): void => { if (--turn.open === 0 && turn !== this.turn) this.pending.drop(turn.values); };
     // a write that failed is kept here: reads go on seeing it (the disk does not have it)
     written.then(settled, () => {});
-  }
-
-  private drop(turn: PendingTurn): void {
-    const at = this.pending.indexOf(turn);
-    if (at >= 0) this.pending.splice(at, 1);
   }
 
   async close(): Promise<void> {

@@ -1,11 +1,9 @@
 // The front's table of requests sent to shards and not yet answered, by request
 // id. Ids are handed out in increasing order and answered mostly in order, so
-// the entries live in a window of an array indexed by id, not in a Map: a
-// long-lived Map that every request adds to and deletes from makes V8 link each
-// of its rehashed tables to the one that replaces it, and once one of those is
-// promoted every later one, with every request's context in it, survives each
-// young-generation collection until a full one (src/store/lmdb_store.ts,
-// `overlay`, measured it). An answered slot is cleared at once; the window's
+// the entries live in a window of an array indexed by id, not in a long-lived
+// Map that every request adds to and deletes from, whose rehashed tables would
+// keep every request's context alive until a full collection
+// (src/store/pending_values.ts says how). An answered slot is cleared at once; the window's
 // front moves past answered ids, and the array is replaced by a copy of its live
 // part when most of it is behind the front.
 //

@@ -28,6 +28,7 @@ import { CHUNK_ALONE_BYTES, CHUNK_MIN_CONTENTS, ContentChunks, type ChunkKey, ty
 import { log } from '../log.js';
 import { closeEnv } from './lmdb_close.js';
 import { commitCause, flushedOf } from './lmdb_commit.js';
+import { PendingValues } from './pending_values.js';
 import { recoverShard } from './recovery.js';
 import { encodeAggregate, joinResults, keptParts, partSeqOf, resultPartsOf, splitResults, type AggregateSnapshot, type PartRef, type ShardMeta } from './snapshot_format.js';
 import { LIMITS } from '../limits.js';
@@ -98,18 +99,8 @@ export class LmdbShardStore implements DurableShardStore {
   private head: number | null = null;
   /** bumped by recover(): a snapshot round of an older state must not store anything more */
   private generation = 0;
-  /**
-   * Blob values of the commands issued and not yet settled, oldest first: reads
-   * must see them (null = removed). One small map per command, dropped whole
-   * when it settles, not one long-lived map that every command adds to and
-   * deletes from: V8 links each table a Map outgrows or rehashes to the one that
-   * replaces it, so once one of a long-lived map's tables is promoted, every
-   * later table — holding the values that were in the map when it was rehashed
-   * (every result's content) — survives each scavenge until the next full
-   * collection. Batch ingest promoted ~2.3 KB of garbage per result that way;
-   * a per-command map dies young with its command.
-   */
-  private readonly overlay: Array<Map<BlobKey, string | null>> = [];
+  /** blob values of the commands issued and not yet settled, one map per command: reads must see them (null = removed) */
+  private readonly overlay = new PendingValues<BlobKey, string | null>();
   private sinceSnapshot = 0;
   private snapshotting = false;
   /** settles when the snapshot round in progress ends (close() lets it finish) */
@@ -180,11 +171,8 @@ export class LmdbShardStore implements DurableShardStore {
   get journalLength(): number { return this.sinceSnapshot; }
 
   getBlob(key: BlobKey): string | undefined {
-    // newest first: a later command's value replaces an earlier one's
-    for (let i = this.overlay.length - 1; i >= 0; i--) {
-      const pending = this.overlay[i]!.get(key);
-      if (pending !== undefined) return pending ?? undefined;
-    }
+    const pending = this.overlay.get(key);
+    if (pending !== undefined) return pending ?? undefined;
     const value = this.blobs.get(key);
     if (value !== undefined) return value;
     const result = contentResultId(key);
@@ -196,12 +184,10 @@ export class LmdbShardStore implements DurableShardStore {
     const after = this.head;
     this.head = seq;
     this.sinceSnapshot++;
-    let overlay: Map<BlobKey, string | null> | null = null;
-    if (puts.length || removes.length) {
-      overlay = new Map();
+    const overlay = puts.length || removes.length ? this.overlay.open() : null;
+    if (overlay) {
       for (const key of removes) overlay.set(key, null);
       for (const [key, value] of puts) overlay.set(key, value);
-      this.overlay.push(overlay);
     }
     let stored: Promise<boolean>;
     if (this.faults?.fail('journal')) stored = this.injected('journal');
@@ -229,11 +215,7 @@ export class LmdbShardStore implements DurableShardStore {
     }
     // success or failure, the overlay of this command goes: after a failure
     // reads must show what is on disk (the shard rebuilds its state from disk too)
-    const settle = () => {
-      if (overlay === null) return;
-      const at = this.overlay.indexOf(overlay); // the first one, but for a command that failed after a later one settled
-      if (at >= 0) this.overlay.splice(at, 1);
-    };
+    const settle = () => { if (overlay) this.overlay.drop(overlay); };
     return this.durable(stored, 'write').then(settle, (err) => { settle(); throw err; });
   }
 
@@ -541,7 +523,7 @@ export class LmdbShardStore implements DurableShardStore {
   /** Load the snapshots, then replay the journal tail into an empty state (recovery.ts). */
   recover(state: ShardState): RecoveryStats {
     // what memory held for commands in flight is not on disk (yet, or ever): reads go to disk
-    this.overlay.length = 0;
+    this.overlay.clear();
     this.generation++;
     this.layouts.clear();
     const snapshots = this.snapshots;
