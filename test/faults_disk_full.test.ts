@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api, MAIN_JS, startLogbook } from './helpers/server.js';
 import { createRun, missingResults, must, noise, postOrExplain } from './helpers/storage_faults.js';
+import { silentCause } from '../src/store/lmdb_commit.js';
 
 /** Mounts a tmpfs of `mb` MiB on a new directory; null when this user may not. */
 function smallDisk(t: { teardown(fn: () => void): void }, mb: number): string | null {
@@ -24,6 +25,18 @@ function smallDisk(t: { teardown(fn: () => void): void }, mb: number): string | 
   });
   return mounted ? dir : null;
 }
+
+// lmdb-js gives no cause for a transaction that fails without an error status
+// (a page spill that cannot be written): on a full disk that was the first 503's
+// whole text, "Commit failed (see commitError for details)"
+test('a commit failure without a cause is named from the free space: a full filesystem is "No space left on device"', async (t) => {
+  const disk = smallDisk(t, 1);
+  if (disk === null) { t.log('cannot mount a tmpfs (needs root): skipped'); t.pass(); return; }
+  t.regex((await silentCause(disk))!, /LMDB gave no error code \(1 MiB free/, 'room: no guess');
+  spawnSync('dd', ['if=/dev/zero', `of=${join(disk, 'filler')}`, 'bs=4k'], { encoding: 'utf8' });
+  t.regex((await silentCause(disk))!, /^No space left on device \(0 KiB free/);
+  t.is(await silentCause(join(disk, 'missing')), null, 'a directory that cannot be read: nothing to say');
+});
 
 test('a full disk: writes get 503 naming it, reads work, no crash; room again → writes resume without a restart; nothing acknowledged lost', async (t) => {
   t.timeout(180_000);

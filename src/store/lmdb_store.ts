@@ -20,14 +20,14 @@
 // snapshot never captures the effect of a command that failed.
 import { asBinary, open, type Database, type RootDatabase } from 'lmdb';
 import { readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Event, ShardState } from '../shard/state.js';
 import type { StreamChange } from '../shard/changes.js';
 import { BLOB_DEFAULT, contentResultId, type BlobKey } from './blobs.js';
 import { CHUNK_ALONE_BYTES, CHUNK_MIN_CONTENTS, ContentChunks, type ChunkKey, type PackableContent } from './content_chunks.js';
 import { log } from '../log.js';
 import { closeEnv } from './lmdb_close.js';
-import { commitCause, flushedOf } from './lmdb_commit.js';
+import { commitCause, flushedOf, silentCause } from './lmdb_commit.js';
 import { PendingValues } from './pending_values.js';
 import { recoverShard } from './recovery.js';
 import { encodeAggregate, joinResults, keptParts, partSeqOf, resultPartsOf, splitResults, type AggregateSnapshot, type PartRef, type ShardMeta } from './snapshot_format.js';
@@ -339,7 +339,7 @@ export class LmdbShardStore implements DurableShardStore {
       if (!ok) throw new StorageError(`the ${what} was not stored because an earlier write of this shard failed`);
       if (this.durability === 'flush') return flushedOf(stored).then(() => undefined);
       return undefined;
-    }, async (err) => { throw new StorageError(await failureText(err)); });
+    }, async (err) => { throw new StorageError(await failureText(err, this.path)); });
     // the watchdog counts until durable (a flush can be lost too, after a commit)
     const settled = () => { this.pendingSince.delete(token); };
     result.then(settled, settled);
@@ -467,7 +467,7 @@ export class LmdbShardStore implements DurableShardStore {
       if (trims.length) this.step?.('trim', ++this.stepCounts.trim);
       const partsRemoved = this.cleanParts();
       for (const result of await Promise.allSettled([...trims, ...partsRemoved])) {
-        if (result.status === 'rejected') throw new StorageError(`journal trim failed (the entries stay; the next round trims them): ${await failureText(result.reason)}`);
+        if (result.status === 'rejected') throw new StorageError(`journal trim failed (the entries stay; the next round trims them): ${await failureText(result.reason, this.path)}`);
       }
       log.info('snapshot taken', {
         playbooks: ids.length, journalEntriesTrimmed: trims.length,
@@ -612,11 +612,12 @@ function blobWriteDictionary(): Buffer | null {
 
 /**
  * Why a write failed, in words for a 503 body and the log (lmdb_commit.ts: the
- * cause lmdb-js gives in `commitError`, else its "Commit failed").
+ * cause lmdb-js gives in `commitError`; when it gives none, what the free space
+ * of the file's filesystem says; else lmdb-js's own message).
  */
-async function failureText(err: unknown): Promise<string> {
+async function failureText(err: unknown, file: string): Promise<string> {
   if (err instanceof StorageError) return err.message;
-  let detail = (await commitCause(err)) ?? (err instanceof Error ? err.message : String(err));
+  let detail = (await commitCause(err)) ?? (await silentCause(dirname(file))) ?? (err instanceof Error ? err.message : String(err));
   // lmdb's failed-page-write text ends in ", buffer sizes A B C": of its iovecs,
   // those past the first are stale stack values when fewer were written; the
   // position and size before it are what an operator can use
