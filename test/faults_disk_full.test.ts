@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api, MAIN_JS, startLogbook } from './helpers/server.js';
 import { createRun, missingResults, must, noise, postOrExplain } from './helpers/storage_faults.js';
-import { silentCause } from '../src/store/lmdb_commit.js';
+import { failureCause, silentCause } from '../src/store/lmdb_commit.js';
 
 /** Mounts a tmpfs of `mb` MiB on a new directory; null when this user may not. */
 function smallDisk(t: { teardown(fn: () => void): void }, mb: number): string | null {
@@ -36,6 +36,15 @@ test('a commit failure without a cause is named from the free space: a full file
   spawnSync('dd', ['if=/dev/zero', `of=${join(disk, 'filler')}`, 'bs=4k'], { encoding: 'utf8' });
   t.regex((await silentCause(disk))!, /^No space left on device \(0 KiB free/);
   t.is(await silentCause(join(disk, 'missing')), null, 'a directory that cannot be read: nothing to say');
+  // only a failed commit without a cause is put down to the disk; other errors keep their own text
+  // (commitCause waits on an unref'd timer for a cause that never comes: keep the loop alive meanwhile)
+  const alive = setInterval(() => {}, 1000);
+  t.teardown(() => clearInterval(alive));
+  const silent = Object.assign(new Error('Commit failed (see commitError for details)'), { commitError: new Promise(() => {}) });
+  t.regex(await failureCause(silent, disk), /^No space left on device/);
+  const told = Object.assign(new Error('Commit failed (see commitError for details)'), { commitError: Promise.reject(new Error('Input/output error')) });
+  t.is(await failureCause(told, disk), 'Input/output error', 'the cause lmdb-js gives comes first');
+  t.is(await failureCause(new Error('MDB_MAP_FULL: Environment mapsize limit reached'), disk), 'MDB_MAP_FULL: Environment mapsize limit reached');
 });
 
 test('a full disk: writes get 503 naming it, reads work, no crash; room again → writes resume without a restart; nothing acknowledged lost', async (t) => {

@@ -49,6 +49,19 @@ export async function silentCause(dir: string): Promise<string | null> {
   }
 }
 
+/**
+ * Why a write failed, as text: the cause lmdb-js gives in `commitError`; for a
+ * failed commit without one, what the free space of the filesystem holding `dir`
+ * says (silentCause); for any other error (one thrown before a commit), its own
+ * message.
+ */
+export async function failureCause(err: unknown, dir: string): Promise<string> {
+  const cause = await commitCause(err);
+  if (cause !== null) return cause;
+  const guess = isCommitFailure(err) ? await silentCause(dir) : null;
+  return guess ?? (err instanceof Error ? err.message : String(err));
+}
+
 /** lmdb-js also rejects promises nobody holds (its own per-transaction ones) when a commit fails. */
 export function isCommitFailure(err: unknown): boolean {
   return err instanceof Error && (err.message.startsWith('Commit failed') || 'commitError' in err);

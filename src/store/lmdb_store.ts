@@ -27,7 +27,7 @@ import { BLOB_DEFAULT, contentResultId, type BlobKey } from './blobs.js';
 import { CHUNK_ALONE_BYTES, CHUNK_MIN_CONTENTS, ContentChunks, type ChunkKey, type PackableContent } from './content_chunks.js';
 import { log } from '../log.js';
 import { closeEnv } from './lmdb_close.js';
-import { commitCause, flushedOf, silentCause } from './lmdb_commit.js';
+import { failureCause, flushedOf } from './lmdb_commit.js';
 import { PendingValues } from './pending_values.js';
 import { recoverShard } from './recovery.js';
 import { encodeAggregate, joinResults, keptParts, partSeqOf, resultPartsOf, splitResults, type AggregateSnapshot, type PartRef, type ShardMeta } from './snapshot_format.js';
@@ -612,12 +612,12 @@ function blobWriteDictionary(): Buffer | null {
 
 /**
  * Why a write failed, in words for a 503 body and the log (lmdb_commit.ts: the
- * cause lmdb-js gives in `commitError`; when it gives none, what the free space
- * of the file's filesystem says; else lmdb-js's own message).
+ * cause lmdb-js gives, or what the free space of the file's filesystem says, or
+ * the error's own message: failureCause).
  */
 async function failureText(err: unknown, file: string): Promise<string> {
   if (err instanceof StorageError) return err.message;
-  let detail = (await commitCause(err)) ?? (await silentCause(dirname(file))) ?? (err instanceof Error ? err.message : String(err));
+  let detail = await failureCause(err, dirname(file));
   // lmdb's failed-page-write text ends in ", buffer sizes A B C": of its iovecs,
   // those past the first are stale stack values when fewer were written; the
   // position and size before it are what an operator can use
