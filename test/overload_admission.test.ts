@@ -50,6 +50,18 @@ test.serial('a request refused under overload is answered from its head, before 
     t.regex(answer!, /\r\nRetry-After: 1\r\n/i);
     t.regex(answer!, /\r\nContent-Type: application\/json\r\n/i);
     t.true(answer!.endsWith('{"detail":"The server is overloaded; retry shortly."}'));
+    // the operator's view: the once-a-second `shedding` line puts these refusals down to the length cap
+    let shedding: Array<Record<string, unknown>> = [];
+    for (let i = 0; i < 40 && !shedding.length; i++) {
+      shedding = lb.output().split('\n').filter((l) => l.includes('"msg":"shedding"') && l.endsWith('}')).map((l) => JSON.parse(l));
+      if (!shedding.length) await new Promise((r) => setTimeout(r, 100));
+    }
+    t.true(shedding.length > 0, 'a shedding line was logged');
+    const byLength = shedding.reduce((n, l) => n + (l.refusedQueueLength as number), 0);
+    const refused = shedding.reduce((n, l) => n + (l.refusedShardDelay as number) + (l.refusedAfterParse as number), 0);
+    t.true(byLength > 0, 'refusals by the length cap are counted as such');
+    t.is(byLength, refused, 'with no delay bound, every refusal for the shard is the length cap\'s');
+    t.deepEqual(shedding.map((l) => (l.shardAnswerRatePerS as unknown[]).length), shedding.map(() => 1), 'the answer rate admission judges by is reported per shard');
   } finally {
     await lb.stop();
   }

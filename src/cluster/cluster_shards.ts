@@ -19,7 +19,7 @@ import { errText, log } from '../log.js';
 import { ShardPool, type PoolOptions, type ReplyHandler } from '../shard/pool.js';
 import { decode, encode, type ErrorReply, type FrontToShard, type MaintainReply, type ReadyMessage, type Reply } from '../shard/protocol.js';
 import { poolTarget, type MaintenanceTarget } from '../retention.js';
-import type { Shards } from '../shard/shards.js';
+import type { DelayStats, Shards } from '../shard/shards.js';
 import type { StreamChange } from '../shard/changes.js';
 import type { ClusterConfig } from './config.js';
 import { takeOwnership } from './fence.js';
@@ -146,7 +146,8 @@ export class ClusterShards implements Shards {
   refusedAtFront(target: number | 'every'): void { this.pool.refusedAtFront(target); }
   get shedByLength(): number { return this.pool.shedByLength; }
   get shedByDelay(): number { return this.pool.shedByDelay; }
-  takeDelayStats(): Array<{ replies: number; minMs: number; meanMs: number; maxMs: number }> { return this.pool.takeDelayStats(); }
+  get shedByLengthAtHead(): number { return this.pool.shedByLengthAtHead; }
+  takeDelayStats(): DelayStats[] { return this.pool.takeDelayStats(); }
 
   isUp(partition: number): boolean { return this.pool.isUp(partition) || this.remoteOwner(partition) !== null; }
 

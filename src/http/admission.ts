@@ -81,7 +81,7 @@ export class Admission {
   shedByLag = 0;
   shedByShard = 0;
   admitted = 0;
-  private reported = { byLag: 0, byShard: 0, admitted: 0, poolLength: 0, poolDelay: 0 };
+  private reported = { byLag: 0, byShard: 0, admitted: 0, poolLength: 0, poolDelay: 0, headLength: 0 };
   /** the front thread's busy share since the last report */
   private readonly busyShare = busyShareMeter();
 
@@ -206,12 +206,12 @@ export class Admission {
     const pool = this.pool();
     const r = this.reported;
     const byLag = this.shedByLag - r.byLag, byShard = this.shedByShard - r.byShard;
-    const poolLength = pool?.shedByLength ?? 0, poolDelay = pool?.shedByDelay ?? 0;
+    const poolLength = pool?.shedByLength ?? 0, poolDelay = pool?.shedByDelay ?? 0, headLength = pool?.shedByLengthAtHead ?? 0;
     const inPool = poolLength - r.poolLength + poolDelay - r.poolDelay;
     // the delay beyond the sampling interval, as nodejs_eventloop_lag_* (src/default_metrics.ts)
     const p99 = delayBeyondMs(this.histogram.percentile(99), LAG_RESOLUTION_MS);
     const admitted = this.admitted - r.admitted;
-    this.reported = { byLag: this.shedByLag, byShard: this.shedByShard, admitted: this.admitted, poolLength, poolDelay };
+    this.reported = { byLag: this.shedByLag, byShard: this.shedByShard, admitted: this.admitted, poolLength, poolDelay, headLength };
     const max = delayBeyondMs(this.histogram.max, LAG_RESOLUTION_MS);
     const stats = pool?.takeDelayStats();
     const answered = { p50: this.answered.percentile(50) / 1e3, p99: this.answered.percentile(99) / 1e3 };
@@ -221,13 +221,17 @@ export class Admission {
     if (byLag + byShard + inPool === 0) return;
     log.warn('shedding', {
       seconds: REPORT_MS / 1000, admitted, refusedFrontLag: byLag, refusedShardDelay: byShard,
-      refusedAfterParse: inPool, refusedQueueLength: poolLength - r.poolLength,
+      refusedAfterParse: inPool,
+      // of the refusals for a shard (from the head and after parsing), those by the queue length cap rather than the delay bound
+      refusedQueueLength: poolLength - r.poolLength + headLength - r.headLength,
       admittedP50Ms: round(answered.p50), admittedP99Ms: round(answered.p99),
       eventLoopLagP99Ms: round(p99), eventLoopLagMaxMs: round(max),
       // the front thread's busy share over the second (near 1: the front is the bottleneck)
       frontBusy: Math.round(busy * 1000) / 1000,
       shardRoundTripMinMs: stats?.map((s) => round(s.minMs)), shardRoundTripMeanMs: stats?.map((s) => round(s.meanMs)), shardRoundTripMaxMs: stats?.map((s) => round(s.maxMs)),
       shardQueued: pool ? Array.from(pool.queued) : [],
+      // the answer rate oversubscription is judged against (src/shard/pool.ts oversubscribed)
+      shardAnswerRatePerS: stats?.map((s) => s.answerRatePerS),
     });
   }
 }

@@ -14,7 +14,7 @@ import { errText, log } from '../log.js';
 import { InFlightTable } from './in_flight.js';
 import { changesIn, decodeAll, ShardOutbox, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
 import type { StreamChange } from './changes.js';
-import type { Shards } from './shards.js';
+import type { DelayStats, Shards } from './shards.js';
 
 /**
  * Window (ms) of a shard's fastest round trip, its service time without a
@@ -110,6 +110,8 @@ export class ShardPool implements Shards {
   /** requests refused by send(): queue length cap reached / queueing delay bound exceeded */
   shedByLength = 0;
   shedByDelay = 0;
+  /** requests the front refused from their head (overloaded(), everyOverloaded()) because the queue length cap was reached */
+  shedByLengthAtHead = 0;
   /** per shard since the last takeDelayStats(): replies, sum and max of their round trips (ms) */
   private readonly rtCount: Float64Array;
   private readonly rtSum: Float64Array;
@@ -366,6 +368,7 @@ export class ShardPool implements Shards {
     const refused = this.overloadedBy(shard);
     if (refused === null) return false;
     this.refusing(shard, refused); // the caller refuses the request
+    if (refused === 'length') this.shedByLengthAtHead++;
     return true;
   }
 
@@ -383,10 +386,13 @@ export class ShardPool implements Shards {
     }
     if (up === 0) return false; // shards that are down answer for themselves (503, "Shard k is unavailable")
     // refused: each shard's reason again (cheap, and only on this path; nothing allocated per request)
+    let length = false;
     for (let shard = 0; shard < this.size; shard++) {
       const why = this.up[shard] ? this.overloadedBy(shard) : null;
       if (why !== null) this.refusing(shard, why);
+      length ||= why === 'length';
     }
+    if (length) this.shedByLengthAtHead++;
     return true;
   }
 
@@ -578,10 +584,11 @@ export class ShardPool implements Shards {
   }
 
   /** Round trips (send → reply, ms) per shard since the last call: how many, min, mean, max. */
-  takeDelayStats(): Array<{ replies: number; minMs: number; meanMs: number; maxMs: number }> {
+  takeDelayStats(): DelayStats[] {
     const out = Array.from({ length: this.size }, (_, shard) => ({
       replies: this.rtCount[shard]!, minMs: this.rtCount[shard]! ? this.rtMin[shard]! : 0,
       meanMs: this.rtCount[shard]! ? this.rtSum[shard]! / this.rtCount[shard]! : 0, maxMs: this.rtMax[shard]!,
+      answerRatePerS: Math.round(this.answerRate[shard]! * 1000),
     }));
     this.rtCount.fill(0); this.rtSum.fill(0); this.rtMax.fill(0); this.rtMin.fill(Infinity);
     return out;

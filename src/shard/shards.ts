@@ -8,6 +8,13 @@ import type { ReplyHandler } from './pool.js';
 import type { StreamChange } from './changes.js';
 import type { ClusterStatus } from '../cluster/cluster_shards.js';
 
+/** A shard's round trips since the last look, and the capacity admission reckons with. */
+export interface DelayStats {
+  replies: number; minMs: number; meanMs: number; maxMs: number;
+  /** answers per second with a queue behind them (the decaying peak; 0 before any queue): what oversubscription is judged against */
+  answerRatePerS: number;
+}
+
 export interface Shards {
   /** number of shards (partitions) */
   readonly size: number;
@@ -51,8 +58,10 @@ export interface Shards {
   /** requests refused by send() after parsing, by the length cap and by the delay bound */
   readonly shedByLength: number;
   readonly shedByDelay: number;
-  /** send → reply round trips per shard since the last call (the `shedding` log line) */
-  takeDelayStats(): Array<{ replies: number; minMs: number; meanMs: number; maxMs: number }>;
+  /** of the requests the front refused from their head for a shard (overloaded, everyOverloaded), those refused by the length cap */
+  readonly shedByLengthAtHead: number;
+  /** send → reply round trips per shard since the last call, and the answer rate admission takes as its capacity (the `shedding` log line) */
+  takeDelayStats(): DelayStats[];
   /** cluster mode: nodes, partitions owned, NATS connection (/healthz, /metrics) */
   clusterStatus?(): ClusterStatus;
 }
