@@ -79,9 +79,14 @@ export const LIMITS = {
 
   /** Default LOGBOOK_SHARD_QUEUE: requests in flight to one shard (sent, not yet
    * answered). Beyond it the front answers 503 + Retry-After instead of letting
-   * the shard's mailbox and the front's pending table grow without bound. At the
-   * measured ~5–10 k writes/s per shard, 1024 is 0.1–0.2 s of work queued. */
-  shardQueue: 1024,
+   * the shard's mailbox and the front's pending table grow without bound: a
+   * memory bound (4096 results of 1.6 KB are ~7 MB), not the latency bound,
+   * which is the queueing delay's (shardQueueDelayMs). Was 1024: at half the
+   * sustainable load (~10 k writes/s) a fsync stalled for 150–300 ms piles up
+   * more than that, and the cap refused 1–2 k requests the next group commit
+   * would have taken whole (bench overload, after the drop: every refusal was
+   * the cap's). 4096 rides out ~0.4 s of such a stall at that rate. */
+  shardQueue: 4096,
   shardQueueCeiling: 1_000_000,
   /** Default LOGBOOK_SHARD_QUEUE_DELAY (ms; 0 = off): the queueing delay bound
    * of admission (src/http/admission.ts). A request is answered 503 +
