@@ -80,7 +80,7 @@ export const LIMITS = {
   /** Default LOGBOOK_SHARD_QUEUE: requests in flight to one shard (sent, not yet
    * answered). Beyond it the front answers 503 + Retry-After instead of letting
    * the shard's mailbox and the front's pending table grow without bound: a
-   * memory bound (4096 results of 1.6 KB are ~7 MB), not the latency bound,
+   * memory bound (4096 results of 1.6 KB are ~7 MB of bodies), not the latency bound,
    * which is the queueing delay's (shardQueueDelayMs). Was 1024: at half the
    * sustainable load (~10 k writes/s) a fsync stalled for 150–300 ms piles up
    * more than that, and the cap refused 1–2 k requests the next group commit
