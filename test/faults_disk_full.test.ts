@@ -78,6 +78,7 @@ test('a full disk: writes get 503 naming it, reads work, no crash; room again â†
   t.deepEqual([...new Set(refused.map((r) => r.status))], [503], 'refusals are 503s');
   t.regex(refused[0]!.detail, /could not be stored \(the data directory could not be written: .*(No space left on device|Input\/output error).*\)/);
   t.notRegex(refused.map((r) => r.detail).join('\n'), /buffer sizes/, 'without lmdb\'s stale iovec lengths');
+  t.deepEqual(refused.filter((r) => /No space left on device.*disk full or/.test(r.detail)), [], 'a cause that names the full disk gets no guess after it');
   t.is(lb.child.exitCode, null, 'the process is alive');
   t.is(lb.child.signalCode, null, 'and was not killed by a signal');
   t.is((await api(lb.url, 'GET', '/healthz')).status, 200, 'no shard is down');

@@ -622,7 +622,10 @@ async function failureText(err: unknown, file: string): Promise<string> {
   // those past the first are stale stack values when fewer were written; the
   // position and size before it are what an operator can use
   detail = detail.replace(/, buffer sizes -?\d+( -?\d+)*/, '');
-  const hint = /input\/output|EIO|EFBIG|ENOSPC|no space|too large/i.test(detail) ? ' (disk full or a file-size limit?)' : '';
+  // a guess only where the cause leaves it open: an I/O error or a file too large
+  // can be either; "No space left on device" (lmdb-js's cause, or the free space
+  // silentCause measured) already says which
+  const hint = /no space/i.test(detail) ? '' : /input\/output|EIO|EFBIG|too large/i.test(detail) ? ' (disk full or a file-size limit?)' : '';
   return `the data directory could not be written: ${detail}${hint}`;
 }
 
