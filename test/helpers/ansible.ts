@@ -100,6 +100,12 @@ export interface RunOptions {
   env?: Record<string, string>;
   args?: string[];
   timeoutMs?: number;
+  /**
+   * Called with the output so far (stdout and stderr) whenever more arrives,
+   * and a function that sends a signal to ansible-playbook's process group (as
+   * Ctrl-C in a terminal reaches it and its workers).
+   */
+  onOutput?: (output: string, signal: (sig: NodeJS.Signals) => void) => void;
 }
 
 const RECAP_LINE =
@@ -205,17 +211,21 @@ export async function runPlaybook(serverUrl: string, opts: RunOptions = {}): Pro
       opts.playbook ?? join(FIXTURE_DIR, 'playbook.yml'),
       ...(opts.args ?? []),
     ];
+    // its own process group, so that a signal can reach the workers too (onOutput)
     const child = spawn('ansible-playbook', args, {
-      cwd: opts.cwd ?? FIXTURE_DIR, env, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: opts.cwd ?? FIXTURE_DIR, env, stdio: ['ignore', 'pipe', 'pipe'], detached: opts.onOutput !== undefined,
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+    const signal = (sig: NodeJS.Signals): void => { try { process.kill(-child.pid!, sig); } catch { /* ended */ } };
+    const seen = (): void => opts.onOutput?.(`${stdout}\n${stderr}`, signal);
+    child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; seen(); });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; seen(); });
     const timeoutMs = opts.timeoutMs ?? 180_000; // generous: a loaded 2-core CI machine
     const code = await new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => {
-        child.kill('SIGKILL');
+        if (opts.onOutput) signal('SIGKILL');
+        else child.kill('SIGKILL');
         reject(new Error(`ansible-playbook timed out after ${timeoutMs} ms\n${stdout}\n${stderr}`));
       }, timeoutMs);
       child.on('error', (e) => { clearTimeout(timer); reject(e); });
