@@ -5,7 +5,11 @@
 // - the server killed mid-run and started again: the run arrives complete, once;
 // - the server unreachable for the whole run: the run waits in the spool and
 //   the next run ships it first;
-// - a server answering 500 to everything never changes the playbook's outcome.
+// - a server answering 500 to everything never changes the playbook's outcome;
+// - two playbooks on one command line, `serial` plays, output that is not
+//   UTF-8, ara_record before the first batch was answered, a batch over the
+//   server's body limit, Ctrl-C twice (the spool keeps the run; `ship` with
+//   ansible.cfg settings sends it).
 //
 // Needs ansible-core and python3-ara / ara-server (for the comparison), which CI
 // installs; without them these tests are skipped.
@@ -15,9 +19,9 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { createServer } from 'node:http';
 import { createServer as createTcpServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { startLogbook, type Logbook } from './helpers/server.js';
+import { api, startLogbook, type Logbook } from './helpers/server.js';
 import { hashSecret } from '../src/http/password.js';
 import {
   FIXTURE_ITEMS, FIXTURE_EXIT, FIXTURE_RECAP, freePort, hasAnsible, hasAraServer, runPlaybook, snapshotRun, startAraServer, type HostRecap, type PlaybookRun, type RunOptions, type RunSnapshot,
@@ -306,6 +310,132 @@ withAnsible('credentials: HTTP Basic and Bearer token record; wrong ones keep th
   t.true(spooled(join(work, 'wrong')).length > 0, 'the refused run waits in its spool');
   t.is(await count(server.url, 'playbooks'), 2, 'two runs recorded');
   t.is(await count(server.url, 'results'), 2 * 2 * 3);
+});
+
+const LOCAL_HOSTS = ['h1', 'h2'].map((h) => `${h} ansible_connection=local ansible_python_interpreter=/usr/bin/python3\n`).join('');
+
+/** Writes `files` (name → lines) into dir, and an inventory of two local hosts (h1, h2). */
+function writeRun(dir: string, files: Record<string, string[]>): { inventory: string; path: (name: string) => string } {
+  const inventory = join(dir, 'inventory.ini');
+  writeFileSync(inventory, LOCAL_HOSTS);
+  for (const [name, lines] of Object.entries(files)) writeFileSync(join(dir, name), lines.join('\n') + '\n');
+  return { inventory, path: (name) => join(dir, name) };
+}
+
+async function list(url: string, path: string): Promise<Array<Record<string, any>>> {
+  const res = await api(url, 'GET', path);
+  if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${res.text}`);
+  return res.body.results;
+}
+
+withAnsible('two playbooks on one command line, serial plays, output that is not UTF-8 and an early ara_record: each recorded as the stock callback records it', async (t) => {
+  t.timeout(TEST_TIMEOUT_MS);
+  const work = tempDir(t, 'logbook-cb-shapes-');
+  writeFileSync(join(work, 'latin1.txt'), Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a])); // "café" in Latin-1
+  const files = writeRun(work, {
+    'one.yml': [
+      '- name: first', '  hosts: h1', '  gather_facts: false', '  tasks:',
+      '    - name: record early', '      ara_record: {key: k1, value: v1}', '      register: r1',
+      '    - name: show id', '      debug: {msg: "id={{ r1.playbook_id }}"}',
+      `    - name: latin1 output`, `      command: cat ${join(work, 'latin1.txt')}`,
+      '- name: serial', '  hosts: h1,h2', '  serial: 1', '  gather_facts: false', '  tasks:',
+      '    - name: in batches', '      debug: {msg: hi}',
+    ],
+    'two.yml': ['- name: second', '  hosts: h2', '  gather_facts: false', '  tasks:', '    - name: p2 task', '      debug: {msg: two}'],
+  });
+  const server = await startLogbook();
+  t.teardown(() => server.stop());
+  const run = await runWithLogbook(server.url, join(work, 'spool'), {
+    playbook: files.path('one.yml'), args: [files.path('two.yml')], inventory: files.inventory, cwd: work,
+  });
+  if (run.code !== 0) t.log(run.stdout, run.stderr);
+  t.is(run.code, 0);
+  t.deepEqual(logbookWarnings(run), [], 'no warning (a serial play used to be rejected: "Ended must not be earlier than started")');
+  t.deepEqual(run.callbackErrors, []);
+
+  const playbooks = await list(server.url, '/api/v1/playbooks?order=id');
+  t.deepEqual(playbooks.map((p) => [basename(p.path), p.status]), [['one.yml', 'completed'], ['two.yml', 'completed']], 'both playbooks of the command line');
+  const [one, two] = playbooks as [Record<string, any>, Record<string, any>];
+  t.like(two.items, { plays: 1, tasks: 1, results: 1 });
+  t.regex(run.stdout, new RegExp(`"msg": "id=${one.id}"`), 'ara_record in the first task gives the playbook id');
+  t.deepEqual((await list(server.url, `/api/v1/records?playbook=${one.id}`)).map((r) => r.key), ['k1']);
+
+  // like ARA: one play per serial batch, the tasks under the first
+  const plays = await list(server.url, `/api/v1/plays?playbook=${one.id}&order=id`);
+  t.deepEqual(plays.map((p) => [p.name, p.status, p.items.tasks, p.items.results]),
+    [['first', 'completed', 3, 3], ['serial', 'completed', 1, 2], ['serial', 'completed', 0, 0]]);
+  t.is(plays[2]!.uuid, `${plays[1]!.uuid}_2`, 'the second batch\'s play: ansible-runner\'s suffix');
+
+  const [task] = await list(server.url, `/api/v1/tasks?playbook=${one.id}&name=latin1%20output`);
+  const [result] = await list(server.url, `/api/v1/results?task=${task!.id}`);
+  const detail = await api(server.url, 'GET', `/api/v1/results/${result!.id}`);
+  t.is(detail.body.content.stdout, 'caf\udce9', 'the undecodable byte as Python (and the stock callback) keeps it');
+});
+
+withAnsible('a batch over the server\'s body limit: large contents replaced by a notice, the rest of the run arrives', async (t) => {
+  t.timeout(TEST_TIMEOUT_MS);
+  const work = tempDir(t, 'logbook-cb-413-');
+  const files = writeRun(work, {
+    'big.yml': ['- name: big', '  hosts: h1', '  gather_facts: false', '  tasks:',
+      '    - name: huge output', '      shell: /usr/bin/python3 -c "print(\'x\' * 3000000)"',
+      '    - name: after', '      debug: {msg: after}'],
+  });
+  const server = await startLogbook({ env: { LOGBOOK_MAX_BODY_BYTES: '1000000' } });
+  t.teardown(() => server.stop());
+  // one batch for the whole run: the first, which creates the playbook, is the one refused
+  const run = await runWithLogbook(server.url, join(work, 'spool'), {
+    playbook: files.path('big.yml'), inventory: files.inventory, cwd: work, env: { LOGBOOK_CALLBACK_BATCH_INTERVAL: '60' },
+  });
+  t.is(run.code, 0);
+  const warnings = logbookWarnings(run);
+  t.is(warnings.length, 1, warnings.join('\n'));
+  t.regex(warnings[0] ?? '', /refused batch 1 of playbook .*\(413: .*\); sent again with contents over 65536 bytes replaced by a notice/);
+
+  const [pb] = await list(server.url, '/api/v1/playbooks');
+  t.is(pb?.status, 'completed');
+  t.like(pb?.items, { plays: 1, tasks: 2, results: 2 });
+  const results = await list(server.url, `/api/v1/results?playbook=${pb!.id}&order=id`);
+  const big = (await api(server.url, 'GET', `/api/v1/results/${results[0]!.id}`)).body;
+  t.is(big.status, 'changed');
+  t.regex(big.content.msg, /^Not saved: \d+ bytes, more than the logbook server took in one request \(413\)$/);
+  t.deepEqual(spooled(join(work, 'spool')), []);
+});
+
+withAnsible('Ctrl-C twice, the second while the end of the run waits for the server: the run stays in the spool, and `ship` with ansible.cfg settings sends it', async (t) => {
+  t.timeout(TEST_TIMEOUT_MS);
+  const work = tempDir(t, 'logbook-cb-int-');
+  const spool = join(work, 'spool');
+  const files = writeRun(work, {
+    'slow.yml': ['- name: slow', '  hosts: h1', '  gather_facts: false', '  tasks:',
+      '    - name: before', '      debug: {msg: before}', '    - name: sleep', '      command: sleep 60'],
+  });
+  const port = await freePort(); // nothing listens there during the run
+  let interrupts = 0;
+  const run = await runWithLogbook(`http://127.0.0.1:${port}`, spool, {
+    playbook: files.path('slow.yml'), inventory: files.inventory, cwd: work, env: { LOGBOOK_CALLBACK_FLUSH_TIMEOUT: '300' },
+    onOutput: (out, signal) => {
+      if (interrupts === 0 && /TASK \[sleep\]/.test(out)) { interrupts = 1; setTimeout(() => signal('SIGINT'), 1000); }
+      if (interrupts === 1 && /sending the rest of the run/.test(out)) { interrupts = 2; signal('SIGINT'); }
+    },
+  });
+  t.is(interrupts, 2, 'interrupted twice');
+  t.is(run.code, 99, 'ansible-playbook: user interrupted');
+  t.deepEqual(run.callbackErrors, [], 'no traceback');
+  t.regex(logbookWarnings(run).join('\n'), /logbook: interrupted; \d+ batch\(es\) wait in .* LOGBOOK_CALLBACK_SPOOL_DIR=\S+ python3 \S+logbook\.py ship/);
+  t.true(spooled(spool).length > 0, 'the run is in the spool');
+
+  // ship it with what ./ansible.cfg says, no LOGBOOK_* variable
+  const server = await startLogbook();
+  t.teardown(() => server.stop());
+  writeFileSync(join(work, 'ansible.cfg'), `[logbook]\napi_server = ${server.url}\nspool_dir = ${spool}\n`);
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(ANSIBLE_|LOGBOOK_)/.test(k)));
+  const ship = spawnSync('/usr/bin/python3', [join(process.cwd(), 'src', 'ansible', 'callback', 'logbook.py'), 'ship', '60'], { cwd: work, env, encoding: 'utf8' });
+  t.is(ship.status, 0, ship.stdout + ship.stderr);
+  t.regex(ship.stdout, new RegExp(`shipped [1-9]\\d* batch\\(es\\) from ${spool} to ${server.url}, 0 left`));
+  t.deepEqual(spooled(spool), []);
+  const [pb] = await list(server.url, '/api/v1/playbooks');
+  t.is(basename(pb?.path ?? ''), 'slow.yml');
+  t.like(pb?.items, { plays: 1, tasks: 2, results: 1 }, 'everything until the interrupt');
 });
 
 test('the callback\'s sender: same-bytes retries and the spool (Python unit tests)', (t) => {

@@ -3,15 +3,18 @@
 #
 # Actions run in Ansible's forked workers, where a connection opened before the
 # fork must not be reused (TLS breaks at random, SPEC §13). So this action does
-# no HTTP at all: it validates the arguments and returns the record in the
+# not send the record: it validates the arguments and returns the record in the
 # task's result; logbook's callback (main process) sends it with the run's
 # other events. The playbook id and the records already sent come from the
-# callback's state, which the worker inherited by fork.
+# callback's state, which the worker inherited by fork; a worker forked before
+# the server answered the run's first batch asks the server for the id, on a
+# connection of its own (as for a record on another playbook).
 from __future__ import absolute_import, division, print_function
 
 import datetime
 import json
 import sys
+import time
 
 try:
     from urllib.parse import quote
@@ -45,6 +48,14 @@ options:
 """
 
 STATE_MODULE = "logbook_callback_state"
+
+
+def _call(api, method, path, body=None, timeout=None):
+    """One request on a connection of its own (opened here in the worker, closed at once: nothing crosses the fork)."""
+    data = json.dumps(body).encode("utf-8") if body is not None else None
+    req = Request(api["url"] + path, data=data, method=method, headers=dict(api["headers"]))
+    with urlopen(req, timeout=timeout or api["timeout"], context=api["ssl_context"]) as res:
+        return json.loads(res.read().decode("utf-8"))
 
 
 class ActionModule(ActionBase):
@@ -86,6 +97,9 @@ class ActionModule(ActionBase):
             result["msg"] = "Record failed to be created or updated: logbook's callback is not enabled"
             return result
         current = getattr(state, "playbook_id", None)
+        if current is None:
+            # Forked before the server answered the run's first batch: ask it (ARA's record always has the id)
+            current = self._playbook_id(state)
         if playbook_id is not None and str(playbook_id) != str(current):
             # Another (earlier) playbook: not part of this run's stream. A connection of its own,
             # opened here in the worker and closed at once, so nothing crosses the fork.
@@ -105,6 +119,25 @@ class ActionModule(ActionBase):
         result["msg"] = "Record created or updated in ARA" if changed else "Record unchanged in ARA"
         return result
 
+    def _playbook_id(self, state, wait=2.0):
+        """The running playbook's id, from the server by the stream's uuid; None if it does not say within `wait` s
+        (the first batch leaves within the callback's batch interval; a server that is away leaves it None)."""
+        api = getattr(state, "api", None)
+        stream = getattr(state, "playbook_uuid", None)
+        if not api or not stream:
+            return None
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                found = _call(api, "GET", "/api/v1/playbooks?uuid=%s" % quote(stream), timeout=min(api["timeout"], wait))
+                if found.get("count"):
+                    return found["results"][0]["id"]
+            except Exception:
+                return None
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.1)
+
     def _record_elsewhere(self, state, result, playbook_id, key, value, type_):
         """ARA's create-or-update of a record on another playbook, over the per-record API."""
         api = getattr(state, "api", None)
@@ -114,11 +147,10 @@ class ActionModule(ActionBase):
             return result
 
         def call(method, path, body=None):
-            data = json.dumps(body).encode("utf-8") if body is not None else None
-            req = Request(api["url"] + path, data=data, method=method, headers=dict(api["headers"]))
-            with urlopen(req, timeout=api["timeout"], context=api["ssl_context"]) as res:
-                return json.loads(res.read().decode("utf-8"))
+            return _call(api, method, path, body)
 
+        # the callback records this result but not the record: it is in the other playbook
+        result["_ansible_logbook_elsewhere"] = True
         try:
             found = call("GET", "/api/v1/records?playbook=%s&key=%s" % (quote(str(playbook_id)), quote(str(key))))
             changed = True

@@ -12,6 +12,7 @@
 from __future__ import absolute_import, division, print_function
 
 import atexit
+import configparser
 import datetime
 import fcntl
 import gzip
@@ -19,6 +20,7 @@ import json
 import os
 import random
 import re
+import shlex
 import socket
 import ssl
 import struct
@@ -197,6 +199,13 @@ def plain_json(body):
     return gzip.decompress(body) if is_gzip(body) else body
 
 
+def to_json(obj, **kw):
+    """JSON bytes, ASCII only: output that is not UTF-8 (Python keeps its bytes as lone surrogates,
+    which UTF-8 cannot encode) goes as \\udcXX escapes, as the stock callback sends it; and ASCII
+    bodies take the server's fast path (it scans their bytes without decoding them)."""
+    return json.dumps(obj, cls=_JSONEncoder, ensure_ascii=True, **kw).encode("ascii")
+
+
 def shared_state():
     state = sys.modules.get(STATE_MODULE)
     if state is None:
@@ -207,14 +216,50 @@ def shared_state():
     return state
 
 
+# After a batch is refused as a whole (400/413), it is sent again with the contents (result content,
+# host facts, file content, record values) larger than each of these many bytes of JSON replaced by a
+# notice, then with no events at all.
+SHRINK_STEPS = (64 * 1024, 1024)
+JSON_VALUED = {"result": "content", "host": "facts", "file": "content", "record": "value"}
+
+
+def shrink_batch(raw, shrunk, status):
+    """Makes a refused batch (parsed JSON, changed in place) smaller: the next step after `shrunk`
+    earlier ones. Returns the new count, or None when there is nothing left to take out."""
+    if not raw.get("events"):
+        return None
+    for step in range(shrunk, len(SHRINK_STEPS)):
+        limit, changed = SHRINK_STEPS[step], False
+        for ev in raw["events"]:
+            field = JSON_VALUED.get(ev.get("kind"))
+            if field is None or field not in ev:
+                continue
+            size = len(to_json(ev[field]))
+            if size <= limit:
+                continue
+            notice = "Not saved: %d bytes, more than the logbook server took in one request (%d)" % (size, status)
+            if ev["kind"] == "file":
+                ev[field] = notice
+            elif ev["kind"] == "record":
+                ev[field], ev["type"] = notice, "text"
+            else:
+                ev[field] = {"msg": notice}
+            changed = True
+        if changed:
+            return step + 1
+    raw["events"] = []
+    return len(SHRINK_STEPS) + 1
+
+
 class Batch(object):
     """One request body of one stream, with its seq: sent as is until answered."""
 
-    __slots__ = ("stream", "seq", "body", "path", "size")
+    __slots__ = ("stream", "seq", "body", "path", "size", "shrunk")
 
     def __init__(self, stream, seq, body=None, path=None):
         self.stream = stream
         self.seq = seq
+        self.shrunk = 0  # times it was sent again smaller after a 400/413 (shrink_batch)
         self.body = body  # JSON, gzip-compressed when large; None while it lives only in the spool
         self.path = path  # its spool file, once written
         self.size = len(body) if body is not None else 0
@@ -293,6 +338,12 @@ class Spool(object):
                 out.append(Batch(name, int(f[:10]), path=os.path.join(self.dir, name, f)))
         return out
 
+    def release(self):
+        """Unlocks every stream this process claimed."""
+        for fd in self.locks.values():
+            os.close(fd)
+        self.locks.clear()
+
     def remove_stream(self, stream, only_if_empty=False):
         d = os.path.join(self.dir, stream)
         try:
@@ -333,7 +384,10 @@ class Shipper(object):
             self.headers["Authorization"] = "Basic %s" % b64encode(creds).decode("ascii")
         self.ssl_context = None
         if self.scheme == "https":
-            ctx = ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
+            try:
+                ctx = ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
+            except (OSError, ssl.SSLError) as e:
+                raise ValueError("cannot load the CA file %s (api_ca_file): %s" % (ca_file, e))
             if insecure:
                 ctx.check_hostname = False
                 ctx.verify_mode = ssl.CERT_NONE
@@ -394,27 +448,44 @@ class Shipper(object):
 
     def finish(self, timeout):
         """Sends what is left for up to `timeout` s, then spools the rest. Returns batches spooled."""
-        deadline = time.monotonic() + max(0.0, timeout)
+        start = time.monotonic()
+        deadline = start + max(0.0, timeout)
+        interrupted = False
         with self.cond:
             if self.stopped:
                 return 0
             self.flushing = True
             self.cond.notify_all()
-            while (self.queue or self.pending or self.forming) and time.monotonic() < deadline \
-                    and self.thread is not None and self.thread.is_alive():
-                self.cond.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+            told = False
+            try:
+                while (self.queue or self.pending or self.forming) and time.monotonic() < deadline \
+                        and self.thread is not None and self.thread.is_alive():
+                    if not told and time.monotonic() - start >= 1.0:
+                        told = True  # a wait the user would otherwise not understand (ansible-playbook looks hung)
+                        self.warn("logbook: sending the rest of the run to %s, for up to %d s more (Ctrl-C leaves it in %s for the next run)"
+                                  % (self.url, max(0, deadline - time.monotonic()), self.spool.dir))
+                    self.cond.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+            except KeyboardInterrupt:
+                # Ctrl-C while waiting (often the second of a run interrupted): keep the run, in the spool
+                interrupted = True
             left = 0
             if self.queue or self.pending or self.forming:
                 left = self._spill_all()
             elif self.stream is not None:
                 self.spool.remove_stream(self.stream, only_if_empty=True)
             self.stopped = True
+            self.spool.release()  # what is left is the next shipper's (the next playbook of this run, or the next run)
             self.cond.notify_all()
         if left:
-            self.warn("logbook: the server at %s did not take everything in time; %d batch(es) wait in %s "
-                      "and are shipped by the next run (or: python3 %s ship)"
-                      % (self.url, left, self.spool.dir, os.path.abspath(__file__)))
+            self.warn("logbook: %s; %d batch(es) wait in %s and are shipped by the next run (or now: %s)"
+                      % ("interrupted" if interrupted else "the server at %s did not take everything in time" % self.url,
+                         left, self.spool.dir, self.ship_command()))
         return left
+
+    def ship_command(self):
+        """The command that ships this spool to this server (credentials, if any, from the same settings)."""
+        return "LOGBOOK_API_SERVER=%s LOGBOOK_CALLBACK_SPOOL_DIR=%s python3 %s ship" % (
+            shlex.quote(self.url), shlex.quote(self.spool.dir), shlex.quote(os.path.abspath(__file__)))
 
     # -- the sender thread ----------------------------------------------------
 
@@ -497,13 +568,13 @@ class Shipper(object):
         parts = []
         for ev in events:
             try:
-                parts.append(json.dumps(ev, cls=_JSONEncoder, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+                parts.append(to_json(ev, sort_keys=True))
             except (TypeError, ValueError):
                 try:
-                    parts.append(json.dumps(ev, cls=_JSONEncoder, ensure_ascii=False, default=str).encode("utf-8"))
+                    parts.append(to_json(ev, default=str))
                 except Exception as e:
                     self._warn_once("encode", "logbook: an event could not be encoded and was dropped: %s" % e)
-        head = json.dumps(self.playbook, cls=_JSONEncoder, ensure_ascii=False, default=str).encode("utf-8")
+        head = to_json(self.playbook, default=str)
         groups, cur, size = [], [], 0
         for p in parts:
             if cur and size + len(p) > MAX_BATCH_BYTES:
@@ -654,22 +725,28 @@ class Shipper(object):
             return
         detail = (reply.get("detail") if isinstance(reply, dict) else None) or data[:300].decode("utf-8", "replace")
         if status in (400, 413):
-            # Refused as a whole: its seq is not used up. Keep the stream going with an empty batch of
-            # the same seq (the events are lost, and said so); a stream whose first batch is refused is dropped.
-            self._warn_once("refused", "logbook: the server refused batch %d of playbook %s (%d: %s); its events are dropped"
-                            % (batch.seq, batch.stream, status, detail))
-            if batch.seq == 1 or b'"events":[]' in plain_json(body):
+            # Refused as a whole: its seq is not used up. Send it again smaller, same seq: first with
+            # every large content replaced by a notice (a task that printed more than the server takes
+            # in one request), then without events, so that the playbook (seq 1 creates it) and the
+            # rest of the run still arrive. A stream whose empty batch is refused is dropped.
+            raw = json.loads(plain_json(body).decode("utf-8"))
+            shrunk = shrink_batch(raw, batch.shrunk, status)
+            if shrunk is None:
+                self._warn_once("refused", "logbook: the server refused batch %d of playbook %s (%d: %s); this playbook cannot be recorded"
+                                % (batch.seq, batch.stream, status, detail))
                 self._drop_stream(batch.stream)
                 return
-            raw = json.loads(plain_json(body).decode("utf-8"))
-            raw["events"] = []
+            self._warn_once("refused-%d" % shrunk, "logbook: the server refused batch %d of playbook %s (%d: %s); sent again %s"
+                            % (batch.seq, batch.stream, status, detail,
+                               "without its events, which are lost" if not raw["events"] else
+                               "with contents over %d bytes replaced by a notice" % SHRINK_STEPS[shrunk - 1]))
             with self.cond:
-                empty = Batch(batch.stream, batch.seq,
-                              body=packed(json.dumps(raw, separators=(",", ":")).encode("utf-8")))
+                smaller = Batch(batch.stream, batch.seq, body=packed(to_json(raw, separators=(",", ":"))))
+                smaller.shrunk = shrunk
                 self.spool.forget(batch)
                 self.memory -= batch.size if batch.body is not None else 0
-                self.memory += empty.size
-                self.pending[0] = empty
+                self.memory += smaller.size
+                self.pending[0] = smaller
             return
         if status == 409:
             self._warn_once("gap", "logbook: the server refused batch %d of playbook %s: %s; this playbook cannot be completed"
@@ -732,11 +809,20 @@ class CallbackModule(CallbackBase):
     def __init__(self):
         super(CallbackModule, self).__init__()
         self.shipper = None
+        self.shipper_options = None  # what set_options gave the Shipper: each playbook of the run gets one
         self.disabled_reason = None
         self.warned = set()
+        self.at_exit = False
+        self.localhost_hostname = None
+        self.state = shared_state()
+        self._new_playbook()
+
+    def _new_playbook(self):
+        """What one playbook's recording keeps (ansible-playbook a.yml b.yml records two)."""
         self.finished = False
         self.playbook_path = None
         self.play_uuid = None
+        self.play_starts = {}  # Ansible play uuid → times started (once per `serial` batch)
         self.task = None  # {"uuid", "started", "action"} of the running task
         self.result_started = {}
         self.file_cache = set()
@@ -745,8 +831,9 @@ class CallbackModule(CallbackBase):
         self.delegation_cache = {}
         self.labels_sent = None
         self.name_sent = None
-        self.localhost_hostname = None
-        self.state = shared_state()
+        self.argument_labels = []
+        self.state.playbook_id = None
+        self.state.records = {}
 
     # Every hook goes through _guard: a recording problem is a warning (once), never a failed run.
     def _warn(self, msg):
@@ -770,19 +857,20 @@ class CallbackModule(CallbackBase):
         super(CallbackModule, self).set_options(task_keys=task_keys, var_options=var_options, direct=direct)
         try:
             o = self.get_option
-            self.argument_labels = list(o("argument_labels") or [])
+            self.argument_label_names = list(o("argument_labels") or [])
             self.default_labels = list(o("default_labels") or [])
             self.ignored_facts = list(o("ignored_facts") or [])
             self.ignored_arguments = list(o("ignored_arguments") or [])
             self.ignored_files = list(o("ignored_files") or [])
             self.localhost_as_hostname = bool(o("localhost_as_hostname"))
             self.flush_timeout = float(o("flush_timeout"))
-            self.shipper = Shipper(
-                o("api_server"), timeout=o("api_timeout"), username=o("api_username"), password=o("api_password"),
+            self.shipper_options = dict(
+                url=o("api_server"), timeout=o("api_timeout"), username=o("api_username"), password=o("api_password"),
                 token=o("api_token"), insecure=o("api_insecure"), ca_file=o("api_ca_file"), spool_dir=o("spool_dir"),
                 batch_size=o("batch_size"), batch_interval=o("batch_interval"), max_memory_mb=o("max_memory_mb"),
                 warn=self._warn,
             )
+            self.shipper = Shipper(**self.shipper_options)
         except Exception as e:
             self.shipper = None
             self._warn("logbook callback disabled: %s: %s" % (type(e).__name__, e))
@@ -793,6 +881,13 @@ class CallbackModule(CallbackBase):
     # -- playbook -------------------------------------------------------------
 
     def v2_playbook_on_start(self, playbook):
+        if self.finished and self.shipper_options is not None:
+            # the next playbook of the command line (each ends with its stats): a stream of its own
+            self._new_playbook()
+            try:
+                self.shipper = Shipper(**self.shipper_options)
+            except Exception:
+                self.shipper = None  # set_options built one with these: not expected
         self._guard("v2_playbook_on_start", self._playbook_start, playbook)
 
     def _playbook_start(self, playbook):
@@ -815,7 +910,7 @@ class CallbackModule(CallbackBase):
             if argument in cli_options:
                 cli_options[argument] = ARGUMENTS_NOTICE
         labels = []
-        for label in self.argument_labels:
+        for label in self.argument_label_names:
             if label not in cli_options:
                 continue
             value = cli_options[label]
@@ -840,7 +935,9 @@ class CallbackModule(CallbackBase):
         # For ara_record with another playbook's id (it opens its own connection in the worker).
         self.state.api = {"url": self.shipper.url, "headers": {k: v for k, v in self.shipper.headers.items()},
                           "timeout": self.shipper.timeout, "ssl_context": self.shipper.ssl_context}
-        atexit.register(self._finish)  # a run that ends without stats (error, interrupt) still ships what it has
+        if not self.at_exit:
+            self.at_exit = True
+            atexit.register(self._finish)  # a run that ends without stats (error, interrupt) still ships what it has
         self._file(path, content)
 
     def _on_playbook_id(self, playbook_id):
@@ -885,7 +982,11 @@ class CallbackModule(CallbackBase):
             self._add({"kind": "playbook", "labels": list(labels)})
         for path in list(play._loader._FILE_CACHE.keys()):
             self._file(path)
-        self.play_uuid = play._uuid[:36]
+        # Ansible starts a play again for each `serial` batch, and ARA records a play each time. A
+        # play's uuid is its key in the stream, so the later ones get ansible-runner's suffix (_2, _3…).
+        uuid = play._uuid[:36]
+        starts = self.play_starts[uuid] = self.play_starts.get(uuid, 0) + 1
+        self.play_uuid = uuid if starts == 1 else "%s_%d" % (uuid, starts)
         self._add({"kind": "play", "uuid": self.play_uuid, "name": play.name, "status": "running", "started": now_iso()})
 
     def v2_playbook_on_handler_task_start(self, task):
@@ -989,8 +1090,7 @@ class CallbackModule(CallbackBase):
             for item in items:
                 if not isinstance(item, dict) or "key" not in item or "type" not in item or item.get("failed"):
                     continue
-                target = item.get("playbook_id")
-                if target is not None and self.state.playbook_id is not None and str(target) != str(self.state.playbook_id):
+                if item.get("_ansible_logbook_elsewhere"):
                     continue  # written to another playbook by the action itself
                 self.state.records[item["key"]] = (item.get("value"), item["type"])
                 self._add({"kind": "record", "key": item["key"], "value": item.get("value"), "type": item["type"]})
@@ -1021,19 +1121,53 @@ class CallbackModule(CallbackBase):
             self._warn("logbook callback: the final flush failed (%s: %s)" % (type(e).__name__, e))
 
 
+def ansible_cfg():
+    """The ansible.cfg Ansible itself would read: $ANSIBLE_CONFIG, ./ansible.cfg, ~/.ansible.cfg, /etc/ansible/ansible.cfg."""
+    given = os.environ.get("ANSIBLE_CONFIG")
+    if given and os.path.isdir(given):
+        given = os.path.join(given, "ansible.cfg")
+    for path in (given, os.path.join(os.getcwd(), "ansible.cfg"), os.path.expanduser("~/.ansible.cfg"), "/etc/ansible/ansible.cfg"):
+        if path and os.path.isfile(path):
+            return path
+    return None
+
+
+def settings():
+    """The options of DOCUMENTATION as the callback gets them: the variable, else the ansible.cfg key, else the default."""
+    cfg = configparser.ConfigParser(interpolation=None)
+    path = ansible_cfg()
+    if path:
+        cfg.read(path)
+    out = {}
+    for name, block in re.findall(r"^  (\w+):\n((?:    .*\n)+)", DOCUMENTATION, re.M):
+        default = re.search(r"^    default: (.*)$", block, re.M)
+        env = re.search(r"env: \[\{name: (\w+)\}\]", block)
+        ini = re.search(r"ini: \[\{section: (\w+), key: (\w+)\}\]", block)
+        value = default.group(1) if default else None
+        if ini and cfg.has_option(ini.group(1), ini.group(2)):
+            value = cfg.get(ini.group(1), ini.group(2))
+        if env and os.environ.get(env.group(1)) is not None:
+            value = os.environ[env.group(1)]
+        out[name] = value
+    return out
+
+
 def ship_main(argv):
-    """`python3 logbook.py ship`: ships the spool with the LOGBOOK_API_* / LOGBOOK_CALLBACK_* settings."""
-    env = os.environ.get
-    shipper = Shipper(
-        env("LOGBOOK_API_SERVER", "http://127.0.0.1:8000"), timeout=float(env("LOGBOOK_API_TIMEOUT", "10")),
-        username=env("LOGBOOK_API_USERNAME"), password=env("LOGBOOK_API_PASSWORD"), token=env("LOGBOOK_API_TOKEN"),
-        insecure=env("LOGBOOK_API_INSECURE", "false").lower() in ("1", "true", "yes", "on"),
-        ca_file=env("LOGBOOK_API_CA_FILE"), spool_dir=env("LOGBOOK_CALLBACK_SPOOL_DIR"),
-    )
+    """`python3 logbook.py ship`: ships the spool with the callback's settings (variables, ansible.cfg)."""
+    o = settings()
+    try:
+        shipper = Shipper(
+            o["api_server"], timeout=float(o["api_timeout"]), username=o["api_username"], password=o["api_password"],
+            token=o["api_token"], insecure=str(o["api_insecure"]).lower() in ("1", "true", "yes", "on"),
+            ca_file=o["api_ca_file"], spool_dir=o["spool_dir"],
+        )
+    except ValueError as e:
+        sys.stderr.write("logbook: %s\n" % e)
+        return 2
     shipper.start()
-    timeout = float(argv[1]) if len(argv) > 1 else float(env("LOGBOOK_CALLBACK_FLUSH_TIMEOUT", "30"))
+    timeout = float(argv[1]) if len(argv) > 1 else float(o["flush_timeout"])
     left = shipper.finish(timeout)
-    print("logbook: shipped %d batch(es) from %s, %d left" % (shipper.shipped, shipper.spool.dir, left))
+    print("logbook: shipped %d batch(es) from %s to %s, %d left" % (shipper.shipped, shipper.spool.dir, shipper.url, left))
     return 0 if left == 0 else 1
 
 
