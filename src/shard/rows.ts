@@ -90,23 +90,41 @@ export class TaskRow {
   }
 }
 
+/** The host counters a write can set. */
+export const HOST_COUNTERS = ['changed', 'failed', 'ok', 'skipped', 'unreachable'] as const;
+
+/** A write's fields set a host counter. */
+export function setsCounter(d: Record<string, unknown>): boolean {
+  for (const c of HOST_COUNTERS) if (c in d) return true;
+  return false;
+}
+
 export class HostRow {
   id: number; playbook: number; created: number; updated: number;
   name: string;
   changed: number; failed: number; ok: number; skipped: number; unreachable: number;
+  /**
+   * A write set a counter (both Ansible callbacks send the final stats): from then
+   * on the counters are that value plus later results, not a recount of the results
+   * (SPEC §4), which `logbook check` must not take for damage.
+   */
+  countersSet: boolean;
   constructor(d: Record<string, any>) {
     this.id = d.id; this.playbook = d.playbook; this.created = d.created; this.updated = d.updated;
     this.name = d.name;
     this.changed = d.changed ?? 0; this.failed = d.failed ?? 0; this.ok = d.ok ?? 0;
     this.skipped = d.skipped ?? 0; this.unreachable = d.unreachable ?? 0;
+    this.countersSet = d.countersSet ?? setsCounter(d);
   }
   toArray(): unknown[] {
-    return [this.id, this.playbook, this.created, this.updated, this.name,
+    const a: unknown[] = [this.id, this.playbook, this.created, this.updated, this.name,
       this.changed, this.failed, this.ok, this.skipped, this.unreachable];
+    if (this.countersSet) a.push(1); // absent in snapshots of rows never set (and in those written before the flag)
+    return a;
   }
   static fromArray(a: any[]): HostRow {
     return new HostRow({ id: a[0], playbook: a[1], created: a[2], updated: a[3], name: a[4],
-      changed: a[5], failed: a[6], ok: a[7], skipped: a[8], unreachable: a[9] });
+      changed: a[5], failed: a[6], ok: a[7], skipped: a[8], unreachable: a[9], countersSet: a[10] === 1 });
   }
 }
 

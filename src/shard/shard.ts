@@ -292,6 +292,8 @@ export class Shard {
   private flush(staged: Staged, entry?: Waiting): { removed: Removed | null; durable: Promise<void> | null } {
     const { events, puts, removes, files, removed } = staged;
     for (const [sha1, text] of files) {
+      // a text no file has any more (a batch that sent one file twice, or wrote then deleted it) is not stored
+      if (!this.state.fileRefs.has(sha1)) continue;
       const key = blobKey.file(sha1);
       if (this.store.getBlob(key) === undefined) puts.push([key, text]);
     }

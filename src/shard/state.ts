@@ -4,7 +4,7 @@
 // that was acknowledged (DESIGN.md "Persistence", STYLE.md example 5).
 import { TYPE_CODE, type ChildType } from '../api/resources.js';
 import {
-  PlaybookRow, PlayRow, TaskRow, HostRow, ResultRow, FileRow, RecordRow, addToHost,
+  PlaybookRow, PlayRow, TaskRow, HostRow, ResultRow, FileRow, RecordRow, addToHost, setsCounter,
 } from './rows.js';
 
 export type EventType = 'playbook' | ChildType;
@@ -251,7 +251,11 @@ export class ShardState {
         assign(row, d);
         break;
       case 'play': rekey(agg.playByUuid, row, 'uuid', d); assign(row, d); break;
-      case 'host': rekey(agg.hostByName, row, 'name', d); assign(row, d); break;
+      case 'host':
+        rekey(agg.hostByName, row, 'name', d);
+        assign(row, d);
+        if (!row.countersSet && setsCounter(d)) row.countersSet = true;
+        break;
       case 'file':
         rekey(agg.fileByPath, row, 'path', d);
         if ('sha1' in d && d.sha1 !== row.sha1) { this.refFile(row.sha1, -1); this.refFile(d.sha1, 1); }

@@ -17,7 +17,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { open } from 'lmdb';
 import { TYPE_CODE } from '../api/resources.js';
-import { HostRow, addToHost } from '../shard/rows.js';
+import { HOST_COUNTERS, HostRow, addToHost } from '../shard/rows.js';
 import { ShardState, type EventType } from '../shard/state.js';
 import { blobKind, type BlobKey } from '../store/blobs.js';
 import { FORMAT_VERSION, StoreError, lockDataDir } from '../store/front_store.js';
@@ -31,7 +31,6 @@ const USAGE = 'Usage: logbook check <data dir>\n\n'
 const MAX_LISTED = 50;
 const TYPES = ['playbook', 'play', 'task', 'host', 'result', 'file', 'record'] as const;
 const ROW = 2 ** 40;
-const COUNTERS = ['changed', 'failed', 'ok', 'skipped', 'unreachable'] as const;
 
 export interface CheckReport {
   problems: string[];
@@ -76,7 +75,7 @@ export async function checkDataDir(dataDir: string): Promise<CheckReport> {
   for (const k of shardFiles) if (k >= shards) problem(`shard-${k}.mdb: not one of the ${shards} shards the data was written with`);
 
   const owner = TYPES.map(() => new Map<number, number>()); // per type code - 1: id → shard
-  let deletedLabelRefs = 0;
+  const tally: Tally = { deletedLabelRefs: 0, hostsWithSetCounters: 0 };
   for (const k of shardFiles.filter((x) => x < shards)) {
     const where = `shard-${k}.mdb`;
     report.fileBytes += statSync(join(dataDir, where)).size;
@@ -109,23 +108,27 @@ export async function checkDataDir(dataDir: string): Promise<CheckReport> {
           else seen.set(id, k);
         }
       }
-      checkShard(state, k, shards, where, front, problem, () => { deletedLabelRefs++; });
+      checkShard(state, k, shards, where, front, problem, tally);
       checkBlobs(store, state, where, report, problem);
     } finally {
       await store.close();
     }
   }
-  if (deletedLabelRefs) report.notes.push(`${deletedLabelRefs} label reference(s) to deleted labels (shown without them; a label delete is not journaled per playbook)`);
+  if (tally.hostsWithSetCounters) report.notes.push(`${tally.hostsWithSetCounters} host(s) whose counters a write set (an Ansible callback's final stats): not compared with a recount`);
+  if (tally.deletedLabelRefs) report.notes.push(`${tally.deletedLabelRefs} label reference(s) to deleted labels (shown without them; a label delete is not journaled per playbook)`);
   return report;
 }
 
+/** What is normal but worth saying (notes), counted over the shards. */
+interface Tally { deletedLabelRefs: number; hostsWithSetCounters: number }
+
 /** References, counters and placement inside one shard's recovered state. */
-function checkShard(state: ShardState, k: number, shards: number, where: string, front: { labels: Map<number, string>; labelMaxId: number }, problem: (m: string) => void, deletedLabel: () => void): void {
+function checkShard(state: ShardState, k: number, shards: number, where: string, front: { labels: Map<number, string>; labelMaxId: number }, problem: (m: string) => void, tally: Tally): void {
   for (const [pbId, agg] of state.aggregates) {
     if (pbId % shards !== k) problem(`playbook ${pbId} is stored in ${where} but belongs to shard-${pbId % shards}.mdb`);
     for (const label of agg.playbook.labels) {
       if (front.labels.has(label)) continue;
-      if (label <= front.labelMaxId) deletedLabel();
+      if (label <= front.labelMaxId) tally.deletedLabelRefs++;
       else problem(`playbook ${pbId}: label ${label} does not exist in front.mdb (never created: above the high-water mark ${front.labelMaxId})`);
     }
     const tasksPerPlay = new Map<number, number>();
@@ -167,10 +170,11 @@ function checkShard(state: ShardState, k: number, shards: number, where: string,
       if (task.results !== want) problem(`task ${task.id}: items {results: ${task.results}}, recount {results: ${want}}`);
     }
     for (const host of agg.hosts.values()) {
+      if (host.countersSet) { tally.hostsWithSetCounters++; continue; } // SPEC §4: a set counter overrides the recount
       const totals = hostTotals.get(host.id);
-      const differs = COUNTERS.filter((c) => host[c] !== (totals ? totals[c] : 0));
+      const differs = HOST_COUNTERS.filter((c) => host[c] !== (totals ? totals[c] : 0));
       if (differs.length) {
-        problem(`host ${host.id}: counters ${differs.map((c) => `${c} ${host[c]}`).join(', ')}; recount from its results ${differs.map((c) => `${c} ${totals ? totals[c] : 0}`).join(', ')} (or set by PUT/PATCH to other totals)`);
+        problem(`host ${host.id}: counters ${differs.map((c) => `${c} ${host[c]}`).join(', ')}; recount from its results ${differs.map((c) => `${c} ${totals ? totals[c] : 0}`).join(', ')}`);
       }
     }
   }
