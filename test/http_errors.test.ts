@@ -57,6 +57,9 @@ test('unknown paths → JSON 404', async (t) => {
     t.is(r.status, 404, path);
     t.deepEqual(r.body, NOT_FOUND, path);
     isJson(t, r, path);
+    // a resource's detail path with an id that cannot be one keeps that path's methods; elsewhere no Allow at all (not an empty one)
+    const detailPath = /^\/api\/v1\/playbooks\/[^/]+$/.test(path);
+    t.is(r.headers.get('allow'), detailPath ? ALLOW_DETAIL : null, `${path} Allow`);
   }
   const r = await api(url, 'POST', '/api/v1/nope', { a: 1 });
   t.is(r.status, 404);

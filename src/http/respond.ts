@@ -53,7 +53,7 @@ export function replyAs(ex: Exchange, status: number, body: string | null, conte
     if (body !== null) res.writeHeader('Content-Type', contentType);
     res.writeHeader('Vary', ex.cors === null ? 'Accept' : 'Accept, Origin');
     if (ex.cors) res.writeHeader('Access-Control-Allow-Origin', ex.cors);
-    res.writeHeader('Allow', ex.allow);
+    if (ex.allow) res.writeHeader('Allow', ex.allow); // none for a path that is nothing
     if (ex.extraHeaders) for (const [k, v] of ex.extraHeaders) res.writeHeader(k, v);
     if (body === null) res.endWithoutBody(0, ex.close);
     else if (ex.method === 'HEAD') res.endWithoutBody(Buffer.byteLength(body), ex.close);

@@ -8,7 +8,9 @@ import { ALLOW_DETAIL, ALLOW_INDEX, ALLOW_LIST, type Exchange } from './respond.
 import { ALLOW_STREAM } from './stream.js';
 
 export type Route =
-  | { kind: 'index' } | { kind: 'root' } | { kind: 'missing' } | OpsRoute
+  | { kind: 'index' } | { kind: 'root' } | OpsRoute
+  /** nothing there; `detail`: a resource's detail path with an id that cannot be one (its 404 gives that path's methods) */
+  | { kind: 'missing'; detail?: true }
   | { kind: 'ingest' } | { kind: 'stream' }
   | { kind: 'list'; type: ResourceType }
   | { kind: 'detail'; type: ResourceType; id: number };
@@ -51,16 +53,17 @@ export function parseRoute(url: string): Route {
   if (type === undefined) return { kind: 'missing' };
   if (slash < 0) return { kind: 'list', type };
   const idText = rest.slice(slash + 1);
-  if (!ID.test(idText)) return { kind: 'missing' };
-  const id = Number(idText);
-  return Number.isSafeInteger(id) ? { kind: 'detail', type, id } : { kind: 'missing' };
+  const id = ID.test(idText) ? Number(idText) : NaN;
+  if (Number.isSafeInteger(id)) return { kind: 'detail', type, id };
+  // an id that cannot be one (abc, 0, 1e3, too large): still the detail path, whose methods its 404 gives
+  return idText.includes('/') ? { kind: 'missing' } : { kind: 'missing', detail: true };
 }
 
 export function allowOf(route: Route): string {
   switch (route.kind) {
     case 'list': return ALLOW_LIST;
     case 'detail': return ALLOW_DETAIL;
-    case 'missing': return '';
+    case 'missing': return route.detail ? ALLOW_DETAIL : '';
     case 'ingest': return ALLOW_INGEST;
     case 'stream': return ALLOW_STREAM;
     case 'ops': return opsAllow(route);
