@@ -1,9 +1,8 @@
-// POST /api/v1/ingest on the front (SPEC §13): gunzip within the body limit,
+// POST /api/v1/ingest on the front (SPEC §13): the body decoded (body_encoding.ts: gzip within the body limit),
 // check the envelope (seq, playbook, events and their kinds), find or allocate
 // the stream's playbook, resolve label names, and hand the batch's JSON text to
 // the owning shard, which parses, validates and applies the events itself: the
 // front never re-serializes content it does not need.
-import { gunzip } from 'node:zlib';
 import { Errors, Messages } from '../api/errors.js';
 import { memberSpans, parseSpan } from '../api/json_text.js';
 import { TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
@@ -16,6 +15,7 @@ import type { Shards } from '../shard/shards.js';
 import type { IngestCommand, Reply } from '../shard/protocol.js';
 import { scanBatchBody } from '../api/json_scan.js';
 import { jsonBodyText, mediaType, parseJsonText } from '../api/json_body.js';
+import { decodedBody } from './body_encoding.js';
 import type { Directory } from './directory.js';
 import type { LabelCatalogue } from './labels.js';
 import { reply, type Exchange } from './respond.js';
@@ -56,27 +56,7 @@ export class Ingest {
   }
 
   handle(ex: Exchange, contentType: string, encoding: string, body: Buffer): void {
-    const enc = encoding.trim().toLowerCase();
-    if (enc === '' || enc === 'identity') return this.parsed(ex, contentType, body);
-    if (enc !== 'gzip' && enc !== 'x-gzip') return reply(ex, 415, Errors.unsupportedEncoding(encoding));
-    // Inflate off the main thread, stopped at the body limit: a gzip bomb costs
-    // at most max_body_bytes of output, never its full expansion.
-    const limit = this.deps.maxBodyBytes;
-    gunzip(Buffer.from(body), { maxOutputLength: limit }, (err, out) => {
-      if (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
-          ex.close = false;
-          return reply(ex, 413, Errors.tooLarge(limit));
-        }
-        return reply(ex, 400, Errors.badGzip());
-      }
-      try {
-        this.parsed(ex, contentType, out);
-      } catch (e) {
-        log.error('ingest failed', { err: String((e as Error)?.stack ?? e) });
-        reply(ex, 500, Errors.internal());
-      }
-    });
+    decodedBody(ex, encoding, body, this.deps.maxBodyBytes, (bytes) => this.parsed(ex, contentType, bytes));
   }
 
   private parsed(ex: Exchange, contentType: string, bytes: Buffer): void {
