@@ -3,6 +3,7 @@
 // and "a request that fails validation changes nothing".
 import test, { type ExecutionContext } from 'ava';
 import { request } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
 import {
   SERVER_ENV, createFile, createPlay, createPlaybook, createTree, get, list, randomUuid, uniq,
@@ -357,4 +358,26 @@ test('errors are JSON for every status the API produces', async (t) => {
     isJson(t, r, `${method} ${path}`);
     t.is(r.headers.get('vary'), 'Accept', `${method} ${path} Vary`);
   }
+});
+
+// ---------------------------------------------------------------- Content-Encoding
+
+test('per-record writes take a gzip body, and refuse another encoding with 415 changing nothing', async (t) => {
+  const send = (method: string, path: string, body: Buffer, encoding: string) => fetch(url + path, {
+    method, body, headers: { 'Content-Type': 'application/json', 'Content-Encoding': encoding },
+  }).then(async (r) => ({ status: r.status, body: await r.json() as Record<string, any> }));
+  const created = await send('POST', '/api/v1/labels', gzipSync(JSON.stringify({ name: 'gzipped-label' })), 'gzip');
+  t.is(created.status, 201, JSON.stringify(created.body));
+  t.is(created.body.name, 'gzipped-label');
+  const patched = await send('PATCH', `/api/v1/labels/${created.body.id}`, gzipSync(JSON.stringify({ name: 'gzipped-renamed' })), 'gzip');
+  t.is(patched.status, 200, JSON.stringify(patched.body));
+  t.is(patched.body.name, 'gzipped-renamed');
+
+  const br = await send('POST', '/api/v1/labels', Buffer.from(JSON.stringify({ name: 'br-label' })), 'br');
+  t.is(br.status, 415);
+  t.deepEqual(br.body, { detail: 'Unsupported content encoding "br": send identity or gzip.' });
+  const bad = await send('POST', '/api/v1/labels', Buffer.from('not gzip'), 'gzip');
+  t.is(bad.status, 400);
+  t.deepEqual(bad.body, { detail: 'The body is not valid gzip.' });
+  t.is((await api(url, 'GET', '/api/v1/labels?name=br-label')).body.count, 0, 'nothing created');
 });

@@ -22,6 +22,7 @@ import { LabelCatalogue, type LabelStore } from './labels.js';
 import type { StoredLabel } from '../store/front_store.js';
 import { parseQuery } from './page_links.js';
 import { Reads } from './reads.js';
+import { decodedBody } from './body_encoding.js';
 import { reply } from './respond.js';
 import { allowOf, metricRoute, optionsBody, parseRoute, type Req } from './routes.js';
 import { Writes } from './writes.js';
@@ -316,12 +317,19 @@ export class Front {
         return reply(ex, 200, route.kind === 'index' ? this.indexBody(ex) : this.rootBody(ex));
       case 'list':
         if (read) return this.list(ex, route.type);
-        if (method === 'POST') return this.writes.create(ex, route.type, body);
+        if (method === 'POST') {
+          // most bodies come without Content-Encoding: no closure for them
+          if (ex.contentEncoding === '') return this.writes.create(ex, route.type, body);
+          return decodedBody(ex, ex.contentEncoding, body, this.config.maxBodyBytes, (b) => this.writes.create(ex, route.type, b));
+        }
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody(`${DISPLAY_NAME[route.type]} List`));
         return this.notAllowed(ex);
       case 'detail':
         if (read) return route.type === 'label' ? this.labelResource.get(ex, route.id) : this.reads.get(ex, route.type, route.id);
-        if (method === 'PUT' || method === 'PATCH') return this.writes.update(ex, route.type, route.id, body, method === 'PUT');
+        if (method === 'PUT' || method === 'PATCH') {
+          if (ex.contentEncoding === '') return this.writes.update(ex, route.type, route.id, body, method === 'PUT');
+          return decodedBody(ex, ex.contentEncoding, body, this.config.maxBodyBytes, (b) => this.writes.update(ex, route.type, route.id, b, method === 'PUT'));
+        }
         if (method === 'DELETE') return this.writes.remove(ex, route.type, route.id);
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody(`${DISPLAY_NAME[route.type]} Instance`));
         return this.notAllowed(ex);
