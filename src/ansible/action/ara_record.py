@@ -146,20 +146,17 @@ class ActionModule(ActionBase):
             result["msg"] = "Record failed to be created or updated: logbook's callback is not configured"
             return result
 
-        def call(method, path, body=None):
-            return _call(api, method, path, body)
-
         # the callback records this result but not the record: it is in the other playbook
         result["_ansible_logbook_elsewhere"] = True
         try:
-            found = call("GET", "/api/v1/records?playbook=%s&key=%s" % (quote(str(playbook_id)), quote(str(key))))
+            found = _call(api, "GET", "/api/v1/records?playbook=%s&key=%s" % (quote(str(playbook_id)), quote(str(key))))
             changed = True
             if found["count"] == 0:
-                data = call("POST", "/api/v1/records", {"playbook": playbook_id, "key": key, "value": value, "type": type_})
+                data = _call(api, "POST", "/api/v1/records", {"playbook": playbook_id, "key": key, "value": value, "type": type_})
             else:
-                old = call("GET", "/api/v1/records/%s" % found["results"][0]["id"])
+                old = _call(api, "GET", "/api/v1/records/%s" % found["results"][0]["id"])
                 if old["value"] != value or old["type"] != type_:
-                    data = call("PATCH", "/api/v1/records/%s" % old["id"], {"key": key, "value": value, "type": type_})
+                    data = _call(api, "PATCH", "/api/v1/records/%s" % old["id"], {"key": key, "value": value, "type": type_})
                 else:
                     data, changed = old, False
             result.update(changed=changed, key=data["key"], value=data["value"], type=data["type"],

@@ -810,7 +810,6 @@ class CallbackModule(CallbackBase):
         super(CallbackModule, self).__init__()
         self.shipper = None
         self.shipper_options = None  # what set_options gave the Shipper: each playbook of the run gets one
-        self.disabled_reason = None
         self.warned = set()
         self.at_exit = False
         self.localhost_hostname = None
