@@ -341,7 +341,10 @@ withAnsible('two playbooks on one command line, serial plays, output that is not
       '- name: serial', '  hosts: h1,h2', '  serial: 1', '  gather_facts: false', '  tasks:',
       '    - name: in batches', '      debug: {msg: hi}',
     ],
-    'two.yml': ['- name: second', '  hosts: h2', '  gather_facts: false', '  tasks:', '    - name: p2 task', '      debug: {msg: two}'],
+    'two.yml': ['- name: second', '  hosts: h2', '  gather_facts: false', '  tasks:',
+      // to the first playbook by id (a fresh server: id 1), before this playbook's first batch is answered
+      '    - name: record elsewhere', '      ara_record: {playbook_id: 1, key: from-two, value: v2}',
+      '    - name: p2 task', '      debug: {msg: two}'],
   });
   const server = await startLogbook();
   t.teardown(() => server.stop());
@@ -356,9 +359,10 @@ withAnsible('two playbooks on one command line, serial plays, output that is not
   const playbooks = await list(server.url, '/api/v1/playbooks?order=id');
   t.deepEqual(playbooks.map((p) => [basename(p.path), p.status]), [['one.yml', 'completed'], ['two.yml', 'completed']], 'both playbooks of the command line');
   const [one, two] = playbooks as [Record<string, any>, Record<string, any>];
-  t.like(two.items, { plays: 1, tasks: 1, results: 1 });
+  t.is(one.id, 1);
+  t.like(two.items, { plays: 1, tasks: 2, results: 2, records: 0 }, 'the record written to playbook 1 is not also in playbook 2');
   t.regex(run.stdout, new RegExp(`"msg": "id=${one.id}"`), 'ara_record in the first task gives the playbook id');
-  t.deepEqual((await list(server.url, `/api/v1/records?playbook=${one.id}`)).map((r) => r.key), ['k1']);
+  t.deepEqual((await list(server.url, `/api/v1/records?playbook=${one.id}&order=id`)).map((r) => r.key), ['k1', 'from-two']);
 
   // like ARA: one play per serial batch, the tasks under the first
   const plays = await list(server.url, `/api/v1/plays?playbook=${one.id}&order=id`);

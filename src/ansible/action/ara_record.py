@@ -146,8 +146,6 @@ class ActionModule(ActionBase):
             result["msg"] = "Record failed to be created or updated: logbook's callback is not configured"
             return result
 
-        # the callback records this result but not the record: it is in the other playbook
-        result["_ansible_logbook_elsewhere"] = True
         try:
             found = _call(api, "GET", "/api/v1/records?playbook=%s&key=%s" % (quote(str(playbook_id)), quote(str(key))))
             changed = True

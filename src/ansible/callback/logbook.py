@@ -832,6 +832,7 @@ class CallbackModule(CallbackBase):
         self.name_sent = None
         self.argument_labels = []
         self.state.playbook_id = None
+        self.playbook_id_known = threading.Event()
         self.state.records = {}
 
     # Every hook goes through _guard: a recording problem is a warning (once), never a failed run.
@@ -941,6 +942,14 @@ class CallbackModule(CallbackBase):
 
     def _on_playbook_id(self, playbook_id):
         self.state.playbook_id = playbook_id
+        self.playbook_id_known.set()
+
+    def _playbook_id(self, wait=2.0):
+        """This playbook's id, waiting up to `wait` s for the first batch's answer (a record written to
+        another playbook by id early in a run; Ansible strips any marker the action could leave)."""
+        if self.state.playbook_id is None:
+            self.playbook_id_known.wait(wait)
+        return self.state.playbook_id
 
     def _file(self, path, content=None):
         if path in self.file_cache:
@@ -1089,7 +1098,8 @@ class CallbackModule(CallbackBase):
             for item in items:
                 if not isinstance(item, dict) or "key" not in item or "type" not in item or item.get("failed"):
                     continue
-                if item.get("_ansible_logbook_elsewhere"):
+                target = item.get("playbook_id")
+                if target is not None and str(target) != str(self._playbook_id()):
                     continue  # written to another playbook by the action itself
                 self.state.records[item["key"]] = (item.get("value"), item["type"])
                 self._add({"kind": "record", "key": item["key"], "value": item.get("value"), "type": item["type"]})
