@@ -15,6 +15,7 @@ export interface Config {
   readonly shards: number;
   readonly pageSize: number;
   readonly maxPageSize: number;
+  readonly maxListOffset: number;
   readonly maxBodyBytes: number;
   readonly readLoginRequired: boolean;
   readonly writeLoginRequired: boolean;
@@ -151,6 +152,7 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   option('shards', 'SHARDS', defaultShards, int(1, 64), 'shard worker threads (default: cores − 1, at least 1)'),
   option('pageSize', 'PAGE_SIZE', LIMITS.pageSize, int(1, LIMITS.pageSizeCeiling), 'default list page size (limit)'),
   option('maxPageSize', 'MAX_PAGE_SIZE', LIMITS.maxPageSize, int(1, LIMITS.pageSizeCeiling), 'largest limit a list honours'),
+  option('maxListOffset', 'MAX_LIST_OFFSET', LIMITS.maxListOffset, int(0, LIMITS.maxListOffsetCeiling), 'deepest list offset served; next/previous links past it carry a cursor'),
   option('maxBodyBytes', 'MAX_BODY_BYTES', LIMITS.maxBodyBytes, int(1, LIMITS.maxBodyBytesCeiling), 'largest request body accepted'),
   option('readLoginRequired', 'READ_LOGIN_REQUIRED', false, bool, 'require credentials for GET/HEAD/OPTIONS'),
   option('writeLoginRequired', 'WRITE_LOGIN_REQUIRED', false, bool, 'require credentials for writes'),

@@ -72,8 +72,11 @@ export const LIMITS = {
   /** Largest list `offset` (larger → 400). Every shard keeps its best
    * offset + limit rows (a bounded heap) and the front merges them, so a page's
    * cost grows with its offset on every shard: 100 000 rows is a few ms and a few
-   * MB; deeper pages are better reached with filters or an order. */
+   * MB. Deeper pages are reached by the keyset `cursor` that `next` and
+   * `previous` links carry past it (src/api/page_cursor.ts), at the cost of a
+   * page of `limit` rows. Default LOGBOOK_MAX_LIST_OFFSET. */
   maxListOffset: 100_000,
+  maxListOffsetCeiling: 10_000_000,
 
   // ---- shards --------------------------------------------------------------------
 

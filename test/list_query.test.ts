@@ -5,7 +5,7 @@ import { parseListQuery, toShardQuery, type ParsedList } from '../src/api/list_q
 import { parseTimestamp } from '../src/api/time.js';
 import type { ResourceType } from '../src/api/resources.js';
 
-const PAGES = { pageSize: 100, maxPageSize: 1000 };
+const PAGES = { pageSize: 100, maxPageSize: 1000, maxListOffset: 100_000 };
 const EPOCH_2020 = parseTimestamp('2020-01-01T00:00:00Z')!;
 
 /** `a=1&a=2&b=` → the Map the front builds (repeated keys keep every value, in order). */
@@ -37,7 +37,7 @@ const choice = (v: string) => `Select a valid choice. ${v} is not one of the ava
 
 test('no parameters: no filters, natural order, default window', (t) => {
   const r = ok(t, 'result', '');
-  t.deepEqual(r, { ok: true, filters: [], order: [], limit: 100, offset: 0, playbook: null });
+  t.deepEqual(r, { ok: true, filters: [], order: [], limit: 100, offset: 0, cursor: null, playbook: null });
 });
 
 test('date filters: inclusive bounds in µs, any accepted timestamp form, date alone = midnight UTC', (t) => {
@@ -209,11 +209,11 @@ test('order: an unknown key, in any position, is a 400 naming it', (t) => {
 test('limit and offset: defaults, values, clamping to max_page_size', (t) => {
   t.deepEqual([ok(t, 'result', 'limit=5&offset=10').limit, ok(t, 'result', 'limit=5&offset=10').offset], [5, 10]);
   t.is(ok(t, 'result', '').limit, 100);
-  t.is(ok(t, 'result', '', { pageSize: 25, maxPageSize: 50 }).limit, 25);
+  t.is(ok(t, 'result', '', { pageSize: 25, maxPageSize: 50, maxListOffset: 100_000 }).limit, 25);
   t.is(ok(t, 'result', 'limit=1000').limit, 1000);
   t.is(ok(t, 'result', 'limit=1001').limit, 1000);
   t.is(ok(t, 'result', 'limit=99999999999999999999999').limit, 1000);
-  t.is(ok(t, 'result', 'limit=51', { pageSize: 25, maxPageSize: 50 }).limit, 50);
+  t.is(ok(t, 'result', 'limit=51', { pageSize: 25, maxPageSize: 50, maxListOffset: 100_000 }).limit, 50);
   t.is(ok(t, 'result', 'offset=0').offset, 0);
   t.is(ok(t, 'result', 'offset=100000').offset, 100000);
   t.is(ok(t, 'result', 'limit=007').limit, 7);
@@ -243,10 +243,28 @@ test('toShardQuery: one shard cuts the page, several each send their first offse
   t.is(all.take, 30);
 });
 
-test('offset above LIMITS.maxListOffset is a 400 naming the limit and the way out', (t) => {
+test('offset above the cap (LOGBOOK_MAX_LIST_OFFSET) is a 400 naming the limit and the ways on', (t) => {
   const body = JSON.parse(bad('result', 'offset=100001')!) as { offset: string[] };
   t.deepEqual(Object.keys(body), ['offset']);
-  t.regex(body.offset[0]!, /less than or equal to 100000\..*filters.*order=-id/);
+  t.regex(body.offset[0]!, /less than or equal to 100000\..*`next` links.*cursor.*filters.*order=-id/);
   t.truthy(bad('playbook', 'offset=99999999999999999999999'));
   t.is(bad('result', 'offset=100000'), null);
+  t.regex(bad('result', 'offset=11', { pageSize: 100, maxPageSize: 1000, maxListOffset: 10 })!, /less than or equal to 10\./);
+});
+
+test('cursor: one of ours for this order is a keyset page; anything else is a 400 on cursor; offset beside it is ignored', (t) => {
+  const enc = (a: unknown) => Buffer.from(JSON.stringify(a)).toString('base64url');
+  const r = ok(t, 'result', `order=-started&cursor=${enc([0, 1700000000000000, 42])}&offset=999999999`);
+  t.deepEqual(r.cursor, { back: false, keys: [1700000000000000, 42] });
+  t.is(r.offset, 0);
+  t.deepEqual(toShardQuery('result', r, false), {
+    type: 'result', filters: [], order: [['started', true]], skip: 0, take: 100, bound: { keys: [1700000000000000, 42], back: false },
+  });
+  t.deepEqual(ok(t, 'host', `order=name,-failed&cursor=${enc([1, 'web', null, 7])}`).cursor, { back: true, keys: ['web', null, 7] });
+  t.deepEqual(ok(t, 'result', `cursor=${enc([0, 5])}&order=id`).cursor, { back: false, keys: [5] }, 'order=id is the natural order: one key, the id');
+  const invalid = JSON.stringify({ cursor: ['Invalid cursor.'] });
+  for (const c of [enc([0, 5]) + '=', 'not json', enc({ back: 0 }), enc([0, 1, 5]), enc([2, 5]), enc([0, 0]), enc([0, 1.5]), enc([0, true, 5].slice(1)), enc([0, [1], 5]), '']) {
+    t.is(bad('result', `order=started&cursor=${encodeURIComponent(c)}`) ?? bad('result', `cursor=${encodeURIComponent(c)}`), invalid, c);
+  }
+  t.is(bad('result', `cursor=${enc([0, 1, 5])}`), invalid, 'a cursor for a one-key order on the natural order');
 });

@@ -27,9 +27,10 @@ export const Messages = {
   enterUuid: 'Enter a valid UUID.',
   selectChoice: (v: string) => `Select a valid choice. ${v} is not one of the available choices.`,
   minValue: (n: number) => `Ensure this value is greater than or equal to ${n}.`,
-  /** offset past LIMITS.maxListOffset (Django's MaxValueValidator wording, then the way out) */
+  /** offset past LOGBOOK_MAX_LIST_OFFSET (Django's MaxValueValidator wording, then the way out) */
+  invalidCursor: 'Invalid cursor.',
   offsetTooLarge: (n: number) =>
-    `Ensure this value is less than or equal to ${n}. Deeper pages are not served: narrow the list with filters (e.g. playbook=, status=, started_after=) or reverse the order (e.g. order=-id) instead.`,
+    `Ensure this value is less than or equal to ${n}. Deeper pages are reached by following the \`next\` links, which carry a cursor past this offset; or narrow the list with filters (e.g. playbook=, status=, started_after=) or reverse the order (e.g. order=-id).`,
   // text that could not be stored as sent (a lone UTF-16 surrogate from a \uD800 escape)
   unpairedSurrogate: 'Not a valid string: it contains an unpaired UTF-16 surrogate.',
 } as const;

@@ -1,16 +1,28 @@
 // Query string of a list request → a normalized ListQuery, or a 400 body naming
 // every bad parameter (SPEC §5). Unknown parameters are ignored.
 import { Messages } from './errors.js';
-import { LIMITS } from '../limits.js';
 import { FILTERS, ORDER_KEYS, type ResourceType } from './resources.js';
 import { parseTimestamp } from './time.js';
 import { normalizeUuid } from './uuid.js';
+import { decodePageCursor, type PageCursor } from './page_cursor.js';
 import type { ListQuery, NormalizedFilter } from '../shard/protocol.js';
 
-export interface PageSettings { pageSize: number; maxPageSize: number }
+export interface PageSettings {
+  pageSize: number;
+  maxPageSize: number;
+  /** largest `offset` served; deeper pages are reached by `cursor` links (src/api/page_cursor.ts) */
+  maxListOffset: number;
+}
 
 export type ParsedList =
-  | { ok: true; filters: NormalizedFilter[]; order: Array<[string, boolean]>; limit: number; offset: number; playbook: number | null }
+  | {
+    ok: true; filters: NormalizedFilter[]; order: Array<[string, boolean]>; limit: number;
+    /** the page's position (0 for a keyset page: its shards count it) */
+    offset: number;
+    /** a keyset page (a `cursor` link past the offset cap); `offset` is then ignored */
+    cursor: PageCursor | null;
+    playbook: number | null;
+  }
   | { ok: false; body: string };
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
@@ -93,14 +105,23 @@ export function parseListQuery(type: Exclude<ResourceType, 'label'> | 'label', p
     }
   }
 
-  const limit = parseWindow(params.get('limit'), 1, pages.pageSize, errors, 'limit');
-  const offset = parseWindow(params.get('offset'), 0, 0, errors, 'offset');
-  // a deep offset costs offset + limit rows kept and merged per shard: bounded
-  if (offset > LIMITS.maxListOffset && !errors.offset) errors.offset = [Messages.offsetTooLarge(LIMITS.maxListOffset)];
-  if (Object.keys(errors).length) return { ok: false, body: JSON.stringify(errors) };
   // `order=id` is the natural order; drop it so shards can skip sorting
   if (order.length === 1 && order[0]![0] === 'id' && !order[0]![1]) order.length = 0;
-  return { ok: true, filters, order, limit: Math.min(limit, pages.maxPageSize), offset, playbook };
+  const limit = parseWindow(params.get('limit'), 1, pages.pageSize, errors, 'limit');
+  const cursorValues = params.get('cursor');
+  let cursor: PageCursor | null = null;
+  let offset = 0;
+  if (cursorValues) {
+    // the page's offset is counted from the cursor's boundary; an `offset` beside it is ignored
+    cursor = decodePageCursor(cursorValues[cursorValues.length - 1]!, errors.order ? 0 : order.length);
+    if (cursor === null) errors.cursor = [Messages.invalidCursor];
+  } else {
+    offset = parseWindow(params.get('offset'), 0, 0, errors, 'offset');
+    // a deep offset costs offset + limit rows kept and merged per shard: bounded
+    if (offset > pages.maxListOffset && !errors.offset) errors.offset = [Messages.offsetTooLarge(pages.maxListOffset)];
+  }
+  if (Object.keys(errors).length) return { ok: false, body: JSON.stringify(errors) };
+  return { ok: true, filters, order, limit: Math.min(limit, pages.maxPageSize), offset, cursor, playbook };
 }
 
 function parseWindow(values: string[] | undefined, min: number, fallback: number, errors: Record<string, string[]>, name: string): number {
@@ -117,6 +138,9 @@ function parseWindow(values: string[] | undefined, min: number, fallback: number
 
 export function toShardQuery(type: Exclude<ResourceType, 'label'>, parsed: Extract<ParsedList, { ok: true }>, single: boolean): ListQuery {
   // One shard can cut the page itself; several each return their first offset+limit rows.
+  // A keyset page needs only `limit` rows beyond its boundary from each.
+  const { cursor } = parsed;
+  if (cursor) return { type, filters: parsed.filters, order: parsed.order, skip: 0, take: parsed.limit, bound: { keys: cursor.keys, back: cursor.back } };
   return {
     type,
     filters: parsed.filters,

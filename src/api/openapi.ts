@@ -95,7 +95,14 @@ function listParams(type: ResourceType, config: Config): Json[] {
       description: `page size; values above ${config.maxPageSize} are clamped`,
       schema: { type: 'integer', minimum: 1, default: config.pageSize },
     },
-    { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, maximum: LIMITS.maxListOffset, default: 0 }, description: 'larger offsets are refused (400): narrow the list with filters or reverse the order instead' },
+    {
+      name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, maximum: config.maxListOffset, default: 0 },
+      description: 'larger offsets are refused (400); the next/previous links go on past it with a cursor',
+    },
+    {
+      name: 'cursor', in: 'query', required: false, schema: { type: 'string' },
+      description: 'opaque: a next/previous link past the largest offset carries it instead of offset (same order and filters); a bad one → 400',
+    },
   ];
 }
 

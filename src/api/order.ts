@@ -20,9 +20,21 @@ function compareValues(x: number | string | boolean | null, y: number | string |
   return x < y ? -1 : 1;
 }
 
-/** Merge rows from several shards, each already sorted, and cut the requested page. */
-export function mergePages(parts: ListRow[][], desc: readonly boolean[], offset: number, limit: number): ListRow[] {
+/**
+ * The order a page's rows are selected in: the list's, or for a keyset page
+ * going back (src/api/page_cursor.ts) its reverse, nearest the boundary first.
+ */
+export function pageOrder(desc: readonly boolean[], back: boolean): (a: ListRow, b: ListRow) => number {
+  return back ? (a, b) => compareRows(b, a, desc) : (a, b) => compareRows(a, b, desc);
+}
+
+/**
+ * Merge rows from several shards, each already sorted (by pageOrder(desc, back)),
+ * and cut the requested page, in that order.
+ */
+export function mergePages(parts: ListRow[][], desc: readonly boolean[], offset: number, limit: number, back = false): ListRow[] {
   if (parts.length === 1) return parts[0]!.slice(offset, offset + limit);
+  const cmp = pageOrder(desc, back);
   const heads = new Array<number>(parts.length).fill(0);
   const out: ListRow[] = [];
   let skipped = 0;
@@ -31,7 +43,7 @@ export function mergePages(parts: ListRow[][], desc: readonly boolean[], offset:
     for (let p = 0; p < parts.length; p++) {
       const part = parts[p]!;
       if (heads[p]! >= part.length) continue;
-      if (best < 0 || compareRows(part[heads[p]!]!, parts[best]![heads[best]!]!, desc) < 0) best = p;
+      if (best < 0 || cmp(part[heads[p]!]!, parts[best]![heads[best]!]!) < 0) best = p;
     }
     if (best < 0) return out;
     const row = parts[best]![heads[best]!++]!;

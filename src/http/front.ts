@@ -126,7 +126,7 @@ export class Front {
     this.normalizer = new BodyNormalizer(compileWriteValidators(), {
       ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,
     });
-    this.pages = { pageSize: config.pageSize, maxPageSize: config.maxPageSize };
+    this.pages = { pageSize: config.pageSize, maxPageSize: config.maxPageSize, maxListOffset: config.maxListOffset };
     this.guard = new Guard(config);
     this.admission = new Admission(config.shardQueueDelay, () => this.pool);
     this.stream = new Stream({
@@ -137,10 +137,10 @@ export class Front {
     const broadcastLabels = (upsert: Array<[number, string]>, remove: number[]) => this.pool.broadcast({ k: 'labels', upsert, remove });
     // a label set back to what is stored after its write failed
     this.labels.onResync = (change) => { if (this.pool) this.pool.broadcast({ k: 'labels', ...change }); };
-    this.reads = new Reads({ pool, dir: this.dir, origin: (ex) => this.origin(ex) });
+    this.reads = new Reads({ pool, dir: this.dir, origin: (ex) => this.origin(ex), maxListOffset: config.maxListOffset });
     this.labelResource = new LabelResource({
       labels: this.labels, dir: this.dir, broadcast: broadcastLabels,
-      envelope: (ex, parsed, count, rows) => this.reads.envelope(ex, parsed, count, rows),
+      envelope: (ex, parsed, count, rows, offset) => this.reads.envelope(ex, parsed, count, rows, offset),
       changed: (op, id, row) => this.stream.label(op, id, row),
     });
     this.ingest = new Ingest({

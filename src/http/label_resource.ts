@@ -21,7 +21,8 @@ export interface LabelDeps {
   dir: Directory;
   /** labels were created, renamed or deleted: the shards' replicas must learn it */
   broadcast: (upsert: Array<[number, string]>, remove: number[]) => void;
-  envelope: (ex: Req, parsed: ParsedPage, count: number, rows: ListRow[]) => void;
+  /** `offset`: a keyset page's position (default parsed.offset) */
+  envelope: (ex: Req, parsed: ParsedPage, count: number, rows: ListRow[], offset?: number) => void;
   /** live stream (src/http/stream.ts): a label changed durably (row null on delete) */
   changed?: (op: number, id: number, row: string | null) => void;
 }
@@ -81,7 +82,15 @@ export class LabelResource {
     }
     const desc = parsed.order.map(([, d]) => d);
     rows.sort((a, b) => compareRows(a, b, desc));
-    this.deps.envelope(ex, parsed, rows.length, rows.slice(parsed.offset, parsed.offset + parsed.limit));
+    const { cursor } = parsed;
+    if (!cursor) return this.deps.envelope(ex, parsed, rows.length, rows.slice(parsed.offset, parsed.offset + parsed.limit));
+    // a keyset page (src/api/page_cursor.ts): the rows after its boundary, or going back the ones before it
+    const bound = cursor.keys as ListRow;
+    let at = 0;
+    while (at < rows.length && compareRows(rows[at]!, bound, desc) < 0) at++;
+    if (at < rows.length && compareRows(rows[at]!, bound, desc) === 0) at += cursor.back ? 0 : 1;
+    const start = cursor.back ? Math.max(0, at - parsed.limit) : at;
+    this.deps.envelope(ex, parsed, rows.length, rows.slice(start, cursor.back ? at : at + parsed.limit), start);
   }
 }
 

@@ -9,6 +9,9 @@
 // UTF-16 code units, encodes `~` and `*` differently and decodes malformed
 // input differently).
 
+import { boundaryOf, encodePageCursor } from '../api/page_cursor.js';
+import type { ListRow } from '../shard/protocol.js';
+
 // ---------------------------------------------------------------- decoding
 
 /** Hex digit value by char code (< 128), -1 otherwise. */
@@ -182,28 +185,40 @@ function compareCodePoints(a: string, b: string): number {
 
 /**
  * Joins the pre-encoded groups of the other parameters (sorted by name) with
- * `limit` and, when offset ≥ 0, `offset`, each at its sorted place. `limit`
- * and `offset` are ASCII, so plain `<` agrees with code-point order here.
+ * `limit` and either `offset` (when ≥ 0) or `cursor` (when not null), each at
+ * its sorted place. These names and values are ASCII, so plain `<` agrees with
+ * code-point order here.
  */
-function buildUrl(base: string, names: string[], groups: string[], limit: number, offset: number): string {
+function buildUrl(base: string, names: string[], groups: string[], limit: number, offset: number, cursor: string | null = null): string {
   let query = '';
   let i = 0;
   const n = names.length;
-  for (; i < n && names[i]! < 'limit'; i++) query += groups[i] + '&';
-  query += 'limit=' + limit;
-  if (offset >= 0) {
-    for (; i < n && names[i]! < 'offset'; i++) query += '&' + groups[i];
-    query += '&offset=' + offset;
-  }
+  const add = (name: string, group: string): void => {
+    for (; i < n && names[i]! < name; i++) query += (query ? '&' : '') + groups[i];
+    query += (query ? '&' : '') + group;
+  };
+  if (cursor !== null) add('cursor', 'cursor=' + cursor);
+  add('limit', 'limit=' + limit);
+  if (offset >= 0 && cursor === null) add('offset', 'offset=' + offset);
   for (; i < n; i++) query += '&' + groups[i];
   return base + '?' + query;
+}
+
+/** What a page needs to link past the offset cap with keyset cursors (src/api/page_cursor.ts). */
+export interface KeysetLinks {
+  /** deepest `offset` served; a link that would go past it carries a cursor */
+  maxOffset: number;
+  /** the page's rows ([sort keys…, id, json]): their first and last name the cursors */
+  rows: readonly ListRow[];
 }
 
 /**
  * The `next` and `previous` URLs of a list page, as DRF's LimitOffsetPagination
  * writes them. `base` is `scheme://host/path` without a query; `rawQuery` is
  * the request's query string as received (without `?`). `limit` and `offset`
- * are the validated values actually used for the page.
+ * are the validated values actually used for the page (a keyset page's offset
+ * as its shards counted it). With `keyset`, a link whose offset would pass the
+ * cap names the page by a cursor instead.
  */
 export function pageLinks(
   base: string,
@@ -211,6 +226,7 @@ export function pageLinks(
   count: number,
   limit: number,
   offset: number,
+  keyset?: KeysetLinks,
 ): { next: string | null; previous: string | null } {
   const hasNext = offset + limit < count;
   const hasPrevious = offset > 0;
@@ -220,6 +236,7 @@ export function pageLinks(
   const params = parseQuery(rawQuery);
   params.delete('limit');
   params.delete('offset');
+  params.delete('cursor');
   const names = Array.from(params.keys()).sort(compareCodePoints);
   const groups = new Array<string>(names.length);
   for (let i = 0; i < names.length; i++) {
@@ -230,9 +247,19 @@ export function pageLinks(
     groups[i] = group;
   }
 
+  const nextOffset = offset + limit;
   const previousOffset = offset - limit;
-  return {
-    next: hasNext ? buildUrl(base, names, groups, limit, offset + limit) : null,
-    previous: hasPrevious ? buildUrl(base, names, groups, limit, previousOffset <= 0 ? -1 : previousOffset) : null,
-  };
+  const maxOffset = keyset?.maxOffset ?? Infinity;
+  const rows = keyset?.rows ?? [];
+  let next: string | null = null;
+  if (hasNext) {
+    if (nextOffset <= maxOffset) next = buildUrl(base, names, groups, limit, nextOffset);
+    else if (rows.length > 0) next = buildUrl(base, names, groups, limit, -1, encodePageCursor({ back: false, keys: boundaryOf(rows[rows.length - 1]!) }));
+  }
+  let previous: string | null = null;
+  if (hasPrevious) {
+    if (previousOffset <= maxOffset) previous = buildUrl(base, names, groups, limit, previousOffset <= 0 ? -1 : previousOffset);
+    else if (rows.length > 0) previous = buildUrl(base, names, groups, limit, -1, encodePageCursor({ back: true, keys: boundaryOf(rows[0]!) }));
+  }
+  return { next, previous };
 }

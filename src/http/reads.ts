@@ -19,6 +19,8 @@ export type ParsedPage = Extract<ParsedList, { ok: true }>;
 interface ListContext {
   ex: Req; parsed: ParsedPage; remaining: number; single: boolean;
   count: number; parts: ListRow[][]; failed: ListReply | Reply | null;
+  /** a keyset page: matches past its boundary, over all shards */
+  beyond: number;
 }
 
 export interface ReadDeps {
@@ -26,6 +28,8 @@ export interface ReadDeps {
   dir: Directory;
   /** scheme://host of the links a page carries (X-Forwarded-* when trusted) */
   origin: (ex: Req) => string;
+  /** deepest page reached by `offset`; `next`/`previous` past it carry a cursor */
+  maxListOffset: number;
 }
 
 export class Reads {
@@ -47,13 +51,13 @@ export class Reads {
     const shards = pinned ? [pool.shardOf(parsed.playbook!)] : Array.from({ length: pool.size }, (_, i) => i);
     const single = shards.length === 1;
     const q = toShardQuery(type, parsed, single);
-    const ctx: ListContext = { ex, parsed, remaining: shards.length, single, count: 0, parts: [], failed: null };
+    const ctx: ListContext = { ex, parsed, remaining: shards.length, single, count: 0, parts: [], failed: null, beyond: 0 };
     for (const shard of shards) pool.send(shard, { k: 'list', rid: 0, q }, this.onList, ctx);
   }
 
   private gather(r: Reply, ctx: ListContext): void {
     if (r.k !== 'list' || r.status !== 200) ctx.failed ??= r;
-    else { ctx.count += r.count; ctx.parts.push(r.rows); }
+    else { ctx.count += r.count; ctx.beyond += r.beyond ?? 0; ctx.parts.push(r.rows); }
     if (--ctx.remaining > 0) return;
     if (ctx.failed) {
       const body = 'body' in ctx.failed && typeof ctx.failed.body === 'string' ? ctx.failed.body : Errors.internal();
@@ -61,13 +65,22 @@ export class Reads {
     }
     const { parsed } = ctx;
     const desc = parsed.order.map(([, d]) => d);
-    const rows = mergePages(ctx.parts, desc, ctx.single ? 0 : parsed.offset, parsed.limit);
-    this.envelope(ctx.ex, parsed, ctx.count, rows);
+    const { cursor } = parsed;
+    if (!cursor) return this.envelope(ctx.ex, parsed, ctx.count, mergePages(ctx.parts, desc, ctx.single ? 0 : parsed.offset, parsed.limit));
+    // a keyset page: rows nearest the boundary first, so a page going back is reversed
+    const rows = mergePages(ctx.parts, desc, 0, parsed.limit, cursor.back);
+    if (cursor.back) rows.reverse();
+    this.envelope(ctx.ex, parsed, ctx.count, rows, keysetOffset(ctx.count, ctx.beyond, rows.length, cursor.back));
   }
 
-  /** The page envelope around rows whose last element is their JSON text. */
-  envelope(ex: Req, parsed: ParsedPage, count: number, rows: ListRow[]): void {
-    const { next, previous } = pageLinks(this.deps.origin(ex) + ex.url, ex.query, count, parsed.limit, parsed.offset);
+  /**
+   * The page envelope around rows whose last element is their JSON text.
+   * `offset`: the page's position when it is not parsed.offset (a keyset page's, counted by its shards).
+   */
+  envelope(ex: Req, parsed: ParsedPage, count: number, rows: ListRow[], offset = parsed.offset): void {
+    const { next, previous } = pageLinks(this.deps.origin(ex) + ex.url, ex.query, count, parsed.limit, offset, {
+      maxOffset: this.deps.maxListOffset, rows,
+    });
     let results = '';
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i]!;
@@ -76,6 +89,15 @@ export class Reads {
     reply(ex, 200, '{"count":' + count + ',"next":' + JSON.stringify(next) + ',"previous":' + JSON.stringify(previous)
       + ',"results":[' + results + ']}');
   }
+}
+
+/**
+ * The offset of a keyset page's first row: going forward, the matches before it
+ * are the ones not beyond its boundary; going back, the ones beyond (before) the
+ * boundary less the page's own rows.
+ */
+export function keysetOffset(count: number, beyond: number, rows: number, back: boolean): number {
+  return back ? Math.max(0, beyond - rows) : count - beyond;
 }
 
 function onSimpleReply(r: Reply, ex: Req): void {

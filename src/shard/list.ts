@@ -1,6 +1,6 @@
 // A shard's part of a list query: filter its rows, count them, keep the best
 // skip + take (top-k, not a full sort), and return the requested window as [sortKey…, id, json] rows for the front to merge.
-import { compareRows } from '../api/order.js';
+import { pageOrder } from '../api/order.js';
 import type { ListQuery, ListRow, NormalizedFilter } from './protocol.js';
 import { shownStatus } from './rows.js';
 import { TopK } from './top_k.js';
@@ -53,7 +53,7 @@ function matcher(type: EventType, f: NormalizedFilter, state: ShardState): (row:
   }
 }
 
-export function runList(state: ShardState, serializer: Serializer, q: ListQuery): { count: number; rows: ListRow[] } {
+export function runList(state: ShardState, serializer: Serializer, q: ListQuery): { count: number; rows: ListRow[]; beyond?: number } {
   const type = q.type;
   // A playbook filter narrows the scan to one aggregate.
   let candidates: Map<number, any> = state.index(type);
@@ -72,7 +72,7 @@ export function runList(state: ShardState, serializer: Serializer, q: ListQuery)
   };
   const end = q.skip + q.take;
   let count = 0;
-  if (q.order.length === 0) {
+  if (q.order.length === 0 && !q.bound) {
     // natural order is creation order (ascending id): keep only the window
     const rows: ListRow[] = [];
     for (const row of candidates.values()) {
@@ -83,18 +83,26 @@ export function runList(state: ShardState, serializer: Serializer, q: ListQuery)
     return { count, rows };
   }
   const desc = q.order.map(([, d]) => d);
+  const cmp = pageOrder(desc, q.bound?.back ?? false);
+  const bound = q.bound?.keys as ListRow | undefined;
   // key every match, keep only the `end` best in a bounded heap instead of sorting all
-  const top = new TopK<ListRow>(end, (a, b) => compareRows(a, b, desc));
+  const top = new TopK<ListRow>(end, cmp);
+  let beyond = 0;
   for (const row of candidates.values()) {
     if (filters.length && !matches(row)) continue;
     count++;
     const keys: ListRow = q.order.map(([col]) => (col === 'id' ? idOf(row) : column(type, row, col, state)));
     keys.push(idOf(row), row);
+    // a keyset page: only the rows beyond its boundary, in the direction it goes
+    if (bound !== undefined) {
+      if (cmp(keys, bound) <= 0) continue;
+      beyond++;
+    }
     top.offer(keys);
   }
   const page = top.sorted().slice(q.skip);
   for (const keys of page) keys[keys.length - 1] = render(type, keys[keys.length - 1], state, serializer);
-  return { count, rows: page };
+  return bound === undefined ? { count, rows: page } : { count, rows: page, beyond };
 }
 
 function render(type: EventType, row: any, state: ShardState, serializer: Serializer): string {

@@ -64,6 +64,12 @@ export interface ListQuery {
   /** rows to skip and to return, already adjusted for scatter/gather by the front */
   skip: number;
   take: number;
+  /**
+   * A keyset page (src/api/page_cursor.ts): only rows after `keys` ([sort keys…, id])
+   * in the order, or with `back` the ones before it, nearest first. `count` still
+   * counts every match; the reply's `beyond` counts those past the boundary.
+   */
+  bound?: { keys: Array<number | string | null>; back: boolean };
 }
 
 export type FrontToShard =
@@ -170,7 +176,11 @@ export interface ErrorReply { k: 'error'; rid: number; status: number; body: str
 
 /** One list row: its sort-key values, then its id, then its JSON text. */
 export type ListRow = Array<number | string | boolean | null>;
-export interface ListReply { k: 'list'; rid: number; count: number; rows: ListRow[]; status: number; body: string | null }
+export interface ListReply {
+  k: 'list'; rid: number; count: number; rows: ListRow[]; status: number; body: string | null;
+  /** a keyset page (ListQuery.bound): matches past its boundary */
+  beyond?: number;
+}
 
 /** Sent once recovery is complete: what the front needs to rebuild its directory. */
 export interface ReadyMessage {

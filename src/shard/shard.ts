@@ -150,8 +150,8 @@ export class Shard {
         return this.deliver({ k: 'get', rid: msg.rid, status: 200, body: this.serializer.any(type, agg, row, 'detail') }, null);
       }
       case 'list': {
-        const { count, rows } = runList(this.state, this.serializer, msg.q);
-        return this.deliver({ k: 'list', rid: msg.rid, count, rows, status: 200, body: null }, null);
+        const { count, rows, beyond } = runList(this.state, this.serializer, msg.q);
+        return this.deliver({ k: 'list', rid: msg.rid, count, rows, status: 200, body: null, beyond }, null);
       }
       case 'labels':
         this.state.labelsChanged(msg.upsert, msg.remove);

@@ -1,0 +1,133 @@
+// SPEC §5 lists past the offset cap: a client that follows `next` (or
+// `previous`) never runs into LOGBOOK_MAX_LIST_OFFSET, because links past it
+// carry a keyset cursor (src/api/page_cursor.ts). Walked here across 3 shards
+// with a cap of 6 and pages of 4, for the natural order and orders with ties and
+// nulls, forward and back, and against rows deleted behind the cursor.
+import test, { type ExecutionContext } from 'ava';
+import { api, startLogbook, type Logbook } from './helpers/server.js';
+import { call, del, get, post, uniq, type Json } from './helpers/fixtures.js';
+
+let lb: Logbook | undefined;
+let url: string;
+test.after.always(async () => { await lb?.stop(); });
+
+const T0 = Date.parse('2030-01-01T00:00:00Z');
+const at = (s: number): string => new Date(T0 + s * 1000).toISOString();
+
+/** One playbook by batch ingest: hosts from a small pool of names (ties), results with repeated and missing times. */
+async function ingestRun(tag: string, n: number, label: string): Promise<number> {
+  const events: Json[] = [
+    { kind: 'file', path: `/p/${tag}.yml`, content: 'x' },
+    { kind: 'play', uuid: `${tag}-play`, name: 'play', status: 'running', started: at(0) },
+    { kind: 'task', uuid: `${tag}-task`, play: `${tag}-play`, file: `/p/${tag}.yml`, name: 't', action: 'debug', lineno: 1, handler: false, status: 'running', started: at(0) },
+  ];
+  for (let i = 0; i < n; i++) {
+    const host = `host-${i % 5}`;
+    // every third result has no `ended` (null sorts first ascending), started repeats every 4
+    events.push({ kind: 'result', task: `${tag}-task`, host, status: i % 5 === 0 ? 'failed' : 'ok', started: at(i % 4), ...(i % 3 ? { ended: at(10 + i) } : {}) });
+  }
+  const r = await call(url, 'POST', '/api/v1/ingest', {
+    playbook: { uuid: `${tag}-pb`, path: `/p/${tag}.yml`, runner_version: '2.16', name: tag, labels: [label] }, seq: 1, events,
+  }, 200);
+  t0Rejected(r.body);
+  return r.body.playbook as number;
+}
+function t0Rejected(body: Json): void {
+  if (body.rejected?.length) throw new Error(`ingest rejected events: ${JSON.stringify(body.rejected)}`);
+}
+
+let tok: string;
+test.before(async () => {
+  lb = await startLogbook({ env: { LOGBOOK_SHARDS: '3', LOGBOOK_MAX_LIST_OFFSET: '6' } });
+  url = lb.url;
+  tok = uniq('ks');
+  // playbooks land on different shards by id; sizes differ so shards hold different shares
+  for (const [i, n] of [7, 3, 9, 5].entries()) await ingestRun(`${tok}-${i}`, n, `${tok}-label-${i % 2}`);
+  for (let i = 0; i < 13; i++) await post(url, "/api/v1/labels", { name: `${tok}-extra-${(i * 7) % 13}` });
+});
+
+interface Page { count: number; next: string | null; previous: string | null; results: Json[] }
+async function fetchPage(t: ExecutionContext, link: string): Promise<Page> {
+  const r = await api(link, 'GET', '');
+  t.is(r.status, 200, `${link}: ${r.text}`);
+  return r.body as Page;
+}
+
+/** Every page from `first` by `next`, then back again by `previous`: both walks equal one big page. */
+async function walk(t: ExecutionContext, resource: string, query: string): Promise<void> {
+  const all = (await get(url, `/api/v1/${resource}?${query}&limit=1000`)) as Page;
+  const expected = all.results.map((r) => r.id);
+  t.true(expected.length > 12, `${resource}?${query}: enough rows to pass the cap (${expected.length})`);
+  const pages: Page[] = [];
+  let link: string | null = `${url}/api/v1/${resource}?${query}&limit=4`;
+  while (link !== null && pages.length < 100) {
+    const page = await fetchPage(t, link);
+    t.is(page.count, all.count, `${link}: count`);
+    pages.push(page);
+    link = page.next;
+  }
+  t.deepEqual(pages.flatMap((p) => p.results.map((r: Json) => r.id)), expected, `${resource}?${query}: the next links walk the whole list once`);
+  // links use `offset` up to the cap (6), then a cursor, never an offset past the cap
+  t.regex(pages[0]!.next!, /[?&]offset=4(&|$)/);
+  for (const p of pages.slice(1, -1)) t.notRegex(p.next!, /offset=/, 'past the cap: no offset');
+  t.regex(pages[2]!.previous!, /[?&]offset=4(&|$)/, 'back within the cap: an offset link');
+  const kept = [...new URLSearchParams(query)];
+  for (const p of pages) {
+    for (const l of [p.next, p.previous]) {
+      if (l) t.deepEqual([...new URL(l).searchParams].filter(([k]) => k !== 'limit' && k !== 'offset' && k !== 'cursor'), kept, `${l} keeps ${query}`);
+    }
+  }
+  // and back from the last page by `previous`
+  const back: Json[][] = [];
+  link = pages[pages.length - 1]!.previous;
+  back.unshift(pages[pages.length - 1]!.results);
+  while (link !== null && back.length < 100) {
+    const page = await fetchPage(t, link);
+    back.unshift(page.results);
+    link = page.previous;
+  }
+  t.deepEqual(back.map((rows) => rows.map((r: Json) => r.id)), pages.map((p) => p.results.map((r: Json) => r.id)), `${resource}?${query}: previous gives the same pages back`);
+}
+
+test.serial('results, natural order: next and previous walk every row past the offset cap', (t) => walk(t, 'results', 'status=ok&status=failed'));
+test.serial('results ordered by -started (ties) and ended (nulls first)', async (t) => {
+  await walk(t, 'results', 'order=-started');
+  await walk(t, 'results', 'order=ended,-started');
+});
+test.serial('hosts ordered by name (ties across playbooks), results by -ended (nulls last) with a filter', async (t) => {
+  await walk(t, 'hosts', 'order=name');
+  await walk(t, 'results', 'order=-ended&status=ok');
+});
+test.serial('labels (listed by the front): natural order and order=-name', async (t) => {
+  await walk(t, 'labels', `name=${tok}`);
+  await walk(t, 'labels', `name=${tok}&order=-name`);
+});
+
+test.serial('a cursor page goes on after its last row when rows before it are deleted (an offset would skip)', async (t) => {
+  const first = await fetchPage(t, `${url}/api/v1/results?order=-started&limit=4&offset=4`);
+  const deep = await fetchPage(t, first.next!);
+  t.regex(first.next!, /cursor=/);
+  const expectedNext = (await get(url, `/api/v1/results?order=-started&limit=1000`) as Page).results.map((r) => r.id);
+  const lastSeen = deep.results[deep.results.length - 1].id as number;
+  const following = expectedNext.slice(expectedNext.indexOf(lastSeen) + 1, expectedNext.indexOf(lastSeen) + 5);
+  // delete two rows already seen
+  await del(url, `/api/v1/results/${first.results[0].id}`);
+  await del(url, `/api/v1/results/${deep.results[0].id}`);
+  const after = await fetchPage(t, deep.next!);
+  t.deepEqual(after.results.map((r: Json) => r.id), following);
+  t.is(after.count, expectedNext.length - 2);
+});
+
+test.serial('a cursor that is not ours, or not for this order, is a 400 on cursor and changes nothing', async (t) => {
+  const first = await fetchPage(t, `${url}/api/v1/hosts?order=name&limit=4&offset=4`);
+  const cursor = new URL(first.next!).searchParams.get('cursor')!;
+  t.truthy(cursor);
+  for (const path of [`/api/v1/hosts?cursor=garbage`, `/api/v1/hosts?order=name,-ok&cursor=${cursor}`, `/api/v1/hosts?cursor=${cursor}`]) {
+    const r = await api(url, 'GET', path);
+    t.is(r.status, 400, path);
+    t.deepEqual(r.body, { cursor: ['Invalid cursor.'] }, path);
+  }
+  const r = await api(url, 'GET', '/api/v1/results?offset=7');
+  t.is(r.status, 400);
+  t.regex(r.body.offset[0], /less than or equal to 6\..*`next` links/);
+});
