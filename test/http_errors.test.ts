@@ -278,6 +278,28 @@ test('body over max_body_bytes → 413 with the exact body; the server keeps ser
 
 // ---------------------------------------------------------------- nothing changes
 
+// serial: ids are global, so no concurrent test of this file may take one in between
+test.serial('a refused create uses up no id: the next playbook, label and play get the next ids', async (t) => {
+  const pb = await createPlaybook(url);
+  const label = (await api(url, 'POST', '/api/v1/labels', { name: uniq('ids') })).body;
+  const play = (await api(url, 'POST', '/api/v1/plays', { uuid: randomUuid(), playbook: pb.id })).body;
+  const refused = [
+    // new label + ended before the (default, now) started: judged on the front before any id is taken
+    ['/api/v1/playbooks', { path: '/x.yml', runner_version: '1', labels: [uniq('new')], ended: '2000-01-01T00:00:00Z' }],
+    ['/api/v1/playbooks', { path: '/x.yml', runner_version: '1', labels: [uniq('new')], started: '2001-01-01T00:00:00Z', ended: '2000-01-01T00:00:00Z' }],
+    ['/api/v1/playbooks', { path: '/x.yml', runner_version: '1', labels: [uniq('new')], status: 'bogus' }],
+    ['/api/v1/labels', { name: label.name }],
+    ['/api/v1/plays', { uuid: randomUuid(), playbook: pb.id, ended: '2000-01-01T00:00:00Z' }],
+  ] as const;
+  for (const [path, body] of refused) {
+    const r = await api(url, 'POST', path, body);
+    t.is(r.status, 400, `${path} ${JSON.stringify(body)}: ${r.text}`);
+  }
+  t.is((await createPlaybook(url)).id, pb.id + 1, 'playbook id');
+  t.is((await api(url, 'POST', '/api/v1/labels', { name: uniq('ids') })).body.id, label.id + 1, 'label id');
+  t.is((await api(url, 'POST', '/api/v1/plays', { uuid: randomUuid(), playbook: pb.id })).body.id, play.id + 1, 'play id');
+});
+
 test('a failed write changes nothing: no playbook, no half-created labels, counters unchanged', async (t) => {
   const label = uniq('half');
   const path = `/fail/${uniq('p')}.yml`;

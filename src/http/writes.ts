@@ -48,6 +48,13 @@ export class Writes {
     const n = this.deps.normalizer.normalize(type, 'create', parsed.value, parsed.text, 0, parsed.text.length, parsed.members);
     if (type === 'label') return this.deps.labelResource.write(ex, null, n);
     if (type === 'playbook') {
+      // A new playbook needs no stored state to be judged: every refusal happens
+      // here, before its id and its new labels' ids are taken (a refused request
+      // must not use up ids). The shard checks `ended` again (decide.ts).
+      const started = n.set.started !== undefined ? n.set.started : nowMicros();
+      if (typeof n.set.ended === 'number' && typeof started === 'number' && n.set.ended < started && !n.errors?.ended) {
+        (n.errors ??= {}).ended = [Errors.endedBeforeStarted()];
+      }
       if (n.errors) return reply(ex, 400, Errors.fields(n.errors, WRITE_FIELDS.playbook));
       return this.send(ex, -1, 'create', 'playbook', 0, false, n);
     }
