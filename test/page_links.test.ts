@@ -119,3 +119,24 @@ test('long escaped values decode past the reused byte buffer', (t) => {
   t.deepEqual(parseQuery(raw).get('v'), [value]);
   t.is(parseQuery('v=' + '%41'.repeat(5000)).get('v')![0], 'A'.repeat(5000));
 });
+
+test('past the offset cap the links carry a cursor naming the boundary row; within it, offsets as before', (t) => {
+  const cursorOf = (link: string | null) => JSON.parse(Buffer.from(new URL(link!).searchParams.get('cursor')!, 'base64url').toString());
+  const rows = [['b', 7, '{}'], ['c', 3, '{}'], ['c', 9, '{}']];
+  // an offset page at the cap: next would pass it
+  let l = pageLinks(BASE, 'order=name&offset=6&limit=3', 20, 3, 6, { maxOffset: 6, rows });
+  t.deepEqual(cursorOf(l.next), [0, 'c', 9], 'next: after the last row');
+  t.is(l.next, `${BASE}?cursor=${new URL(l.next!).searchParams.get('cursor')}&limit=3&order=name`, 'sorted place, no offset');
+  t.is(l.previous, `${BASE}?limit=3&offset=3&order=name`);
+  // a keyset page deep in the list: both links are cursors, the offset was counted
+  l = pageLinks(BASE, 'order=name&cursor=abc&offset=1', 20, 3, 12, { maxOffset: 6, rows, counted: true });
+  t.deepEqual(cursorOf(l.next), [0, 'c', 9]);
+  t.deepEqual(cursorOf(l.previous), [1, 'b', 7], 'previous: before the first row');
+  t.notRegex(l.next! + l.previous!, /offset=|cursor=abc/);
+  // a counted page short of `limit` (rows deleted meanwhile): next starts right after it
+  l = pageLinks(BASE, 'cursor=abc', 20, 3, 0, { maxOffset: 6, rows: rows.slice(0, 2), counted: true });
+  t.is(l.next, `${BASE}?limit=3&offset=2`);
+  t.is(l.previous, null);
+  // an empty counted page has no next
+  t.deepEqual(pageLinks(BASE, 'cursor=abc', 20, 3, 20, { maxOffset: 6, rows: [], counted: true }).next, null);
+});

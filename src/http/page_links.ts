@@ -210,6 +210,11 @@ export interface KeysetLinks {
   maxOffset: number;
   /** the page's rows ([sort keys…, id, json]): their first and last name the cursors */
   rows: readonly ListRow[];
+  /**
+   * A keyset page: its `offset` was counted, and the next page starts right after
+   * its last row even when it holds fewer than `limit` rows (rows deleted meanwhile).
+   */
+  counted?: boolean;
 }
 
 /**
@@ -228,7 +233,8 @@ export function pageLinks(
   offset: number,
   keyset?: KeysetLinks,
 ): { next: string | null; previous: string | null } {
-  const hasNext = offset + limit < count;
+  const nextOffset = offset + (keyset?.counted ? keyset.rows.length : limit);
+  const hasNext = nextOffset < count && (keyset?.counted !== true || keyset.rows.length > 0);
   const hasPrevious = offset > 0;
   if (!hasNext && !hasPrevious) return { next: null, previous: null };
 
@@ -247,7 +253,6 @@ export function pageLinks(
     groups[i] = group;
   }
 
-  const nextOffset = offset + limit;
   const previousOffset = offset - limit;
   const maxOffset = keyset?.maxOffset ?? Infinity;
   const rows = keyset?.rows ?? [];
