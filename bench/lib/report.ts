@@ -241,6 +241,11 @@ function readSection(r: ReadResult): string {
       return [[`\`${ENDPOINTS[e]}\``, fmt.int(x.responseBytes), fmt.int(x.rps), fmt.ms(x.latencyMs.p50), fmt.ms(x.latencyMs.p90), fmt.ms(x.latencyMs.p99), fmt.ms(x.latencyMs.max),
         x.serverCpu.toFixed(2), x.generatorCpu.toFixed(2), raw && e === 'result' ? fmt.pct(x.rps, raw.rps) : '–', a ? fmt.int(a.rps) : '–', a ? fmt.ms(a.latencyMs.p50) : '–', a ? fmt.ms(a.latencyMs.p99) : '–', a ? fmt.ratio(x.rps, a.rps) : '–']];
     }).concat(raw ? [[`raw: uWS + LMDB get`, fmt.int(raw.responseBytes), fmt.int(raw.rps), fmt.ms(raw.latencyMs.p50), fmt.ms(raw.latencyMs.p90), fmt.ms(raw.latencyMs.p99), fmt.ms(raw.latencyMs.max), raw.serverCpu.toFixed(2), raw.generatorCpu.toFixed(2), '100 %', '', '', '', '']] : [])), '');
+  if (r.deep) {
+    const d = r.deep;
+    out.push(`Deep pages, one request at a time (median of ${d.samples}): \`GET /results?order=-started&limit=100\` first page, the page ${fmt.int(d.depth)} rows deep by \`offset\` (every shard keeps offset + limit rows), and the same page by the keyset \`cursor\` that \`next\` links carry past LOGBOOK_MAX_LIST_OFFSET (every shard keeps limit rows).`, '');
+    out.push(table(['page', 'ms'], [['first', fmt.ms(d.firstMs)], [`offset ${fmt.int(d.depth)}`, fmt.ms(d.offsetMs)], ['cursor, same rows', fmt.ms(d.cursorMs)]]), '');
+  }
   return out.join('\n');
 }
 

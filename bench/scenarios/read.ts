@@ -5,6 +5,9 @@
 // result store (100 playbooks × 10 hosts × 10 tasks: at ~100 reads/s a bigger
 // one would not change its numbers, only the time to build it); the raw
 // ceiling is a bare uWS server answering one LMDB record per GET.
+import { encodePageCursor } from '../../src/api/page_cursor.js';
+import { parseTimestamp } from '../../src/api/time.js';
+import { LIMITS } from '../../src/limits.js';
 import type { Context } from '../lib/context.js';
 import { loopedResultContent } from '../lib/payloads.js';
 import { startAra, startLogbook, startRaw, type Running } from '../lib/servers.js';
@@ -26,7 +29,12 @@ export interface ReadResult {
   store: { results: number; playbooks: number; hosts: number };
   araStore: { results: number; playbooks: number; hosts: number; diskBytes: number; buildSeconds: number } | null;
   rows: ReadRow[];
+  /** one client, one request at a time: a deep page by offset and by keyset cursor (absent in older runs) */
+  deep?: DeepPages;
 }
+
+/** Median ms of `GET /results?order=-started&limit=100` at depth 0, at `depth` by offset, at `depth` by cursor. */
+export interface DeepPages { depth: number; samples: number; firstMs: number; offsetMs: number; cursorMs: number }
 
 const CONNECTIONS = 32;
 
@@ -77,6 +85,7 @@ export async function read(ctx: Context): Promise<ReadResult> {
   // queues for seconds, so its runs must be long enough to see answers at all
   const seconds = ctx.quick ? { logbook: 3, raw: 2, ara: 5 } : { logbook: 8, raw: 4, ara: 8 };
   const rows: ReadRow[] = [];
+  let deep: DeepPages | undefined;
   const built = await ctx.store();
   const store = { results: built.build.results, playbooks: built.build.playbooks, hosts: built.build.hosts };
 
@@ -85,6 +94,8 @@ export async function read(ctx: Context): Promise<ReadResult> {
   try {
     ctx.step(`read: logbook ready after ${(lb.readyMs / 1000).toFixed(1)} s`);
     await endpoints(ctx, lb, 'logbook', store, seconds.logbook, rows);
+    deep = await deepPages(lb, store.results);
+    ctx.step(`read: logbook results?order=-started&limit=100, median of ${deep.samples}: first page ${deep.firstMs.toFixed(1)} ms, offset ${deep.depth.toLocaleString('en-US')} ${deep.offsetMs.toFixed(1)} ms, cursor at the same row ${deep.cursorMs.toFixed(1)} ms`);
   } finally { await lb.stop(); }
 
   ctx.step('read: starting the raw read ceiling (uWS + one LMDB get + JSON.stringify per GET)');
@@ -113,5 +124,37 @@ export async function read(ctx: Context): Promise<ReadResult> {
       ctx.step(`read: ARA failed: ${(err as Error).message}`);
     } finally { await ara?.stop(); }
   }
-  return { connections: CONNECTIONS, seconds, store, araStore, rows };
+  return { connections: CONNECTIONS, seconds, store, araStore, rows, deep };
+}
+
+/**
+ * A deep page costs every shard offset + limit rows by offset, `limit` rows by
+ * keyset cursor (src/api/page_cursor.ts). Both pages start at the same row:
+ * half the store deep, at most the offset cap.
+ */
+async function deepPages(server: Running, results: number): Promise<DeepPages> {
+  const depth = Math.min(LIMITS.maxListOffset, Math.floor(results / 2));
+  const path = '/api/v1/results?order=-started&limit=100';
+  const boundary = (await (await fetch(`${server.url}${path.replace('limit=100', 'limit=1')}&offset=${depth - 1}`)).json()) as { results: Array<{ id: number; started: string }> };
+  const row = boundary.results[0]!;
+  const cursor = encodePageCursor({ back: false, keys: [parseTimestamp(row.started)!, row.id] });
+  const samples = 5;
+  const median = async (p: string): Promise<{ ms: number; first: number }> => {
+    const times: number[] = [];
+    let first = 0;
+    for (let i = 0; i < samples; i++) {
+      const t0 = performance.now();
+      const r = await fetch(server.url + p);
+      const body = (await r.json()) as { results: Array<{ id: number }> };
+      times.push(performance.now() - t0);
+      if (r.status !== 200) throw new Error(`GET ${p}: ${r.status}`);
+      first = body.results[0]?.id ?? 0;
+    }
+    return { ms: times.sort((a, b) => a - b)[samples >> 1]!, first };
+  };
+  const firstPage = await median(path);
+  const byOffset = await median(`${path}&offset=${depth}`);
+  const byCursor = await median(`${path}&cursor=${cursor}`);
+  if (byOffset.first !== byCursor.first) throw new Error(`deep pages differ: offset ${depth} starts at result ${byOffset.first}, the cursor's at ${byCursor.first}`);
+  return { depth, samples, firstMs: firstPage.ms, offsetMs: byOffset.ms, cursorMs: byCursor.ms };
 }
