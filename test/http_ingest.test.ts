@@ -224,6 +224,42 @@ test('seq: a repeated batch is a duplicate that changes nothing; a gap is 409; a
   t.is((await list(url, 'results', { playbook: first.body.playbook })).count, 2);
 });
 
+test('a later batch may name its playbook by id as every FK takes one: an integer or a decimal string', async (t) => {
+  const uuid = uniq('run');
+  const { body } = opening(uuid);
+  const first = await ingest(body);
+  t.is(first.status, 200, first.text);
+  const id: number = first.body.playbook;
+  const result = (n: number) => ({ kind: 'result', task: `${uuid}-t1`, host: 'web', status: 'ok', content: { n } });
+  // refused as a whole, each with the per-record API's message for that value: nothing applied, no seq used up
+  const refusals: Array<[unknown, string]> = [
+    [null, 'This field may not be null.'],
+    [true, 'Incorrect type. Expected pk value, received bool.'],
+    ['two', 'Incorrect type. Expected pk value, received str.'],
+    [[id], 'Incorrect type. Expected pk value, received list.'],
+    ['0', 'Invalid pk "0" - object does not exist.'],
+    [-1, 'Invalid pk "-1" - object does not exist.'],
+    ['999999999', 'Invalid pk "999999999" - object does not exist.'],
+  ];
+  for (const [given, message] of refusals) {
+    const r = await ingest({ playbook: { id: given }, seq: 2, events: [result(0)] });
+    t.is(r.status, 400, `${JSON.stringify(given)} → ${r.text}`);
+    t.deepEqual(r.body, { playbook: { id: [message] } }, JSON.stringify(given));
+  }
+  t.is((await list(url, 'results', { playbook: id })).count, 0);
+  // accepted: the decimal string, with the whitespace a FK may carry, and the integer
+  const byString = await ingest({ playbook: { id: String(id) }, seq: 2, events: [result(2)] });
+  t.is(byString.status, 200, byString.text);
+  t.like(byString.body, { playbook: id, seq: 2, applied: 1, duplicate: false });
+  const spaced = await ingest({ playbook: { id: ` ${id} ` }, seq: 3, events: [result(3)] });
+  t.like(spaced.body, { playbook: id, seq: 3, applied: 1, duplicate: false });
+  const byNumber = await ingest({ playbook: { id }, seq: 4, events: [result(4)] });
+  t.like(byNumber.body, { playbook: id, seq: 4, applied: 1, duplicate: false });
+  const again = await ingest({ playbook: { id: String(id) }, seq: 4, events: [result(4)] });
+  t.deepEqual(again.body, { playbook: id, seq: 4, applied: 0, duplicate: true });
+  t.is((await list(url, 'results', { playbook: id })).count, 3);
+});
+
 test('concurrent retries of a first batch create one playbook', async (t) => {
   const uuid = uniq('run');
   const { body } = opening(uuid, [{ kind: 'result', task: `${uuid}-t1`, host: 'web', status: 'ok' }]);

@@ -3,7 +3,7 @@
 // shard checks foreign keys and uniqueness. JSON-valued fields keep the client's
 // own text (minified) so key order and big numbers survive untouched.
 import { LIMITS } from '../limits.js';
-import { Messages } from './errors.js';
+import { Errors, Messages } from './errors.js';
 import { memberSpans, minify, replaceValues, type MemberSpan } from './json_text.js';
 import { WRITE_FIELDS, type FieldSpec, type ResourceType } from './resources.js';
 import type { CompiledWrite, WriteMode } from './schemas.js';
@@ -83,11 +83,24 @@ export function parseId(v: unknown): number | undefined {
   return undefined;
 }
 
-function checkFk(v: unknown): FieldResult {
+type FkResult = { ok: true; value: number } | { ok: false; msg: string };
+
+/**
+ * A foreign key by the per-record API's rules (SPEC §3): an integer, or a
+ * string of decimal digits (surrounding whitespace allowed), ≥ 1. Whether the
+ * record exists is for the caller to check. Batch ingest names a playbook by id
+ * with the same rules (fkId).
+ */
+function checkFk(v: unknown): FkResult {
   const id = parseId(v);
-  if (id !== undefined) return id >= 1 ? ok(id) : bad(`Invalid pk "${id}" - object does not exist.`);
-  if (typeof v === 'number' || (typeof v === 'string' && INT_TEXT.test(v))) return bad(`Invalid pk "${v}" - object does not exist.`);
-  return bad(Messages.pkType(pythonType(v)));
+  if (id !== undefined) return id >= 1 ? { ok: true, value: id } : { ok: false, msg: Errors.invalidPk(id) };
+  if (typeof v === 'number' || (typeof v === 'string' && INT_TEXT.test(v))) return { ok: false, msg: Errors.invalidPk(String(v)) };
+  return { ok: false, msg: Messages.pkType(pythonType(v)) };
+}
+
+/** A foreign key given outside a write body (batch ingest's `playbook.id`): its id, or the message refusing it. */
+export function fkId(v: unknown): FkResult {
+  return v === null ? { ok: false, msg: Messages.notNull } : checkFk(v);
 }
 
 /** Coerce and check one non-null value (the slow path: anything a client might send). */

@@ -7,7 +7,7 @@ import { Errors, Messages } from '../api/errors.js';
 import { memberSpans, parseSpan } from '../api/json_text.js';
 import { TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
 import { nowMicros } from '../api/time.js';
-import type { BodyNormalizer } from '../api/validate.js';
+import { fkId, type BodyNormalizer } from '../api/validate.js';
 import { LIMITS } from '../limits.js';
 import { log } from '../log.js';
 import { EVENT_KINDS } from '../shard/ingest.js';
@@ -76,11 +76,12 @@ export class Ingest {
     let create: Obj | null = null;
     const names: string[] = [];
     if (header.id !== undefined && header.uuid === undefined) {
-      const id = header.id;
-      if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1 || this.deps.dir.shardOf('playbook', id) < 0) {
-        return reply(ex, 400, JSON.stringify({ playbook: { id: [Errors.invalidPk(String(id))] } }));
+      // an id as every FK takes one (SPEC §3: an integer or a decimal string, so "2" is 2)
+      const id = fkId(header.id);
+      if (!id.ok || this.deps.dir.shardOf('playbook', id.value) < 0) {
+        return reply(ex, 400, JSON.stringify({ playbook: { id: [id.ok ? Errors.invalidPk(id.value) : id.msg] } }));
       }
-      playbook = id;
+      playbook = id.value;
     } else {
       const key = header.uuid;
       if (typeof key !== 'string' || key.length === 0 || key.length > LIMITS.uuidLength) {
