@@ -260,6 +260,29 @@ test('a later batch may name its playbook by id as every FK takes one: an intege
   t.is((await list(url, 'results', { playbook: id })).count, 3);
 });
 
+test('a number past 2^53 given as the playbook id or as a parent key is named as sent, not as its double', async (t) => {
+  const uuid = uniq('run');
+  const first = await ingest(opening(uuid).body);
+  t.is(first.status, 200, first.text);
+  // raw text: JSON.stringify would send the double (12345678901234567000)
+  const huge = '12345678901234567890';
+  const byId = await ingest(`{"playbook": {"id": ${huge}}, "seq": 2, "events": []}`);
+  t.is(byId.status, 400);
+  t.deepEqual(byId.body, { playbook: { id: [`Invalid pk "${huge}" - object does not exist.`] } });
+  const next = '9007199254740993'; // 2^53 + 1: parses to 2^53
+  // a body beyond ASCII takes the other way through the front (JSON.parse rather than the byte scan)
+  const past = await ingest(`{"playbook": { "id" : ${next} }, "seq": 2, "events": [], "note": "é"}`);
+  t.deepEqual(past.body, { playbook: { id: [`Invalid pk "${next}" - object does not exist.`] } });
+  const events = `[{"kind": "task", "uuid": "t2", "play": ${huge}, "file": "${PATH}", "action": "debug", "lineno": 1, "handler": false},
+    {"kind": "result", "task": ${huge}1, "host": "web"}]`;
+  const r = await ingest(`{"playbook": {"uuid": "${uuid}"}, "seq": 2, "events": ${events}}`);
+  t.is(r.status, 200, r.text);
+  t.deepEqual(r.body.rejected, [
+    { index: 0, errors: { play: [`No play "${huge}" in this playbook: it was never sent, or its event was rejected.`] } },
+    { index: 1, errors: { task: [`No task "${huge}1" in this playbook: it was never sent, or its event was rejected.`] } },
+  ]);
+});
+
 test('concurrent retries of a first batch create one playbook', async (t) => {
   const uuid = uniq('run');
   const { body } = opening(uuid, [{ kind: 'result', task: `${uuid}-t1`, host: 'web', status: 'ok' }]);

@@ -424,6 +424,12 @@ test('FK to a nonexistent record → 400 Invalid pk "N" - object does not exist.
     await expect400(t, 'POST', '/api/v1/results', { ...resultBody, [k]: missing }, { [k]: pk(missing) }, `result with missing ${k}`);
   }
   await expect400(t, 'PATCH', `/api/v1/tasks/${tree.task}`, { file: missing }, { file: pk(missing) });
+  // an id past 2^53 is named as sent, not as the double it parses to (12345678901234567000): raw text, JSON.stringify would round it
+  const huge = '12345678901234567890';
+  await expect400(t, 'POST', '/api/v1/plays', `{"uuid":"${randomUuid()}","playbook":${huge}}`, { playbook: pk(huge) });
+  await expect400(t, 'POST', '/api/v1/plays', `{"uuid":"${randomUuid()}","playbook":"${huge}"}`, { playbook: pk(huge) });
+  await expect400(t, 'POST', '/api/v1/results', JSON.stringify(resultBody).replace('}', `,"delegated_to":[${tree.host},${huge}]}`),
+    { delegated_to: pk(huge) });
   // a deleted record is just as missing
   const file2 = await createFile(url, tree.playbook);
   await del(url, `/api/v1/files/${file2.id}`);

@@ -169,6 +169,13 @@ test('every message of the catalogue, word for word', (t) => {
     ['result', 'patch', '{"play":0}', { play: ['Invalid pk "0" - object does not exist.'] }],
     ['result', 'patch', '{"play":-4}', { play: ['Invalid pk "-4" - object does not exist.'] }],
     ['result', 'patch', '{"play":"-4"}', { play: ['Invalid pk "-4" - object does not exist.'] }],
+    // a number that is no id is named as sent (as doubles these print as 12345678901234567000, 9007199254740992, 1e+30)
+    ['result', 'patch', '{"play":12345678901234567890}', { play: ['Invalid pk "12345678901234567890" - object does not exist.'] }],
+    ['result', 'patch', '{"play" : 9007199254740993 , "task": 1e30}',
+      { task: ['Invalid pk "1e30" - object does not exist.'], play: ['Invalid pk "9007199254740993" - object does not exist.'] }],
+    ['result', 'patch', '{"play":1.50}', { play: ['Invalid pk "1.50" - object does not exist.'] }],
+    ['result', 'patch', '{"play":"12345678901234567890"}', { play: ['Invalid pk "12345678901234567890" - object does not exist.'] }],
+    ['result', 'patch', '{"delegated_to":[3, 4 ,12345678901234567890,"x"]}', { delegated_to: ['Invalid pk "12345678901234567890" - object does not exist.'] }],
     ['playbook', 'patch', '{"labels":"abc"}', { labels: ['Expected a list of items but got type "str".'] }],
     ['playbook', 'patch', '{"path":"/\\udc00"}', { path: ['Not a valid string: it contains an unpaired UTF-16 surrogate.'] }],
     ['result', 'patch', '{"delegated_to":5}', { delegated_to: ['Expected a list of items but got type "int".'] }],

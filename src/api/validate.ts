@@ -4,7 +4,7 @@
 // own text (minified) so key order and big numbers survive untouched.
 import { LIMITS } from '../limits.js';
 import { Errors, Messages } from './errors.js';
-import { memberSpans, minify, replaceValues, type MemberSpan } from './json_text.js';
+import { elementSpans, memberSpans, minify, replaceValues, type MemberSpan } from './json_text.js';
 import { WRITE_FIELDS, type FieldSpec, type ResourceType } from './resources.js';
 import type { CompiledWrite, WriteMode } from './schemas.js';
 import { parseTimestamp } from './time.js';
@@ -62,7 +62,13 @@ function codePoints(s: string): number {
   return n;
 }
 
-type FieldResult = { ok: true; value: unknown } | { ok: false; msg: string };
+/**
+ * `numberAt`: the refused value is a number that is no id, and `msg` must name
+ * it as the client wrote it (its JSON text, which normalize() has): as a double
+ * 12345678901234567890 prints as 12345678901234567000, another number. -1: the
+ * value itself; i ≥ 0: element i of a list.
+ */
+type FieldResult = { ok: true; value: unknown } | { ok: false; msg: string; numberAt?: number };
 const ok = (value: unknown): FieldResult => ({ ok: true, value });
 const bad = (msg: string): FieldResult => ({ ok: false, msg });
 
@@ -83,7 +89,7 @@ export function parseId(v: unknown): number | undefined {
   return undefined;
 }
 
-type FkResult = { ok: true; value: number } | { ok: false; msg: string };
+type FkResult = { ok: true; value: number } | { ok: false; msg: string; numberAt?: number };
 
 /**
  * A foreign key by the per-record API's rules (SPEC §3): an integer, or a
@@ -94,13 +100,21 @@ type FkResult = { ok: true; value: number } | { ok: false; msg: string };
 function checkFk(v: unknown): FkResult {
   const id = parseId(v);
   if (id !== undefined) return id >= 1 ? { ok: true, value: id } : { ok: false, msg: Errors.invalidPk(id) };
-  if (typeof v === 'number' || (typeof v === 'string' && INT_TEXT.test(v))) return { ok: false, msg: Errors.invalidPk(String(v)) };
+  // a number: 1.5, -0.5, 1e30, or an integer past 2^53 (which only its text names exactly)
+  if (typeof v === 'number') return { ok: false, msg: Errors.invalidPk(String(v)), numberAt: -1 };
+  if (typeof v === 'string' && INT_TEXT.test(v)) return { ok: false, msg: Errors.invalidPk(v) };
   return { ok: false, msg: Messages.pkType(pythonType(v)) };
 }
 
-/** A foreign key given outside a write body (batch ingest's `playbook.id`): its id, or the message refusing it. */
-export function fkId(v: unknown): FkResult {
-  return v === null ? { ok: false, msg: Messages.notNull } : checkFk(v);
+/**
+ * A foreign key given outside a write body (batch ingest's `playbook.id`): its
+ * id, or the message refusing it. `numberText`: the value's JSON text, asked
+ * for only to name a number that is no id as the client sent it.
+ */
+export function fkId(v: unknown, numberText: () => string): { ok: true; value: number } | { ok: false; msg: string } {
+  if (v === null) return { ok: false, msg: Messages.notNull };
+  const r = checkFk(v);
+  return r.ok || r.numberAt === undefined ? r : { ok: false, msg: Errors.invalidPk(numberText()) };
 }
 
 /** Coerce and check one non-null value (the slow path: anything a client might send). */
@@ -142,7 +156,7 @@ function checkValue(spec: FieldSpec, v: unknown): FieldResult {
       const ids: number[] = [];
       for (const item of v) {
         const r = checkFk(item);
-        if (!r.ok) return r;
+        if (!r.ok) return r.numberAt === undefined ? r : { ok: false, msg: r.msg, numberAt: ids.length };
         ids.push(r.value as number);
       }
       return ok(ids);
@@ -228,7 +242,16 @@ export class BodyNormalizer {
       if (canonical && key === spec.name) { set[spec.name] = convertCanonical(spec, value); continue; }
       const r = checkValue(spec, value);
       if (r.ok) set[spec.name] = r.value;
-      else { errors[key] = [r.msg]; hasErrors = true; }
+      else {
+        let msg = r.msg;
+        if (r.numberAt !== undefined) {
+          spans ??= memberSpans(text, start, end);
+          const sent = numberText(text, spans?.get(key), r.numberAt);
+          if (sent !== undefined) msg = Errors.invalidPk(sent);
+        }
+        errors[key] = [msg];
+        hasErrors = true;
+      }
     }
     return { set, errors: hasErrors ? errors : null };
   }
@@ -252,6 +275,17 @@ export class BodyNormalizer {
     }
     return compact ? text.slice(start, end) : minify(text, start, end);
   }
+}
+
+/**
+ * The JSON text of a member's value (`at` -1) or of element `at` of it, as the
+ * client wrote it; undefined if it is not there (a member the caller replaced).
+ */
+function numberText(text: string, member: MemberSpan | undefined, at: number): string | undefined {
+  if (member === undefined) return undefined;
+  if (at < 0) return text.slice(member[0], member[1]);
+  const element = elementSpans(text, member[0], member[1])?.[at];
+  return element && text.slice(element[0], element[1]);
 }
 
 /** Whether `"key"` appears in text[start, end) at all (a cheap test before a scan; a slice is a view, not a copy). */

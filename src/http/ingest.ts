@@ -77,7 +77,11 @@ export class Ingest {
     const names: string[] = [];
     if (header.id !== undefined && header.uuid === undefined) {
       // an id as every FK takes one (SPEC §3: an integer or a decimal string, so "2" is 2)
-      const id = fkId(header.id);
+      const id = fkId(header.id, () => {
+        const [text, start, end] = parsed.playbookText();
+        const [from, to] = memberSpans(text, start, end)!.get('id')!;
+        return text.slice(from, to);
+      });
       if (!id.ok || this.deps.dir.shardOf('playbook', id.value) < 0) {
         return reply(ex, 400, JSON.stringify({ playbook: { id: [id.ok ? Errors.invalidPk(id.value) : id.msg] } }));
       }

@@ -175,12 +175,12 @@ class Batch {
         const existing = agg.taskByUuid.get(key);
         if ('play' in ev) {
           const play = typeof ev.play === 'string' ? agg.playByUuid.get(normalizeUuid(ev.play) ?? ev.play) : undefined;
-          if (!play) return fieldError('play', Errors.unknownParent('play', String(ev.play)));
+          if (!play) return fieldError('play', Errors.unknownParent('play', named(ev.play, text, span, 'play')));
           body.play = play.id;
         }
         if ('file' in ev) {
           const file = typeof ev.file === 'string' ? agg.fileByPath.get(ev.file) : undefined;
-          if (!file) return fieldError('file', Errors.unknownParent('file', String(ev.file)));
+          if (!file) return fieldError('file', Errors.unknownParent('file', named(ev.file, text, span, 'file')));
           body.file = file.id;
         }
         body.playbook = pid;
@@ -215,7 +215,7 @@ class Batch {
     const { agg, now, track, runner } = this;
     const key = streamKey(ev.task);
     const task = typeof key === 'string' ? agg.taskByUuid.get(key) : undefined;
-    if (!task) return fieldError('task', ev.task === undefined ? Messages.required : Errors.unknownParent('task', String(ev.task)));
+    if (!task) return fieldError('task', ev.task === undefined ? Messages.required : Errors.unknownParent('task', named(ev.task, text, span, 'task')));
     if (typeof ev.host !== 'string' || ev.host === '') {
       return fieldError('host', ev.host === undefined ? Messages.required : Messages.invalidString);
     }
@@ -320,6 +320,17 @@ function streamKey(v: unknown): string | { error: string } {
   if (v.length === 0) return { error: Messages.notBlank };
   if (v.length > LIMITS.uuidLength) return { error: Messages.maxLength(LIMITS.uuidLength) };
   return v;
+}
+
+/**
+ * A parent's key as the client sent it, for a message: a string as itself,
+ * anything else as its JSON text (a number as its digits: as a double
+ * 12345678901234567890 prints as 12345678901234567000, another number).
+ */
+function named(v: unknown, text: string, at: ElementSpans, member: string): string {
+  if (typeof v === 'string') return v;
+  const span = at.members?.get(member);
+  return span ? text.slice(span[0], span[1]) : String(v);
 }
 
 function fieldError(field: string, message: string): string {
