@@ -283,6 +283,30 @@ test('a number past 2^53 given as the playbook id or as a parent key is named as
   ]);
 });
 
+test('timestamps outside the supported range: the first batch\'s playbook is refused whole, an event is rejected alone', async (t) => {
+  const uuid = uniq('run');
+  const message = (v: string) => [`Datetime out of range: ${v} (supported: 1700-01-01 to 2250-12-31 UTC).`];
+  const refused = await ingest({ playbook: header(uuid, { started: '2400-01-01T00:00:00.000001Z' }), seq: 1, events: [] });
+  t.is(refused.status, 400);
+  t.deepEqual(refused.body, { playbook: { started: message('2400-01-01T00:00:00.000001Z') } });
+  t.is((await list(url, 'playbooks', { uuid })).count, 0);
+  const { body } = opening(uuid, [
+    { kind: 'result', task: `${uuid}-t1`, host: 'web', status: 'ok', started: '2026-01-01T00:00:02Z', ended: '2251-01-01T00:00Z' },
+    { kind: 'task', uuid: `${uuid}-t1`, status: 'completed', ended: '2250-12-31T23:59:59.999999Z' },
+    { kind: 'playbook', ended: '1699-12-31T23:59:59Z' },
+  ]);
+  const r = await ingest(body);
+  t.is(r.status, 200, r.text);
+  t.deepEqual(r.body.rejected, [
+    { index: 3, errors: { ended: message('2251-01-01T00:00Z') } },
+    { index: 5, errors: { ended: message('1699-12-31T23:59:59Z') } },
+  ]);
+  t.is((await list(url, 'results', { playbook: r.body.playbook })).count, 0);
+  const task = (await list(url, 'tasks', { uuid: `${uuid}-t1` })).results[0];
+  t.is(task.ended, '2250-12-31T23:59:59.999999Z');
+  t.is((await get(url, `/api/v1/playbooks/${r.body.playbook}`)).ended, null);
+});
+
 test('concurrent retries of a first batch create one playbook', async (t) => {
   const uuid = uniq('run');
   const { body } = opening(uuid, [{ kind: 'result', task: `${uuid}-t1`, host: 'web', status: 'ok' }]);

@@ -71,6 +71,32 @@ test('timestamps in: a date alone and malformed values → 400 on that field', a
   t.is((await list(url, 'plays', { playbook: pb.id })).count, 0);
 });
 
+test('timestamps outside 1700-01-01 to 2250-12-31 UTC → 400 on that field and nothing stored; the edges keep their µs; filters take any year', async (t) => {
+  const pb = await createPlaybook(url);
+  const outOfRange = (v: string) => [`Datetime out of range: ${v} (supported: 1700-01-01 to 2250-12-31 UTC).`];
+  for (const value of ['2400-01-01T00:00:00.000001Z', '2251-01-01T00:00Z', '1699-12-31T23:59:59.999999Z', '1700-01-01T00:30+01:00', '0001-01-01T00:00', '9999-12-31 23:59']) {
+    const r = await api(url, 'POST', '/api/v1/plays', { uuid: randomUuid(), playbook: pb.id, started: value });
+    t.is(r.status, 400, `started=${value}: ${r.text}`);
+    t.deepEqual(r.body, { started: outOfRange(value) }, value);
+  }
+  t.is((await list(url, 'plays', { playbook: pb.id })).count, 0);
+  const both = await api(url, 'PATCH', `/api/v1/playbooks/${pb.id}`, { started: '1600-01-01T00:00Z', ended: '2300-01-01T00:00Z', status: 'completed' });
+  t.is(both.status, 400);
+  t.deepEqual(both.body, { started: outOfRange('1600-01-01T00:00Z'), ended: outOfRange('2300-01-01T00:00Z') });
+  t.like(await get(url, `/api/v1/playbooks/${pb.id}`), { started: pb.started, ended: null, status: pb.status });
+  // the first and last microseconds of the range read back exactly
+  const edges = await createPlaybook(url, { started: '1700-01-01T00:00:00.000001+00:00', ended: '2250-12-31T23:59:59.999999Z' });
+  t.like(edges, { started: '1700-01-01T00:00:00.000001Z', ended: '2250-12-31T23:59:59.999999Z', duration: '4829951:59:59.999998' });
+  t.like(await get(url, `/api/v1/playbooks/${edges.id}`), { started: '1700-01-01T00:00:00.000001Z', ended: '2250-12-31T23:59:59.999999Z' });
+  // list filters are not writes: any year 0001–9999 is taken and compared with what is stored
+  const mine = { path: edges.path };
+  t.is((await list(url, 'playbooks', { ...mine, started_before: '0001-01-01T00:00' })).count, 0);
+  t.true((await list(url, 'playbooks', { ...mine, started_after: '0001-01-01' })).results.some((r: Json) => r.id === edges.id));
+  t.true((await list(url, 'playbooks', { ...mine, ended_before: '9999-12-31T23:59:59.999999Z', started_before: '1700-01-01T00:00:00.000001Z' }))
+    .results.some((r: Json) => r.id === edges.id));
+  t.is((await list(url, 'playbooks', { ...mine, started_after: '2400-01-01T00:00:00.000001Z' })).count, 0);
+});
+
 test('timestamps out: UTC with exactly six fraction digits on every timestamp field', async (t) => {
   const tree = await createTree(url);
   const check = (obj: Json, what: string) => {

@@ -1,8 +1,10 @@
 import test from 'ava';
 import {
+  SUPPORTED_RANGE,
   TIMESTAMP_FORMAT_MESSAGE,
   formatDuration,
   formatTimestamp,
+  isSupported,
   nowMicros,
   parseTimestamp,
 } from '../src/api/time.js';
@@ -113,6 +115,27 @@ test('keeps results inside years 0001-9999', (t) => {
   const last = parseTimestamp('9999-12-31T23:59:59.999999Z')!;
   t.true(last < 253_402_300_800_000_000);
   t.true(formatTimestamp(last).startsWith('9999-12-31T23:59:59.99'));
+});
+
+test('writes are limited to 1700-01-01 to 2250-12-31 UTC, where every microsecond is exact', (t) => {
+  const first = parseTimestamp('1700-01-01T00:00:00Z')!;
+  const last = parseTimestamp('2250-12-31T23:59:59.999999Z')!;
+  t.true(isSupported(first));
+  t.true(isSupported(last));
+  t.false(isSupported(first - 1));
+  t.false(isSupported(last + 1));
+  t.false(isSupported(parseTimestamp('1700-01-01T00:30+01:00')), 'the range is in UTC');
+  t.true(isSupported(parseTimestamp('2250-12-31T23:00-00:59')));
+  t.false(isSupported(parseTimestamp('2400-01-01T00:00:00.000001Z')));
+  t.false(isSupported(undefined));
+  t.is(SUPPORTED_RANGE, '1700-01-01 to 2250-12-31 UTC');
+  // the whole range is inside ±2^53 µs: parse and format agree to the µs at both ends
+  t.true(-first <= Number.MAX_SAFE_INTEGER && last <= Number.MAX_SAFE_INTEGER);
+  t.is(formatTimestamp(first + 1), '1700-01-01T00:00:00.000001Z');
+  t.is(formatTimestamp(last - 1), '2250-12-31T23:59:59.999998Z');
+  t.is(formatTimestamp(parseTimestamp('2250-06-30T12:00:00.000001Z')!), '2250-06-30T12:00:00.000001Z');
+  // past it a double cannot hold the µs: what the range keeps from being stored
+  t.is(formatTimestamp(parseTimestamp('2400-01-01T00:00:00.000001Z')!), '2400-01-01T00:00:00.000000Z');
 });
 
 test('formats with six fraction digits, before 1970 too', (t) => {

@@ -162,6 +162,10 @@ test('every message of the catalogue, word for word', (t) => {
     ['play', 'patch', '{"started":"2020-01-01"}', { started: [Messages.invalidDatetime] }],
     ['play', 'patch', '{"started":"yesterday"}', { started: [Messages.invalidDatetime] }],
     ['play', 'patch', '{"ended":1577836800}', { ended: [Messages.invalidDatetime] }],
+    ['play', 'patch', '{"started":"2400-01-01T00:00:00.000001Z","ended":"1699-12-31 23:59"}', {
+      started: ['Datetime out of range: 2400-01-01T00:00:00.000001Z (supported: 1700-01-01 to 2250-12-31 UTC).'],
+      ended: ['Datetime out of range: 1699-12-31 23:59 (supported: 1700-01-01 to 2250-12-31 UTC).'],
+    }],
     ['play', 'patch', '{"playbook":"abc"}', { playbook: ['Incorrect type. Expected pk value, received str.'] }],
     ['result', 'patch', '{"host":true}', { host: ['Incorrect type. Expected pk value, received bool.'] }],
     ['result', 'patch', '{"task":{}}', { task: ['Incorrect type. Expected pk value, received dict.'] }],
@@ -197,6 +201,7 @@ test('every message of the catalogue, word for word', (t) => {
     required: Messages.required, notNull: Messages.notNull, notBlank: Messages.notBlank, maxLength: Messages.maxLength(255),
     invalidChoice: Messages.invalidChoice('bogus'), invalidInt: Messages.invalidInt, invalidBool: Messages.invalidBool,
     invalidString: Messages.invalidString, invalidUuid: Messages.invalidUuid, invalidDatetime: Messages.invalidDatetime,
+    datetimeOutOfRange: Messages.datetimeOutOfRange('2400-01-01T00:00:00.000001Z'),
     pkType: Messages.pkType('str'), notAList: Messages.notAList('str'), unpairedSurrogate: Messages.unpairedSurrogate,
   };
   const listOnly = ['enterNumber', 'enterDatetime', 'enterUuid', 'selectChoice', 'minValue', 'offsetTooLarge'];

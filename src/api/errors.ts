@@ -3,6 +3,7 @@
 // (reference/ara-1.4-behaviors.md) and as SPEC.md §6 fixes otherwise. Functions
 // return the JSON body text.
 import type { FieldSpec } from './resources.js';
+import { SUPPORTED_RANGE } from './time.js';
 
 const detail = (msg: string): string => JSON.stringify({ detail: msg });
 /** built once: every refusal under overload sends it (tens of thousands a second) */
@@ -19,6 +20,8 @@ export const Messages = {
   invalidString: 'Not a valid string.',
   invalidUuid: 'Must be a valid UUID.',
   invalidDatetime: 'Datetime has wrong format. Use one of these formats instead: YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z].',
+  /** a well-formed timestamp a write cannot store exactly (src/api/time.ts isSupported) */
+  datetimeOutOfRange: (v: string) => `Datetime out of range: ${v} (supported: ${SUPPORTED_RANGE}).`,
   pkType: (t: string) => `Incorrect type. Expected pk value, received ${t}.`,
   notAList: (t: string) => `Expected a list of items but got type "${t}".`,
   // list query parameters (django-filter wording)

@@ -13,12 +13,14 @@ import {
   type FilterSpec, type ResourceType,
 } from './resources.js';
 import { responseName, responseSchemas, writeSchema, type WriteMode } from './schemas.js';
+import { SUPPORTED_RANGE } from './time.js';
 
 type Json = Record<string, unknown>;
 
 /** Timestamps in (SPEC §1): the pattern of what parseTimestamp accepts. */
 const TIMESTAMP_IN = '^\\d{4}-\\d{2}-\\d{2}[T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:?\\d{2})?$';
-const TIMESTAMP_HELP = 'YYYY-MM-DD[T| ]hh:mm[:ss[.f{1,9}]][Z|±hh:mm|±hhmm]; no offset means UTC; digits past the sixth are truncated';
+const TIMESTAMP_HELP = 'YYYY-MM-DD[T| ]hh:mm[:ss[.f{1,9}]][Z|±hh:mm|±hhmm]; no offset means UTC; digits past the sixth are truncated; '
+  + `supported: ${SUPPORTED_RANGE} (stored exactly to the microsecond)`;
 /** Filters also take a date alone (midnight UTC). */
 const FILTER_DATE = '^\\d{4}-\\d{2}-\\d{2}([T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:?\\d{2})?)?$';
 const BOOL_IN = '^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|1|0)$';

@@ -8,12 +8,13 @@ import { Compile } from 'typebox/compile';
 import Format from 'typebox/format';
 import { LIMITS } from '../limits.js';
 import { RESOURCE_TYPES, RESULT_STATUSES, RUN_STATUSES, TYPE_TO_PATH, WRITE_FIELDS, type FieldSpec, type ResourceType } from './resources.js';
-import { parseTimestamp } from './time.js';
+import { isSupported, parseTimestamp } from './time.js';
 import { normalizeUuid } from './uuid.js';
 
 export type WriteMode = 'create' | 'put' | 'patch';
 
-Format.Set('logbook-timestamp', (value: string) => parseTimestamp(value) !== undefined);
+// a write's timestamp: well-formed and in the supported range (anything else takes the slow path, which says why)
+Format.Set('logbook-timestamp', (value: string) => isSupported(parseTimestamp(value)));
 Format.Set('logbook-uuid', (value: string) => normalizeUuid(value) !== undefined);
 
 const MAX_ID = Number.MAX_SAFE_INTEGER;

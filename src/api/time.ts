@@ -5,7 +5,11 @@
 // Precision: 2^53 µs covers roughly the years 1685–2255 exactly, which holds
 // every real run. Further out a double is spaced 2–32 µs apart, so the
 // fraction is rounded to that spacing there. Whole seconds stay exact for every
-// year 0001–9999: they are multiples of 10^6 = 2^6 · 15625 µs.
+// year 0001–9999: they are multiples of 10^6 = 2^6 · 15625 µs. A write takes
+// only timestamps of the supported range (1700-01-01 to 2250-12-31 UTC, inside
+// the exact one: isSupported), so every stored instant keeps its microseconds
+// (SPEC §1); list filters parse the whole 0001–9999 range, which compares
+// correctly with every stored value.
 //
 // Parsing and formatting are hand-written over char codes: they run for every
 // timestamp of every request and response, and Date/regex/Intl would allocate
@@ -61,6 +65,19 @@ const MIN_SECONDS = daysFromCivil(1, 1, 1) * 86400;
 const END_SECONDS = daysFromCivil(10000, 1, 1) * 86400;
 const END_US = END_SECONDS * US_PER_SECOND;
 const LAST_US = END_US - 32;
+
+// The instants a write may store: [1700-01-01T00:00:00Z, 2251-01-01T00:00:00Z),
+// whole years inside ±2^53 µs of the epoch (±285 years), where a double holds
+// every microsecond. Outside it µs would be rounded to 2–32 µs, silently.
+const SUPPORTED_MIN_US = daysFromCivil(1700, 1, 1) * US_PER_DAY;
+const SUPPORTED_END_US = daysFromCivil(2251, 1, 1) * US_PER_DAY;
+/** The supported range as messages and documentation name it. */
+export const SUPPORTED_RANGE = '1700-01-01 to 2250-12-31 UTC';
+
+/** Whether a parsed timestamp may be stored (in the supported range, so exact to the µs); false for undefined. */
+export function isSupported(us: number | undefined): us is number {
+  return (us as number) >= SUPPORTED_MIN_US && (us as number) < SUPPORTED_END_US;
+}
 
 /**
  * Parses `YYYY-MM-DD[T| ]hh:mm[:ss[.f{1,9}]][Z|z|±hh:mm|±hhmm]` into µs since

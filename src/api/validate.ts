@@ -7,7 +7,7 @@ import { Errors, Messages } from './errors.js';
 import { elementSpans, memberSpans, minify, replaceValues, type MemberSpan } from './json_text.js';
 import { WRITE_FIELDS, type FieldSpec, type ResourceType } from './resources.js';
 import type { CompiledWrite, WriteMode } from './schemas.js';
-import { parseTimestamp } from './time.js';
+import { isSupported, parseTimestamp } from './time.js';
 import { normalizeUuid } from './uuid.js';
 import type { FieldErrors } from '../shard/protocol.js';
 
@@ -140,7 +140,8 @@ function checkValue(spec: FieldSpec, v: unknown): FieldResult {
       return bad(Messages.invalidBool);
     case 'timestamp': {
       const us = typeof v === 'string' ? parseTimestamp(v) : undefined;
-      return us === undefined ? bad(Messages.invalidDatetime) : ok(us);
+      if (us === undefined) return bad(Messages.invalidDatetime);
+      return isSupported(us) ? ok(us) : bad(Messages.datetimeOutOfRange(v as string));
     }
     case 'choice': {
       const s = typeof v === 'string' ? v : pythonStr(v) ?? JSON.stringify(v);
