@@ -9,7 +9,9 @@
 // - two playbooks on one command line, `serial` plays, output that is not
 //   UTF-8, ara_record before the first batch was answered, a batch over the
 //   server's body limit, Ctrl-C twice (the spool keeps the run; `ship` with
-//   ansible.cfg settings sends it).
+//   ansible.cfg settings sends it);
+// - a run that ends without its stats (Ctrl-C, a fatal error): the playbook
+//   and what was running read back `expired`, with `ended`.
 //
 // Needs ansible-core and python3-ara / ara-server (for the comparison), which CI
 // installs; without them these tests are skipped.
@@ -440,6 +442,87 @@ withAnsible('Ctrl-C twice, the second while the end of the run waits for the ser
   const [pb] = await list(server.url, '/api/v1/playbooks');
   t.is(basename(pb?.path ?? ''), 'slow.yml');
   t.like(pb?.items, { plays: 1, tasks: 2, results: 1 }, 'everything until the interrupt');
+  t.is(pb?.status, 'expired', 'the interrupted run went to the spool marked expired');
+});
+
+/** The playbook (newest), its plays and its tasks as [name, status, ended is set]. */
+async function readBack(url: string): Promise<{ playbook: Record<string, any>; plays: Array<[string, string, boolean]>; tasks: Array<[string, string, boolean]> }> {
+  const [playbook] = await list(url, '/api/v1/playbooks?order=-id&limit=1');
+  const plays = await list(url, `/api/v1/plays?playbook=${playbook!.id}&order=id`);
+  const tasks = await list(url, `/api/v1/tasks?playbook=${playbook!.id}&order=id`);
+  return {
+    playbook: playbook!,
+    plays: plays.map((p) => [p.name, p.status, p.ended !== null]),
+    tasks: tasks.map((x) => [x.name, x.status, x.ended !== null]),
+  };
+}
+
+withAnsible('Ctrl-C mid-run: the playbook, its running play and task read back expired with ended set; what ran before is there', async (t) => {
+  t.timeout(TEST_TIMEOUT_MS);
+  const work = tempDir(t, 'logbook-cb-expire-');
+  const files = writeRun(work, {
+    'done.yml': ['- name: done', '  hosts: h1', '  gather_facts: false', '  tasks:', '    - name: ok', '      debug: {msg: ok}'],
+    'slow.yml': [
+      '- name: first', '  hosts: h1,h2', '  gather_facts: false', '  tasks:',
+      '    - name: quick', '      debug: {msg: quick}',
+      '- name: second', '  hosts: h1,h2', '  gather_facts: false', '  tasks:',
+      '    - name: before', '      command: /bin/true',
+      '    - name: sleep', '      command: sleep 60',
+      '    - name: never', '      debug: {msg: never}'],
+  });
+  const server = await startLogbook();
+  t.teardown(() => server.stop());
+  let interrupted = false;
+  // two playbooks on one command line: the first reaches its stats and stays completed
+  const run = await runWithLogbook(server.url, join(work, 'spool'), {
+    playbook: files.path('done.yml'), args: [files.path('slow.yml')], inventory: files.inventory, cwd: work,
+    onOutput: (out, signal) => {
+      if (!interrupted && /TASK \[sleep\]/.test(out)) { interrupted = true; setTimeout(() => signal('SIGINT'), 1000); }
+    },
+  });
+  t.true(interrupted, 'interrupted');
+  if (run.code !== 99) t.log(run.stdout, run.stderr);
+  t.is(run.code, 99, 'ansible-playbook: user interrupted');
+  t.regex(run.stdout + run.stderr, /User interrupted execution/);
+  t.deepEqual(run.callbackErrors, [], 'no traceback');
+  t.deepEqual(logbookWarnings(run), []);
+  t.deepEqual(spooled(join(work, 'spool')), [], 'sent by the end of the run');
+
+  t.deepEqual((await list(server.url, '/api/v1/playbooks?order=id')).map((p) => [basename(p.path), p.status]),
+    [['done.yml', 'completed'], ['slow.yml', 'expired']]);
+  const got = await readBack(server.url);
+  t.is(got.playbook.status, 'expired');
+  t.truthy(got.playbook.ended, 'the playbook has ended');
+  t.deepEqual(got.plays, [['first', 'completed', true], ['second', 'expired', true]]);
+  t.deepEqual(got.tasks, [['quick', 'completed', true], ['before', 'completed', true], ['sleep', 'expired', true]]);
+  t.like(got.playbook.items, { plays: 2, tasks: 3, results: 4 }, 'the results sent before the interrupt');
+  const results = await list(server.url, `/api/v1/results?playbook=${got.playbook.id}&order=id`);
+  t.deepEqual(results.map((r) => r.status), ['ok', 'ok', 'changed', 'changed']);
+});
+
+withAnsible('a fatal error after the playbook started: the playbook and what was running read back expired', async (t) => {
+  t.timeout(TEST_TIMEOUT_MS);
+  const work = tempDir(t, 'logbook-cb-fatal-');
+  const files = writeRun(work, {
+    'fatal.yml': [
+      '- name: first', '  hosts: h1', '  gather_facts: false', '  tasks:', '    - name: one', '      debug: {msg: one}',
+      // templated when the play starts: ERROR!, exit 4, no stats
+      '- name: second', '  hosts: "{{ not_defined_anywhere }}"', '  gather_facts: false', '  tasks:', '    - name: two', '      debug: {msg: two}'],
+  });
+  const server = await startLogbook();
+  t.teardown(() => server.stop());
+  const run = await runWithLogbook(server.url, join(work, 'spool'), { playbook: files.path('fatal.yml'), inventory: files.inventory, cwd: work });
+  t.is(run.code, 4, 'ansible-playbook: the error');
+  t.regex(run.stdout + run.stderr, /ERROR! .*not_defined_anywhere/);
+  t.deepEqual(run.callbackErrors, []);
+  t.deepEqual(logbookWarnings(run), []);
+
+  const got = await readBack(server.url);
+  t.is(got.playbook.status, 'expired');
+  t.truthy(got.playbook.ended);
+  t.deepEqual(got.plays, [['first', 'expired', true]]);
+  t.deepEqual(got.tasks, [['one', 'expired', true]]);
+  t.like(got.playbook.items, { plays: 1, tasks: 1, results: 1 });
 });
 
 test('the callback\'s sender: same-bytes retries and the spool (Python unit tests)', (t) => {

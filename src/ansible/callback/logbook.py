@@ -446,11 +446,11 @@ class Shipper(object):
         if not (self.stopped or self.stream_dropped):
             self.queue.append(event)
 
-    def finish(self, timeout):
-        """Sends what is left for up to `timeout` s, then spools the rest. Returns batches spooled."""
+    def finish(self, timeout, interrupted=False):
+        """Sends what is left for up to `timeout` s, then spools the rest. Returns batches spooled.
+        `interrupted`: the caller was interrupted (Ctrl-C) before."""
         start = time.monotonic()
         deadline = start + max(0.0, timeout)
-        interrupted = False
         with self.cond:
             if self.stopped:
                 return 0
@@ -937,7 +937,7 @@ class CallbackModule(CallbackBase):
                           "timeout": self.shipper.timeout, "ssl_context": self.shipper.ssl_context}
         if not self.at_exit:
             self.at_exit = True
-            atexit.register(self._finish)  # a run that ends without stats (error, interrupt) still ships what it has
+            atexit.register(self._at_exit)  # a run that ends without stats (error, interrupt) still ships what it has
         self._file(path, content)
 
     def _on_playbook_id(self, playbook_id):
@@ -1120,13 +1120,37 @@ class CallbackModule(CallbackBase):
         status = "failed" if (len(stats.failures) >= 1 or len(stats.dark) >= 1) else "completed"
         self._add({"kind": "playbook", "status": status, "ended": now_iso()})
 
-    def _finish(self):
+    def _at_exit(self):
+        """The process exits and the playbook being recorded got no stats (Ctrl-C, a fatal error): what was running
+        ends `expired`, as the server's expiry (LOGBOOK_EXPIRE_RUNNING_AFTER) would mark it much later."""
+        self._finish(expire=True)
+
+    def _expire(self):
+        ended = now_iso()
+        if self.task is not None:
+            self._add({"kind": "task", "uuid": self.task["uuid"], "status": "expired", "ended": ended})
+            self.task = None
+        if self.play_uuid is not None:
+            self._add({"kind": "play", "uuid": self.play_uuid, "status": "expired", "ended": ended})
+            self.play_uuid = None
+        self._add({"kind": "playbook", "status": "expired", "ended": ended})
+
+    def _finish(self, expire=False):
         if self.shipper is None or self.finished or self.shipper.thread is None:
             return
         self.finished = True
         try:
-            self.shipper.finish(self.flush_timeout)
-        except Exception as e:
+            try:
+                if expire:
+                    try:
+                        self._expire()
+                    except Exception as e:
+                        self._warn("logbook callback: marking the interrupted run expired failed (%s: %s)" % (type(e).__name__, e))
+                self.shipper.finish(self.flush_timeout)
+            except KeyboardInterrupt:
+                # Ctrl-C again before the end wait began or while the rest went to the spool: spool it now
+                self.shipper.finish(0, interrupted=True)
+        except BaseException as e:  # from atexit too: never a traceback, never a changed exit code
             self._warn("logbook callback: the final flush failed (%s: %s)" % (type(e).__name__, e))
 
 
