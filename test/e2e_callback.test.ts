@@ -11,7 +11,9 @@
 //   server's body limit, Ctrl-C twice (the spool keeps the run; `ship` with
 //   ansible.cfg settings sends it);
 // - a run that ends without its stats (Ctrl-C, a fatal error): the playbook
-//   and what was running read back `expired`, with `ended`.
+//   and what was running read back `expired`, with `ended`;
+// - a server that cannot be connected to: the end of the run gives up after
+//   unreachable_timeout, not flush_timeout, and `ship` sends the run complete.
 //
 // Needs ansible-core and python3-ara / ara-server (for the comparison), which CI
 // installs; without them these tests are skipped.
@@ -314,6 +316,15 @@ withAnsible('credentials: HTTP Basic and Bearer token record; wrong ones keep th
   t.is(await count(server.url, 'results'), 2 * 2 * 3);
 });
 
+/** `ship` as the warning's command runs it (LOGBOOK_* variables only, no ansible.cfg): its output. */
+function ship(t: ExecutionContext, cwd: string, env: Record<string, string>): string {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(ANSIBLE_|LOGBOOK_)/.test(k)));
+  const r = spawnSync('/usr/bin/python3', [join(process.cwd(), 'src', 'ansible', 'callback', 'logbook.py'), 'ship', '60'],
+    { cwd, env: { ...clean, ...env }, encoding: 'utf8' });
+  t.is(r.status, 0, r.stdout + r.stderr);
+  return r.stdout;
+}
+
 const LOCAL_HOSTS = ['h1', 'h2'].map((h) => `${h} ansible_connection=local ansible_python_interpreter=/usr/bin/python3\n`).join('');
 
 /** Writes `files` (name → lines) into dir, and an inventory of two local hosts (h1, h2). */
@@ -418,7 +429,9 @@ withAnsible('Ctrl-C twice, the second while the end of the run waits for the ser
   const port = await freePort(); // nothing listens there during the run
   let interrupts = 0;
   const run = await runWithLogbook(`http://127.0.0.1:${port}`, spool, {
-    playbook: files.path('slow.yml'), inventory: files.inventory, cwd: work, env: { LOGBOOK_CALLBACK_FLUSH_TIMEOUT: '300' },
+    playbook: files.path('slow.yml'), inventory: files.inventory, cwd: work,
+    // the end wait must still be on when the second Ctrl-C comes (the server cannot be connected to)
+    env: { LOGBOOK_CALLBACK_FLUSH_TIMEOUT: '300', LOGBOOK_CALLBACK_UNREACHABLE_TIMEOUT: '300' },
     onOutput: (out, signal) => {
       if (interrupts === 0 && /TASK \[sleep\]/.test(out)) { interrupts = 1; setTimeout(() => signal('SIGINT'), 1000); }
       if (interrupts === 1 && /sending the rest of the run/.test(out)) { interrupts = 2; signal('SIGINT'); }
@@ -525,6 +538,46 @@ withAnsible('a fatal error after the playbook started: the playbook and what was
   t.like(got.playbook.items, { plays: 1, tasks: 1, results: 1 });
 });
 
+withAnsible('a server that cannot be connected to: the end of the run gives up after unreachable_timeout, not flush_timeout, and `ship` sends the run complete', async (t) => {
+  t.timeout(TEST_TIMEOUT_MS);
+  const work = tempDir(t, 'logbook-cb-away-');
+  const spool = join(work, 'spool');
+  const files = writeRun(work, {
+    'site.yml': ['- name: site', '  hosts: h1,h2', '  gather_facts: false', '  tasks:',
+      '    - name: one', '      debug: {msg: one}', '    - name: two', '      command: /bin/true'],
+  });
+  const port = await freePort(); // nothing listens there during the run
+  const url = `http://127.0.0.1:${port}`;
+  let recapAt = 0;
+  const run = await runWithLogbook(url, spool, {
+    playbook: files.path('site.yml'), inventory: files.inventory, cwd: work,
+    // a flush_timeout the run would not outlive: it ends because it gave up on a server it cannot connect to
+    timeoutMs: 240_000,
+    env: { LOGBOOK_CALLBACK_FLUSH_TIMEOUT: '3600' },
+    onOutput: (out) => { if (!recapAt && /PLAY RECAP/.test(out)) recapAt = Date.now(); },
+  });
+  t.log(`end of the run after PLAY RECAP: ${((Date.now() - recapAt) / 1000).toFixed(1)} s (flush_timeout 3600, unreachable_timeout 5)`);
+  t.is(run.code, 0, 'the playbook succeeds');
+  t.deepEqual(run.callbackErrors, []);
+  const warnings = logbookWarnings(run).join('\n');
+  t.regex(warnings, /cannot reach/, 'the user is told the server is unreachable');
+  t.regex(warnings, /logbook: cannot connect to the server at \S+; [1-9]\d* batch\(es\) wait in \S+ and are shipped by the next run \(or now: .*python3 \S+logbook\.py ship\)/,
+    'one line: gave up on the server, where the run waits, the command that ships it');
+  t.true(spooled(spool).length > 0, 'the run is in the spool');
+
+  const server = await startLogbook({ env: { LOGBOOK_PORT: String(port) } });
+  t.teardown(() => server.stop());
+  t.regex(ship(t, work, { LOGBOOK_API_SERVER: url, LOGBOOK_CALLBACK_SPOOL_DIR: spool }), /shipped [1-9]\d* batch\(es\) .*, 0 left/);
+  t.deepEqual(spooled(spool), [], 'the spool is empty again');
+  const snap = await snapshotRun(url);
+  t.is(snap.playbook.status, 'completed');
+  t.true(snap.playbook.hasEnded);
+  t.deepEqual(snap.playbook.items, { plays: 1, tasks: 2, results: 4, hosts: 2, files: 1, records: 0 }, 'nothing is lost');
+  t.deepEqual(snap.plays.map((p) => p.status), ['completed']);
+  t.true(snap.tasks.every((x) => x.status === 'completed' && x.results === 2));
+  t.deepEqual(snap.hosts.h1, { ok: 2, changed: 1, failed: 0, skipped: 0, unreachable: 0, hasFacts: false });
+});
+
 test('the callback\'s sender: same-bytes retries and the spool (Python unit tests)', (t) => {
   // test/python/test_callback_shipper.py: the Shipper class alone against a
   // loopback HTTP server; needs only python3 (the callback imports Ansible lazily).
@@ -533,5 +586,5 @@ test('the callback\'s sender: same-bytes retries and the spool (Python unit test
   });
   if (r.status !== 0) t.log(r.stdout, r.stderr);
   t.is(r.status, 0, 'python3 -m unittest discover -s test/python');
-  t.regex(r.stderr, /Ran 4 tests/); // every test in the file ran (none skipped silently by discovery)
+  t.regex(r.stderr, /Ran 7 tests/); // every test in the file ran (none skipped silently by discovery)
 });

@@ -140,6 +140,62 @@ class ShipperTest(unittest.TestCase):
         self.assertEqual(srv.wire[-1], first, "the shipped spool file is sent as the bytes first sent from memory")
         self.assertEqual([e["key"] for e in srv.events], ["blob"])
 
+    def free_port(self):
+        srv = serve()
+        port = srv.server_port
+        srv.shutdown()
+        srv.server_close()
+        return port
+
+    def serve_later(self, port, after):
+        """A server on `port` from `after` s on (nothing listens there before)."""
+        started = []
+        timer = threading.Timer(after, lambda: started.append(serve(port=port)))
+        timer.start()
+
+        def stop():
+            timer.cancel()
+            timer.join()
+            for srv in started:
+                srv.shutdown()
+                srv.server_close()
+        self.addCleanup(stop)
+        return started
+
+    def test_a_server_that_cannot_be_connected_to_is_given_up_after_unreachable_timeout(self):
+        # flush_timeout (30 s) would cover the server's return (5 s); unreachable_timeout (0.3 s) does not
+        port = self.free_port()
+        started = self.serve_later(port, 5.0)
+        s = self.shipper("http://127.0.0.1:%d" % port, unreachable_timeout=0.3)
+        s.start(playbook("d"))
+        s.add({"kind": "record", "key": "k", "value": 1, "type": "text"})
+        self.assertEqual(s.finish(30), 1, "spooled: given up before the server was back")
+        self.assertEqual(started, [], "given up before the server was back")
+        self.assertTrue(any(w.startswith("logbook: cannot connect to the server at http://127.0.0.1:%d; 1 batch(es) wait in %s" % (port, self.spool))
+                            and " ship)" in w for w in self.warnings), self.warnings)
+
+    def test_a_server_back_within_unreachable_timeout_gets_the_rest(self):
+        # refused at first; back 1 s into the end wait: the retries go on (at least once a second) and deliver
+        port = self.free_port()
+        started = self.serve_later(port, 1.0)
+        s = self.shipper("http://127.0.0.1:%d" % port, unreachable_timeout=20)
+        s.start(playbook("e"))
+        s.add({"kind": "record", "key": "k", "value": 1, "type": "text"})
+        self.assertEqual(s.finish(30), 0)
+        self.assertEqual([e["key"] for e in started[0].events], ["k"])
+        self.assertTrue(any("cannot reach" in w for w in self.warnings), self.warnings)
+
+    def test_a_server_answering_503_gets_the_whole_flush_timeout(self):
+        # it answers: not "away", so unreachable_timeout (0 here) does not cut the end wait short
+        srv = serve(fail_first=5)
+        self.addCleanup(srv.shutdown)
+        s = self.shipper("http://127.0.0.1:%d" % srv.server_port, unreachable_timeout=0)
+        s.start(playbook("f"))
+        s.add({"kind": "record", "key": "k", "value": 1, "type": "text"})
+        self.assertEqual(s.finish(30), 0)
+        self.assertEqual(len(srv.bodies), 6, "five 503s, then accepted")
+        self.assertEqual([e["key"] for e in srv.events], ["k"])
+
     def test_tls_verifies_with_a_ca_file_or_not_at_all(self):
         if shutil.which("openssl") is None:
             self.skipTest("openssl is not installed")

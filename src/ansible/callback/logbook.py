@@ -156,6 +156,16 @@ options:
     default: 30
     env: [{name: LOGBOOK_CALLBACK_FLUSH_TIMEOUT}]
     ini: [{section: logbook, key: flush_timeout}]
+  unreachable_timeout:
+    description:
+      - Seconds the end of a run keeps trying a server it cannot connect to at all (connection refused, unknown
+        host name, no route, no connection within api_timeout) before leaving the rest in the spool; counted from
+        the start of the end wait, or from the first failed connection during it. A server that answers (even
+        503 or another error) or answers slowly gets the whole flush_timeout.
+    type: float
+    default: 5
+    env: [{name: LOGBOOK_CALLBACK_UNREACHABLE_TIMEOUT}]
+    ini: [{section: logbook, key: unreachable_timeout}]
 """
 
 # The ara_record action (forked worker) reads the playbook id and the records
@@ -168,6 +178,7 @@ MAX_BATCH_BYTES = 8 * 1024 * 1024  # well under the server's default max_body_by
 MAX_BATCH_EVENTS = 10000  # SPEC §13
 BACKOFF_MIN = 0.1
 BACKOFF_MAX = 5.0
+BACKOFF_MAX_UNREACHABLE_AT_END = 1.0  # retries of a server that cannot be connected to, during the end wait
 RECORD_ACTIONS = ("ara_record", "ara.ara.ara_record", "logbook.ara_record")
 ARGUMENTS_NOTICE = "Not saved as configured by 'ignored_arguments'"
 FACTS_NOTICE = "Not saved as configured by 'ignored_facts'"
@@ -249,6 +260,15 @@ def shrink_batch(raw, shrunk, status):
             return step + 1
     raw["events"] = []
     return len(SHRINK_STEPS) + 1
+
+
+class CannotConnect(Exception):
+    """No connection to the server at all: refused, unknown host name, no route, or none within the timeout.
+    Unlike an answer (even 503) or a slow one, waiting the whole flush_timeout for it helps little."""
+
+    def __init__(self, cause):
+        Exception.__init__(self, str(cause))
+        self.cause = cause
 
 
 class Batch(object):
@@ -365,7 +385,7 @@ class Shipper(object):
 
     def __init__(self, url, timeout=10.0, username=None, password=None, token=None, insecure=False,
                  ca_file=None, spool_dir=None, batch_size=1000, batch_interval=0.2, max_memory_mb=64,
-                 warn=None):
+                 unreachable_timeout=5.0, warn=None):
         parts = urlsplit(url.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("logbook server URL must be http(s)://host[:port][/prefix], got %r" % url)
@@ -396,6 +416,7 @@ class Shipper(object):
         self.batch_size = max(1, min(int(batch_size), MAX_BATCH_EVENTS))
         self.batch_interval = max(0.0, float(batch_interval))
         self.max_memory = int(float(max_memory_mb) * 1024 * 1024)
+        self.unreachable_timeout = max(0.0, float(unreachable_timeout))
         self.warn = warn or (lambda msg: sys.stderr.write("[WARNING]: %s\n" % msg))
         self.warned = set()
 
@@ -411,6 +432,9 @@ class Shipper(object):
         self.conn = None
         self.failures = 0
         self.retry_at = 0.0
+        # monotonic time of the first of the latest attempts that all failed to connect (CannotConnect);
+        # None once the server answered anything, or failed otherwise (a slow answer is not "away")
+        self.unreachable_since = None
 
         self.stream = None  # the current run's playbook uuid
         self.playbook = None  # its create fields
@@ -446,28 +470,39 @@ class Shipper(object):
         if not (self.stopped or self.stream_dropped):
             self.queue.append(event)
 
+    def _give_up_at(self, start, deadline):
+        """When the end wait stops: at `deadline`, or `unreachable_timeout` s into it while the latest attempts all
+        failed to connect (counted from the first of them when that came later than the start of the wait)."""
+        since = self.unreachable_since
+        if since is None:
+            return deadline
+        return min(deadline, max(start, since) + self.unreachable_timeout)
+
     def finish(self, timeout, interrupted=False):
-        """Sends what is left for up to `timeout` s, then spools the rest. Returns batches spooled.
-        `interrupted`: the caller was interrupted (Ctrl-C) before."""
+        """Sends what is left for up to `timeout` s (less while the server cannot be connected to: unreachable_timeout),
+        then spools the rest. Returns batches spooled. `interrupted`: the caller was interrupted (Ctrl-C) before."""
         start = time.monotonic()
         deadline = start + max(0.0, timeout)
         with self.cond:
             if self.stopped:
                 return 0
             self.flushing = True
+            if self.unreachable_since is not None:
+                self.retry_at = min(self.retry_at, start)  # the server may be back: try now, not after the backoff
             self.cond.notify_all()
             told = False
             try:
-                while (self.queue or self.pending or self.forming) and time.monotonic() < deadline \
+                while (self.queue or self.pending or self.forming) and time.monotonic() < self._give_up_at(start, deadline) \
                         and self.thread is not None and self.thread.is_alive():
                     if not told and time.monotonic() - start >= 1.0:
                         told = True  # a wait the user would otherwise not understand (ansible-playbook looks hung)
                         self.warn("logbook: sending the rest of the run to %s, for up to %d s more (Ctrl-C leaves it in %s for the next run)"
-                                  % (self.url, max(0, deadline - time.monotonic()), self.spool.dir))
-                    self.cond.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+                                  % (self.url, max(0, round(self._give_up_at(start, deadline) - time.monotonic())), self.spool.dir))
+                    self.cond.wait(min(0.1, max(0.0, self._give_up_at(start, deadline) - time.monotonic())))
             except KeyboardInterrupt:
                 # Ctrl-C while waiting (often the second of a run interrupted): keep the run, in the spool
                 interrupted = True
+            unreachable = self.unreachable_since is not None
             left = 0
             if self.queue or self.pending or self.forming:
                 left = self._spill_all()
@@ -477,9 +512,14 @@ class Shipper(object):
             self.spool.release()  # what is left is the next shipper's (the next playbook of this run, or the next run)
             self.cond.notify_all()
         if left:
+            if interrupted:
+                why = "interrupted"
+            elif unreachable:
+                why = "cannot connect to the server at %s" % self.url
+            else:
+                why = "the server at %s did not take everything in time" % self.url
             self.warn("logbook: %s; %d batch(es) wait in %s and are shipped by the next run (or now: %s)"
-                      % ("interrupted" if interrupted else "the server at %s did not take everything in time" % self.url,
-                         left, self.spool.dir, self.ship_command()))
+                      % (why, left, self.spool.dir, self.ship_command()))
         return left
 
     def ship_command(self):
@@ -676,6 +716,15 @@ class Shipper(object):
         headers["Content-Length"] = str(len(payload))
         for attempt in (0, 1):  # a kept-alive connection the server closed: retry once on a new one
             conn = self._connection()
+            if conn.sock is None:
+                try:
+                    conn.connect()
+                except (ssl.SSLError, ssl.CertificateError, ConnectionResetError, ConnectionAbortedError, BrokenPipeError):
+                    self._close()  # something answered there (TLS refused, or it closed the connection)
+                    raise
+                except OSError as e:  # refused, unknown host name, no route, no connection within the timeout
+                    self._close()
+                    raise CannotConnect(e)
             try:
                 conn.request("POST", self.path, body=payload, headers=headers)
                 res = conn.getresponse()
@@ -700,10 +749,23 @@ class Shipper(object):
             return
         try:
             status, data, retry_after = self._post(body)
+        except CannotConnect as e:
+            with self.cond:
+                if self.unreachable_since is None:
+                    self.unreachable_since = time.monotonic()
+            self._retry_later("unreachable", "logbook: cannot reach %s (%s: %s); retrying, batches are kept"
+                              % (self.url, type(e.cause).__name__, e))
+            return
         except Exception as e:
+            if self.unreachable_since is not None:
+                with self.cond:
+                    self.unreachable_since = None  # connected: slow or broken, not away
             self._retry_later("unreachable", "logbook: cannot reach %s (%s: %s); retrying, batches are kept"
                               % (self.url, type(e).__name__, e))
             return
+        if self.unreachable_since is not None:
+            with self.cond:
+                self.unreachable_since = None  # it answered
         reply = None
         try:
             reply = json.loads(data.decode("utf-8")) if data else None
@@ -763,6 +825,8 @@ class Shipper(object):
         self._warn_once(kind, msg)
         self.failures += 1
         delay = min(BACKOFF_MAX, BACKOFF_MIN * (2 ** min(self.failures - 1, 10)))
+        if self.flushing and self.unreachable_since is not None:
+            delay = min(delay, BACKOFF_MAX_UNREACHABLE_AT_END)  # cheap attempts, and the end wait is short
         delay *= 0.5 + random.random() / 2
         try:
             if retry_after is not None:
@@ -868,7 +932,7 @@ class CallbackModule(CallbackBase):
                 url=o("api_server"), timeout=o("api_timeout"), username=o("api_username"), password=o("api_password"),
                 token=o("api_token"), insecure=o("api_insecure"), ca_file=o("api_ca_file"), spool_dir=o("spool_dir"),
                 batch_size=o("batch_size"), batch_interval=o("batch_interval"), max_memory_mb=o("max_memory_mb"),
-                warn=self._warn,
+                unreachable_timeout=o("unreachable_timeout"), warn=self._warn,
             )
             self.shipper = Shipper(**self.shipper_options)
         except Exception as e:
@@ -1192,7 +1256,7 @@ def ship_main(argv):
         shipper = Shipper(
             o["api_server"], timeout=float(o["api_timeout"]), username=o["api_username"], password=o["api_password"],
             token=o["api_token"], insecure=str(o["api_insecure"]).lower() in ("1", "true", "yes", "on"),
-            ca_file=o["api_ca_file"], spool_dir=o["spool_dir"],
+            ca_file=o["api_ca_file"], spool_dir=o["spool_dir"], unreachable_timeout=float(o["unreachable_timeout"]),
         )
     except ValueError as e:
         sys.stderr.write("logbook: %s\n" % e)
