@@ -22,12 +22,12 @@ export const OP_DELETE = 2;
 export const OP_NAMES = ['create', 'update', 'delete'] as const;
 
 /**
- * One change: [seq, op, type code, id, playbook id, list row | null on delete,
+ * One change: [seq, op, type code, id, playbook id (null for a label), list row | null on delete,
  * stamp of its commit in the order of all shards' commits (src/shard/commit_order.ts; absent in logs written before it)].
  * The list row is its JSON text, or for a result its fields (ResultListFields; logs
  * written before them hold text for results too): rowJson gives the text of either.
  */
-export type StreamChange = [number, number, number, number, number, ChangeRow, number?];
+export type StreamChange = [number, number, number, number, number | null, ChangeRow, number?];
 export type ChangeRow = string | ResultListFields | null;
 
 /** The JSON text of a change's row ('null' on delete). */

@@ -21,7 +21,7 @@ import { BatchRunner } from './ingest.js';
 import { IdAllocator, type Ids } from './ids.js';
 import type { BodyNormalizer } from '../api/validate.js';
 import { Maintenance } from './maintenance.js';
-import { ChangeCollector, ChangeLog, type ChangeStore } from './changes.js';
+import { ChangeCollector, ChangeLog, type ChangeStore, type StreamChange } from './changes.js';
 import type { CommitOrder } from './commit_order.js';
 import { errText, log } from '../log.js';
 import { getHeapStatistics } from 'node:v8';
@@ -322,7 +322,15 @@ export class Shard {
    */
   private emitChanges(staged: Staged, durable: Promise<void> | null, entry?: Waiting): void {
     if (staged.changes.empty) return;
-    const changes = staged.changes.finish(this.state, this.serializer, this.changes.seq);
+    this.logChanges(staged.changes.finish(this.state, this.serializer, this.changes.seq), durable, entry);
+  }
+
+  /**
+   * A commit's changes (numbered from changes.seq + 1), whatever made them:
+   * stamped, logged with the commit's journal entry (the same turn as its
+   * store.write), and sent once it is durable, before the commit's replies.
+   */
+  private logChanges(changes: StreamChange[], durable: Promise<void> | null, entry?: Waiting): void {
     if (!changes.length) return;
     // the commit's place in the order of all shards' commits (src/shard/commit_order.ts), logged with it
     const stamp = this.order === null ? 0 : this.order.order.take(this.order.shard);
