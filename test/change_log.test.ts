@@ -56,3 +56,30 @@ test('result rows kept as fields and as text (older logs) read back after reopen
     created: '2026-11-24T07:00:00.123455Z', updated: '2026-11-24T07:01:02.501001Z',
   });
 });
+
+test('the label change a commit logged is stored with it: read back after reopening, not when the commit failed', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'logbook-change-log-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  let fail = false;
+  const store = new LmdbShardStore(dir, 0, 'commit', { faults: { fail: (what) => fail && what === 'journal' } });
+  t.is(store.labelChangeSeq(), 0);
+  const label: StreamChange[] = [[1, OP_UPDATE, TYPE_CODE.label, 3, null, '{"id":3}', 1]];
+  // as the shard logs a label change: its commit's write, its changes and its number in the same turn
+  const durable = store.write([], [], [], []);
+  store.appendChanges(label, encode(label));
+  store.noteLabelChange(4);
+  await durable;
+  t.is(store.labelChangeSeq(), 4);
+  fail = true;
+  const refused = store.write([], [], [], []);
+  const next: StreamChange[] = [[2, OP_DELETE, TYPE_CODE.label, 3, null, null, 2]];
+  store.appendChanges(next, encode(next));
+  store.noteLabelChange(5);
+  await t.throwsAsync(refused);
+  await store.close();
+
+  const reopened = new LmdbShardStore(dir, 0, 'commit');
+  t.teardown(() => reopened.close());
+  t.is(reopened.labelChangeSeq(), 4, 'the failed commit left neither its changes nor its number');
+  t.deepEqual(reopened.readChanges(0, 10, 10).map((c) => [c[0], c[3], c[4]]), [[1, 3, null]]);
+});

@@ -175,6 +175,13 @@ export interface ChangeStore {
   changeBounds(): [number, number] | null;
   /** drop changes with seq < `below` */
   trimChanges(below: number): void;
+  /**
+   * The front's number of the label change a commit logged (LabelChangeCommand),
+   * issued right after the commit's write (the same transaction: on disk exactly when its changes are).
+   */
+  noteLabelChange(seq: number): void;
+  /** the highest label change number noted (0: none) */
+  labelChangeSeq(): number;
 }
 
 export interface ReplayPage {
@@ -200,11 +207,14 @@ export class ChangeLog {
   private ringHead = 0;
   /** highest seq known durable */
   private durable = 0;
+  /** the front's number of the last label change logged (LabelChangeCommand; as the store has it) */
+  labelSeq = 0;
 
   constructor(private readonly store: ChangeStore | null, private readonly retention: number) {}
 
   /** After recovery: continue the numbering where the store left it. */
   recover(): void {
+    if (this.store !== null) this.labelSeq = this.store.labelChangeSeq();
     const bounds = this.store?.changeBounds() ?? null;
     this.ring = []; this.ringHead = 0;
     if (bounds === null) { this.oldest = this.seq + 1; this.durable = this.seq; return; }
@@ -223,6 +233,12 @@ export class ChangeLog {
     for (const c of changes) this.ring.push(c);
     this.store?.appendChanges(changes, packed);
     this.trim();
+  }
+
+  /** The commit being logged (after its store.write, in the same turn) is label change `seq` of the front's. */
+  noteLabelChange(seq: number): void {
+    this.labelSeq = seq;
+    this.store?.noteLabelChange(seq);
   }
 
   /** Every change up to `seq` is durable. */

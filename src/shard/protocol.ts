@@ -49,6 +49,28 @@ export interface IngestCommand {
   spans?: Uint8Array | null;
 }
 
+/**
+ * A label change the front has made durable (src/http/label_changes.ts), for
+ * the live stream: each shard logs it as a commit of its own, so that it has a
+ * place in the shards' numbered change logs (a cursor of its own, replayed by
+ * `since`, also after a restart).
+ */
+export interface LabelChangeCommand {
+  /**
+   * the front's number for the change (front.mdb), increasing; a shard logs a
+   * number once (the front sends one again when it could not learn that it was
+   * logged). 0: not numbered (cluster mode): logged whenever it comes
+   */
+  seq: number;
+  /** OP_CREATE, OP_UPDATE or OP_DELETE (src/shard/changes.ts) */
+  op: number;
+  id: number;
+  /** the label's list row (null on delete) */
+  row: string | null;
+  /** the designated shard logs the label's own message; every shard, the updates of its playbooks that carry the label */
+  own: boolean;
+}
+
 export interface NormalizedFilter {
   kind: FilterKind;
   column: string;
@@ -78,6 +100,8 @@ export type FrontToShard =
   | { k: 'get'; rid: number; type: Exclude<ResourceType, 'label'>; id: number }
   | { k: 'list'; rid: number; q: ListQuery }
   | { k: 'labels'; upsert: Array<[number, string]>; remove: number[] }
+  /** live stream: log a label change (answered once it is durable, with LabelReply) */
+  | { k: 'label'; rid: number; change: LabelChangeCommand }
   /** finish pending commits, flush, close the store and exit */
   | { k: 'close' }
   // ---- operations (metrics, retention/expiry, test hooks) ----
@@ -160,6 +184,9 @@ export interface WriteReply {
 
 export interface GetReply { k: 'get'; rid: number; status: number; body: string }
 
+/** A label change is logged (or was already, or the shard had nothing to log for it), and durable. */
+export interface LabelReply { k: 'label'; rid: number; status: number }
+
 export interface IngestReply {
   k: 'ingest';
   rid: number;
@@ -232,7 +259,7 @@ export interface ReplayReply {
 export interface FailedMessage { k: 'failed'; shard: number; error: string }
 
 export type ShardToFront = WriteReply | GetReply | ListReply | IngestReply | ErrorReply | ReadyMessage | FailedMessage
-  | StatsReply | MaintainReply | ChangesMessage | ReplayReply | PromotedReply | PositionMessage;
+  | StatsReply | MaintainReply | ChangesMessage | ReplayReply | PromotedReply | PositionMessage | LabelReply;
 /** What a request's reply handler receives: its own reply kind, or an ErrorReply. */
 export type Reply = Exclude<ShardToFront, ReadyMessage | FailedMessage | ChangesMessage | PositionMessage>;
 

@@ -14,14 +14,14 @@ import { runList } from './list.js';
 import { Serializer } from './serialize.js';
 import { ShardState, type Event, type Removed } from './state.js';
 import {
-  encode, type FrontToShard, type IngestCommand, type IngestReply, type MaintainReply, type MaintenanceTask, type ShardToFront,
-  type StatsReply, type WriteCommand, type WriteReply,
+  encode, type FrontToShard, type IngestCommand, type IngestReply, type LabelChangeCommand, type LabelReply, type MaintainReply,
+  type MaintenanceTask, type ShardToFront, type StatsReply, type WriteCommand, type WriteReply,
 } from './protocol.js';
 import { BatchRunner } from './ingest.js';
 import { IdAllocator, type Ids } from './ids.js';
 import type { BodyNormalizer } from '../api/validate.js';
 import { Maintenance } from './maintenance.js';
-import { ChangeCollector, ChangeLog, type ChangeStore, type StreamChange } from './changes.js';
+import { ChangeCollector, ChangeLog, OP_CREATE, OP_DELETE, OP_UPDATE, type ChangeStore, type StreamChange } from './changes.js';
 import type { CommitOrder } from './commit_order.js';
 import { errText, log } from '../log.js';
 import { getHeapStatistics } from 'node:v8';
@@ -156,6 +156,7 @@ export class Shard {
       case 'labels':
         this.state.labelsChanged(msg.upsert, msg.remove);
         return null;
+      case 'label': return this.labelChange(msg.rid, msg.change);
       case 'close': return null;
       case 'maintain': return this.maintain(msg.rid, msg.task);
       case 'stats': return this.deliver(this.stats(msg.rid, -1), null);
@@ -355,6 +356,40 @@ export class Shard {
   private sendChanges(reply: ShardToFront): void {
     if (reply.k === 'changes' && reply.stamp && this.order !== null) this.order.order.sent(this.order.shard, reply.stamp);
     this.onReply(reply);
+  }
+
+  /**
+   * A label change the front has made durable (src/http/label_changes.ts), as
+   * this shard's live-stream messages: the designated shard's own message for
+   * the label, then an update for each playbook here that carries it (its list
+   * row shows the label's name), one commit with a journal entry of no events.
+   * The playbook rows are taken from the label replica, which the front's
+   * `labels` message updated before this one came. A shard with nothing to log
+   * stores nothing.
+   */
+  labelChange(rid: number, c: LabelChangeCommand): ShardToFront | null {
+    const reply: LabelReply = { k: 'label', rid, status: 200 };
+    // logged before: the front sends a change again when it could not learn that (a restart)
+    if (c.seq > 0 && c.seq <= this.changes.labelSeq) return this.deliver(reply, null);
+    const changes: StreamChange[] = [];
+    let seq = this.changes.seq;
+    if (c.own) changes.push([++seq, c.op, TYPE_CODE.label, c.id, null, c.row]);
+    if (c.op !== OP_CREATE) {
+      // a new label is on no playbook yet; a rename or delete changes the rows of those it is on
+      for (const agg of this.state.aggregates.values()) {
+        const pb = agg.playbook;
+        if (!pb.labels.includes(c.id)) continue;
+        // a deleted label goes from the playbooks (their rows would skip it anyway: the replica no longer names it)
+        if (c.op === OP_DELETE) pb.labels = pb.labels.filter((l) => l !== c.id);
+        pb.summaryCache = null;
+        changes.push([++seq, OP_UPDATE, TYPE_CODE.playbook, pb.id, pb.id, this.serializer.playbook(agg, 'list')]);
+      }
+    }
+    if (!changes.length) return this.deliver(reply, null);
+    const durable = this.store.write([], [], [], []);
+    if (c.seq > 0) this.changes.noteLabelChange(c.seq);
+    this.logChanges(changes, durable);
+    return this.deliver(reply, durable);
   }
 
   // ---- operations: retention/expiry batches and stats (src/retention.ts, src/metrics.ts) ----

@@ -400,19 +400,18 @@ export class ShardState {
    * Labels were created, renamed or deleted on the front: update the replica,
    * then make one pass over the playbooks (not one per label: after recovery the
    * front re-sends its whole catalogue) to drop cached summaries that show a
-   * changed label and detach deleted ones.
+   * changed label. A deleted label stays on its playbooks until the shard logs
+   * its deletion for the live stream (Shard.labelChange: their updates), which
+   * finds them by it; meanwhile rows skip it (the replica no longer names it).
    */
   labelsChanged(upsert: ReadonlyArray<readonly [number, string]>, remove: readonly number[]): void {
     const changed = new Set<number>();
     for (const [id, name] of upsert) { if (this.labels.get(id) !== name) changed.add(id); this.labels.set(id, name); }
-    const removed = new Set(remove);
-    for (const id of remove) { this.labels.delete(id); changed.add(id); }
+    for (const id of remove) { if (this.labels.delete(id)) changed.add(id); }
     if (changed.size === 0) return;
     for (const agg of this.aggregates.values()) {
       const pb = agg.playbook;
-      if (!pb.labels.some((l) => changed.has(l))) continue;
-      pb.summaryCache = null;
-      if (removed.size) pb.labels = pb.labels.filter((l) => !removed.has(l));
+      if (pb.labels.some((l) => changed.has(l))) pb.summaryCache = null;
     }
   }
 

@@ -69,6 +69,8 @@ export interface LmdbStoreOptions {
 
 const META_KEY = 0;
 const HEAD_KEY = 'head';
+/** head table: the version of this record is the front's number of the last label change logged (ChangeStore.noteLabelChange) */
+const LABEL_CHANGE_KEY = 'label-change';
 
 export class LmdbShardStore implements DurableShardStore {
   private readonly env: RootDatabase;
@@ -282,6 +284,15 @@ export class LmdbShardStore implements DurableShardStore {
       // plain msgpack (protocol.ts encode), which this table's decoder reads as it reads its own
       void this.changes.put(changes[0]![0], asBinary(packed) as unknown as StreamChange[]);
     });
+  }
+
+  /** The label change a commit logged: issued right after its write(), on the same condition as appendChanges. */
+  noteLabelChange(seq: number): void {
+    void this.heads.ifVersion(HEAD_KEY, this.head!, () => { void this.heads.put(LABEL_CHANGE_KEY, null, seq); });
+  }
+
+  labelChangeSeq(): number {
+    return this.heads.getEntry(LABEL_CHANGE_KEY)?.version ?? 0;
   }
 
   /** Changes with from < seq <= to, oldest first, at most `limit`. */
