@@ -19,6 +19,7 @@ import { Guard } from './guard.js';
 import { Ingest } from './ingest.js';
 import { LabelResource } from './label_resource.js';
 import { LabelCatalogue, type LabelStore } from './labels.js';
+import { LabelChanges, type LabelChangeStore } from './label_changes.js';
 import type { StoredLabel } from '../store/front_store.js';
 import { parseQuery } from './page_links.js';
 import { Reads } from './reads.js';
@@ -84,6 +85,8 @@ function announcesBody(req: HttpRequest, method: string, length: string): boolea
 export class Front {
   private readonly dir: Directory;
   private readonly labels: LabelCatalogue;
+  /** the live stream's log of label changes: each is logged by the shards (src/http/label_changes.ts) */
+  private readonly labelChanges: LabelChanges;
   /** false until every shard has recovered: requests get 503 meanwhile */
   ready = false;
   private readonly normalizer: BodyNormalizer;
@@ -123,6 +126,10 @@ export class Front {
       refused: () => this.admission.totals(),
     });
     this.labels = new LabelCatalogue(labelStore);
+    // front.mdb keeps the changes until every shard has logged them; the cluster's label stream does not
+    const changeStore = labelStore !== null && 'putLabelChange' in labelStore ? labelStore as LabelStore & LabelChangeStore : null;
+    this.labelChanges = new LabelChanges(changeStore);
+    this.labels.changes = this.labelChanges;
     this.normalizer = new BodyNormalizer(compileWriteValidators(), {
       ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,
     });
@@ -141,7 +148,6 @@ export class Front {
     this.labelResource = new LabelResource({
       labels: this.labels, dir: this.dir, broadcast: broadcastLabels,
       envelope: (ex, parsed, count, rows, offset) => this.reads.envelope(ex, parsed, count, rows, offset),
-      changed: (op, id, row) => this.stream.label(op, id, row),
     });
     this.ingest = new Ingest({
       pool, dir: this.dir, labels: this.labels, normalizer: this.normalizer, maxBodyBytes: config.maxBodyBytes, broadcastLabels,
@@ -157,6 +163,7 @@ export class Front {
 
   close(): void {
     this.admission.stop();
+    this.labelChanges.close();
     this.stream.closeAll();
     this.guard.close();
   }
@@ -174,6 +181,8 @@ export class Front {
     if (upsert.length) this.pool.broadcast({ k: 'labels', upsert, remove: [] });
     pool.onRestart = (msg) => this.shardRestarted(msg);
     this.stream.start(pool, ready);
+    // after the replica: label changes a previous run did not get logged by every shard go first
+    this.labelChanges.start(pool);
     this.admission.start();
     this.ready = true;
   }
@@ -187,6 +196,7 @@ export class Front {
     this.stream.shardRestarted(msg);
     const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
     if (upsert.length) this.pool.send(msg.shard, { k: 'labels', upsert, remove: [] }, null);
+    this.labelChanges.shardRestarted(); // one it could not log is tried again at once
     this.metrics.shardRecovery.set({ shard: String(msg.shard) }, msg.recovery.ms / 1000);
   }
 

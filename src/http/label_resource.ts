@@ -1,7 +1,8 @@
 // The label resource (/api/v1/labels): labels are unique by name across all
 // playbooks, so the front owns them (LabelCatalogue, persisted in front.mdb)
 // and answers their requests itself; every change is broadcast to the shards'
-// replicas, and a reply leaves only once the change is durable.
+// replicas, and a reply leaves only once the change is durable and logged for
+// the live stream by the shards (label_changes.ts).
 import { compareRows } from '../api/order.js';
 import { Errors } from '../api/errors.js';
 import { WRITE_FIELDS } from '../api/resources.js';
@@ -14,7 +15,6 @@ import type { Label, LabelCatalogue } from './labels.js';
 import type { ParsedPage } from './reads.js';
 import { reply } from './respond.js';
 import type { Req } from './routes.js';
-import { OP_CREATE, OP_DELETE, OP_UPDATE } from '../shard/changes.js';
 
 export interface LabelDeps {
   labels: LabelCatalogue;
@@ -23,8 +23,6 @@ export interface LabelDeps {
   broadcast: (upsert: Array<[number, string]>, remove: number[]) => void;
   /** `offset`: a keyset page's position (default parsed.offset) */
   envelope: (ex: Req, parsed: ParsedPage, count: number, rows: ListRow[], offset?: number) => void;
-  /** live stream (src/http/stream.ts): a label changed durably (row null on delete) */
-  changed?: (op: number, id: number, row: string | null) => void;
 }
 
 export class LabelResource {
@@ -50,10 +48,7 @@ export class LabelResource {
     else persisted = labels.touch(label, name ?? label.name, now);
     this.deps.broadcast([[label.id, label.name]], []);
     const body = ex.minimal ? `{"id":${label.id}}` : label.toJSON();
-    const row = label.toJSON();
-    const op = ex.method === 'POST' ? OP_CREATE : OP_UPDATE;
-    const labelId = label.id;
-    afterDurable(persisted, () => { this.deps.changed?.(op, labelId, row); reply(ex, ex.method === 'POST' ? 201 : 200, body); }, ex);
+    afterDurable(persisted, () => reply(ex, ex.method === 'POST' ? 201 : 200, body), ex);
   }
 
   remove(ex: Req, id: number): void {
@@ -61,7 +56,7 @@ export class LabelResource {
     if (!label) return reply(ex, 404, Errors.notFound());
     const persisted = this.deps.labels.remove(label);
     this.deps.broadcast([], [id]);
-    afterDurable(persisted, () => { this.deps.changed?.(OP_DELETE, id, null); reply(ex, 204, null); }, ex);
+    afterDurable(persisted, () => reply(ex, 204, null), ex);
   }
 
   list(ex: Req, parsed: ParsedPage): void {

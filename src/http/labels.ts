@@ -1,8 +1,13 @@
 // The label catalogue: labels are unique by name across all playbooks, so one
 // owner (the front) keeps them, persists them (FrontStore) and broadcasts every
 // change to the shards, which hold an id → name replica for rendering playbooks.
+// Every change it makes is also handed to the live stream's log of label
+// changes (label_changes.ts) in the same turn as its write, and what a caller
+// waits for is that: stored, then logged by the shards.
 import { formatTimestamp } from '../api/time.js';
+import { OP_CREATE, OP_DELETE, OP_UPDATE } from '../shard/changes.js';
 import type { StoredLabel } from '../store/front_store.js';
+import type { LabelChanges } from './label_changes.js';
 
 /** Where the catalogue keeps its labels: front.mdb (FrontStore), or the cluster's label stream (src/cluster/labels.ts). */
 export interface LabelStore {
@@ -38,7 +43,7 @@ export interface Resolved {
   created: Label[];
   /** provisional labels this write holds a claim on */
   claims: number[];
-  /** resolves when the created labels are durable (null: none created) */
+  /** resolves when the created labels are durable and logged for the live stream (null: none created) */
   persisted: Promise<unknown> | null;
 }
 
@@ -58,6 +63,12 @@ export class LabelCatalogue {
    * the shards' replicas must learn it (set by the front).
    */
   onResync: ((change: { upsert: Array<[number, string]>; remove: number[] }) => void) | null = null;
+  /**
+   * The live stream's log of label changes (set by the front). Changes that
+   * reach the catalogue from elsewhere (another node's, in cluster mode; a
+   * failed write set back) are not this catalogue's to log.
+   */
+  changes: LabelChanges | null = null;
 
   constructor(private readonly store: LabelStore | null) {}
 
@@ -84,8 +95,10 @@ export class LabelCatalogue {
     this.byName.set(label.name, label);
   }
 
-  private persist(label: Label): Promise<unknown> | null {
-    return this.store ? this.tracked(label.id, this.store.putLabel(label.id, { name: label.name, created: label.created, updated: label.updated })) : null;
+  /** Store a created or changed label; resolves once it is stored and its change logged for the live stream. */
+  private persist(label: Label, op: number): Promise<unknown> | null {
+    const stored = this.store ? this.tracked(label.id, this.store.putLabel(label.id, { name: label.name, created: label.created, updated: label.updated })) : null;
+    return this.changes ? this.changes.record(op, label.id, label.toJSON(), stored) : stored;
   }
 
   /**
@@ -115,7 +128,7 @@ export class LabelCatalogue {
     const label = new Label(id, name, now);
     this.add(label);
     this.provisional.delete(id);
-    return { label, persisted: this.persist(label) };
+    return { label, persisted: this.persist(label, OP_CREATE) };
   }
 
   touch(label: Label, name: string, now: number): Promise<unknown> | null {
@@ -126,14 +139,15 @@ export class LabelCatalogue {
     }
     label.updated = now;
     this.provisional.delete(label.id);
-    return this.persist(label);
+    return this.persist(label, OP_UPDATE);
   }
 
   remove(label: Label): Promise<unknown> | null {
     this.byId.delete(label.id);
     if (this.byName.get(label.name) === label) this.byName.delete(label.name);
     this.provisional.delete(label.id);
-    return this.store ? this.tracked(label.id, this.store.removeLabel(label.id)) : null;
+    const stored = this.store ? this.tracked(label.id, this.store.removeLabel(label.id)) : null;
+    return this.changes ? this.changes.record(OP_DELETE, label.id, null, stored) : stored;
   }
 
   /**
@@ -171,7 +185,7 @@ export class LabelCatalogue {
         this.add(label);
         this.provisional.set(label.id, { refs: 0 });
         out.created.push(label);
-        const p = this.persist(label);
+        const p = this.persist(label, OP_CREATE);
         if (p) writes.push(p);
       }
       const claim = this.provisional.get(label.id);

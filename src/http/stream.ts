@@ -394,16 +394,6 @@ export class Stream {
     }
   }
 
-  /** A label changed on the front (labels are not numbered by any shard: live only, not replayed). */
-  label(op: number, id: number, row: string | null): void {
-    if (this.everyPlaybook.size === 0 && this.allChannels.size === 0) return;
-    const cursor = encodeCursor(this.positions);
-    const o = new Outgoing(-1, 0, TYPE_CODE.label, null, cursor, changeJson(cursor, op, TYPE_CODE.label, id, null, row));
-    const whole = new WholeCommit([o]);
-    for (const ch of this.allChannels.values()) ch.append(whole.part(ch.types));
-    for (const sub of this.everyPlaybook) this.deliver(sub, [o], null);
-  }
-
   private deliver(sub: Subscriber, out: readonly Outgoing[], whole: WholeCommit | null): void {
     if (sub.closed) return;
     if (sub.replaying > 0) { this.hold(sub, out); return; }
@@ -421,11 +411,11 @@ export class Stream {
     let picked: Outgoing[] | null = null;
     for (let i = 0; i < out.length; i++) {
       const o = out[i]!;
-      if ((o.shard >= 0 && o.seq <= sub.pos[o.shard]!) || !sub.wants(o.code, o.playbook)) {
+      if (o.seq <= sub.pos[o.shard]! || !sub.wants(o.code, o.playbook)) {
         picked ??= out.slice(0, i);
         continue;
       }
-      if (o.shard >= 0) sub.pos[o.shard] = o.seq;
+      sub.pos[o.shard] = o.seq;
       picked?.push(o);
     }
     const messages = picked ?? out;

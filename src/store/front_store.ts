@@ -1,11 +1,14 @@
 // The front's own persistence, in <dataDir>/front.mdb: the on-disk format
 // version (checked before anything else opens), the shard count the data was
-// written with, and the label catalogue (the front owns labels). A pid lock
-// file keeps two logbooks from sharing one data directory.
+// written with, the label catalogue (the front owns labels), and the label
+// changes not yet logged by every shard for the live stream
+// (src/http/label_changes.ts). A pid lock file keeps two logbooks from sharing
+// one data directory.
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { closeSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { LabelStore } from '../http/labels.js';
+import type { LabelChangeStore, StoredLabelChange } from '../http/label_changes.js';
 import { log } from '../log.js';
 import { closeEnv } from './lmdb_close.js';
 import { commitCause, flushedOf } from './lmdb_commit.js';
@@ -29,6 +32,8 @@ export class StoreError extends Error {}
 interface FormatRecord { format: number; shards: number; created: string }
 /** meta key of the highest label id ever created: deleted label ids are never handed out again */
 const LABEL_HIGH_WATER = 'labelMaxId';
+/** meta key of the highest number given to a label change: numbers are never given twice (shards log each once) */
+const LABEL_CHANGE_SEQ = 'labelChangeSeq';
 export interface StoredLabel { name: string; created: number; updated: number }
 
 /** Take the data directory: refuse it if another live process holds it. */
@@ -88,16 +93,19 @@ function alive(pid: number): boolean {
   try { process.kill(pid, 0); return true; } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM'; }
 }
 
-export class FrontStore implements LabelStore {
+export class FrontStore implements LabelStore, LabelChangeStore {
   private readonly env: RootDatabase;
   private readonly meta: Database<any, string>;
   private labelHighWater = 0;
   readonly labels: Database<StoredLabel, number>;
+  /** label changes not yet logged by every shard, by number (an older binary ignores this table) */
+  private readonly labelChanges: Database<StoredLabelChange, number>;
 
   constructor(dataDir: string) {
     this.env = open({ path: join(dataDir, 'front.mdb'), maxDbs: 4, overlappingSync: true, separateFlushed: true });
     this.meta = this.env.openDB({ name: 'meta', encoding: 'msgpack' });
     this.labels = this.env.openDB({ name: 'labels', keyEncoding: 'uint32', encoding: 'msgpack' });
+    this.labelChanges = this.env.openDB({ name: 'label_changes', keyEncoding: 'uint32', encoding: 'msgpack' });
   }
 
   /**
@@ -140,6 +148,27 @@ export class FrontStore implements LabelStore {
 
   *allLabels(): Iterable<[number, StoredLabel]> {
     for (const { key, value } of this.labels.getRange()) yield [key, value];
+  }
+
+  // ---- label changes for the live stream (src/http/label_changes.ts) ----
+
+  labelChangeSeq(): number {
+    return Number(this.meta.get(LABEL_CHANGE_SEQ) ?? 0);
+  }
+
+  /** Issued in the label write's turn: one transaction with it, which reports for both (these promises are not watched). */
+  putLabelChange(seq: number, change: StoredLabelChange): void {
+    this.meta.put(LABEL_CHANGE_SEQ, seq).catch(() => {});
+    this.labelChanges.put(seq, change).catch(() => {});
+  }
+
+  /** Not waited for: a change kept after it was logged is sent again after a restart, and the shards skip it. */
+  removeLabelChange(seq: number): void {
+    this.labelChanges.remove(seq).catch(() => {});
+  }
+
+  *pendingLabelChanges(): Iterable<[number, StoredLabelChange]> {
+    for (const { key, value } of this.labelChanges.getRange()) yield [key, value];
   }
 
   async close(): Promise<void> {

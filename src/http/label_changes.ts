@@ -1,0 +1,219 @@
+// The live stream's label messages (SPEC §14). The label catalogue is the
+// front's (labels.ts, front.mdb), but a stream message needs a place in the
+// shards' numbered, journaled change logs: a cursor of its own, and replay by
+// `since`, also after a restart. So every durable label change is sent to the
+// shards as a commit of theirs (Shard.labelChange): the designated shard logs
+// the label's own message, and each shard an update for every playbook of its
+// own that carries the label (their list rows show its name).
+//
+// Two stores, two transactions. A change is numbered and kept in front.mdb (the
+// label_changes table) in the same transaction as the label itself, until every
+// shard has logged it; after a restart the front sends what is still kept again,
+// and a shard logs each number once (it stores the last one it logged with its
+// changes). So a stored label change reaches the stream once, also when the
+// process dies between the two.
+//
+// One change at a time, in the order they were made: the designated shard
+// first (the label's message comes before the playbook updates it causes), then
+// the others together (none for a create: a new label is on no playbook yet). A
+// request that changed a label is answered once its change is logged, so a
+// client that has the answer and then subscribes is not sent it. A change a
+// shard could not log (down, overloaded, a failed commit) is tried again, before
+// any later one, every RETRY_MS and when the shard restarts; the requests that
+// made it and the ones behind it are answered meanwhile (their labels are
+// stored; the messages follow).
+import { log } from '../log.js';
+import { OP_CREATE } from '../shard/changes.js';
+import type { LabelChangeCommand, Reply } from '../shard/protocol.js';
+import type { Shards } from '../shard/shards.js';
+
+/** What front.mdb keeps of a label change until every shard has logged it. */
+export interface StoredLabelChange { op: number; id: number; row: string | null }
+
+/** Where the changes are kept (FrontStore); absent (cluster mode): changes are not numbered, kept, nor tried again. */
+export interface LabelChangeStore {
+  /** the highest number given to a change (0: none) */
+  labelChangeSeq(): number;
+  /** keep a change (and its number as the highest): called in the same turn as the label's own write, so one transaction */
+  putLabelChange(seq: number, change: StoredLabelChange): void;
+  /** every shard has logged it */
+  removeLabelChange(seq: number): void;
+  /** the changes kept, oldest first */
+  pendingLabelChanges(): Iterable<[number, StoredLabelChange]>;
+}
+
+/** The shard that logs the labels' own messages. */
+export const LABEL_SHARD = 0;
+const RETRY_MS = 1000;
+
+interface Entry {
+  change: LabelChangeCommand;
+  /** resolves once the label's write is durable (null: nothing to wait for); rejects when it failed */
+  stored: Promise<unknown> | null;
+  /** the designated shard has logged it */
+  labelLogged: boolean;
+  /** the other shards that have not logged it yet (null: not sent to them yet) */
+  others: Set<number> | null;
+  /** the requests waiting for it */
+  waiters: Array<() => void>;
+}
+
+export class LabelChanges {
+  private pool: Shards | null = null;
+  private readonly queue: Entry[] = [];
+  private seq = 0;
+  /** the first change of the queue is on its way to the shards */
+  private busy = false;
+  /** the first change could not be logged everywhere: it is tried again */
+  private stuck = false;
+  private retry: NodeJS.Timeout | null = null;
+  /** shutting down: changes go on as usual (their requests are drained), but none is tried again */
+  private closing = false;
+
+  constructor(private readonly store: LabelChangeStore | null) {
+    // numbers go on from the last one given, whatever happens before start()
+    this.seq = store?.labelChangeSeq() ?? 0;
+  }
+
+  /**
+   * The shards have recovered: changes a previous run kept (it stopped before
+   * every shard had logged them) go first, then those made since.
+   */
+  start(pool: Shards): void {
+    this.pool = pool;
+    if (this.store !== null) {
+      const kept: Entry[] = [];
+      for (const [seq, c] of this.store.pendingLabelChanges()) {
+        if (seq > this.seq) this.seq = seq;
+        kept.push(entry({ seq, op: c.op, id: c.id, row: c.row, own: true }, null));
+      }
+      if (kept.length) log.info('live stream: label changes not logged by every shard are sent again', { changes: kept.length });
+      this.queue.unshift(...kept);
+    }
+    this.pump();
+  }
+
+  /**
+   * A label change, made in this turn (`stored`: its write to the catalogue's
+   * store, issued in this turn too, so it and the change are one transaction).
+   * Resolves when the request may be answered: its change is logged (or cannot
+   * be for now); rejects as `stored` does.
+   */
+  record(op: number, id: number, row: string | null, stored: Promise<unknown> | null): Promise<unknown> {
+    const seq = this.store === null ? 0 : ++this.seq;
+    if (this.store !== null) this.store.putLabelChange(seq, { op, id, row });
+    const e = entry({ seq, op, id, row, own: true }, stored);
+    const logged = new Promise<void>((resolve) => { e.waiters.push(resolve); });
+    // behind a change that is being tried again: answered once stored
+    if (this.stuck) this.answer(e);
+    this.queue.push(e);
+    this.pump();
+    return stored === null ? logged : stored.then(() => logged);
+  }
+
+  /** A restarted shard may log what it could not. */
+  shardRestarted(): void {
+    if (!this.stuck || this.retry === null) return;
+    clearTimeout(this.retry);
+    this.retry = null;
+    this.send(this.queue[0]!);
+  }
+
+  /** Shutting down: a change that cannot be logged now stays kept in front.mdb for the next start. */
+  close(): void {
+    this.closing = true;
+    if (this.retry !== null) clearTimeout(this.retry);
+    this.retry = null;
+    if (this.stuck) for (const e of this.queue) this.answer(e);
+  }
+
+  private pump(): void {
+    if (this.busy || this.pool === null || !this.queue.length) return;
+    const e = this.queue[0]!;
+    this.busy = true;
+    // never in the turn of the change: the `labels` message the caller sends the shards in it goes first
+    (e.stored ?? Promise.resolve()).then(() => this.send(e), () => {
+      // not stored (nor was its number, in the same transaction): there is nothing to log
+      this.next(e);
+    });
+  }
+
+  private send(e: Entry): void {
+    const pool = this.pool!;
+    const change = e.change;
+    if (!e.labelLogged) {
+      pool.send(LABEL_SHARD, { k: 'label', rid: 0, change }, (r: Reply) => {
+        if (!ok(r)) { this.failed(e, LABEL_SHARD, r); return; }
+        e.labelLogged = true;
+        this.send(e);
+      }, null);
+      return;
+    }
+    if (e.others === null) {
+      e.others = new Set();
+      if (change.op !== OP_CREATE) for (let shard = 0; shard < pool.size; shard++) if (shard !== LABEL_SHARD) e.others.add(shard);
+    }
+    if (e.others.size === 0) { this.done(e); return; }
+    const others = { ...change, own: false };
+    let waiting = e.others.size;
+    let failure: [number, Reply] | null = null;
+    for (const shard of [...e.others]) {
+      pool.send(shard, { k: 'label', rid: 0, change: others }, (r: Reply) => {
+        if (ok(r)) e.others!.delete(shard); else failure ??= [shard, r];
+        if (--waiting > 0) return;
+        if (failure === null) this.done(e); else this.failed(e, failure[0], failure[1]);
+      }, null);
+    }
+  }
+
+  /** Every shard has logged the change. */
+  private done(e: Entry): void {
+    if (e.change.seq > 0) this.store?.removeLabelChange(e.change.seq);
+    if (this.stuck) log.info('live stream: a label change was logged after all', { label: e.change.id, change: e.change.seq });
+    this.stuck = false;
+    this.answer(e);
+    this.next(e);
+  }
+
+  private next(e: Entry): void {
+    if (this.queue[0] === e) this.queue.shift();
+    this.busy = false;
+    this.pump();
+  }
+
+  /**
+   * A shard could not log the change. A numbered change is tried again (the
+   * shards log a number once); one that is not (cluster mode: the shard may
+   * have logged it and its answer got lost) is given up.
+   */
+  private failed(e: Entry, shard: number, r: Reply): void {
+    const why = 'body' in r && typeof r.body === 'string' ? r.body : String(r.status);
+    if (e.change.seq === 0) {
+      log.warn('live stream: a label change could not be logged; it is not streamed', { label: e.change.id, shard, why });
+      this.answer(e);
+      this.next(e);
+      return;
+    }
+    if (!this.stuck) log.warn('live stream: a label change could not be logged yet; trying again', { label: e.change.id, change: e.change.seq, shard, why });
+    this.stuck = true;
+    // its request and those behind it need not wait: their labels are stored
+    for (const q of this.queue) this.answer(q);
+    if (this.closing) return; // kept in front.mdb: the next start sends it
+    this.retry = setTimeout(() => { this.retry = null; this.send(e); }, RETRY_MS);
+    this.retry.unref();
+  }
+
+  private answer(e: Entry): void {
+    const waiters = e.waiters;
+    e.waiters = [];
+    for (const w of waiters) w();
+  }
+}
+
+function entry(change: LabelChangeCommand, stored: Promise<unknown> | null): Entry {
+  return { change, stored, labelLogged: false, others: null, waiters: [] };
+}
+
+function ok(r: Reply): boolean {
+  return r.k === 'label' && r.status === 200;
+}
