@@ -5,7 +5,9 @@
 // A commit's changes are, in order of application: one create/update/delete per
 // record written (a cascading delete is one delete, for the record named), then
 // one update per record whose derived fields (items, host counters) changed
-// because of them, at most one per record per commit. Rows are taken when the
+// because of them, or whose row shows a field of another record they changed
+// (a task's `path` is its file's), at most one per record per commit. (A
+// playbook's label names change with the label: Shard.labelChange.) Rows are taken when the
 // commit is staged: as JSON text, except a result's, which is its fields
 // (ResultListFields; most of a batch's changes) that the front renders once per
 // change, and only when a subscriber is sent it. Either way every subscriber
@@ -42,6 +44,8 @@ interface Derived { t: EventType; id: number; p: number; before: string }
 export class ChangeCollector {
   private readonly direct = new Map<number, Direct>();
   private readonly derived = new Map<number, Derived>();
+  /** records whose rows show a field another record's write changed (rare: made when needed) */
+  private shown: Map<number, Direct> | null = null;
 
   /** Before an event is applied: remember the derived values it may change. */
   before(state: ShardState, ev: Event): void {
@@ -78,6 +82,18 @@ export class ChangeCollector {
         if (ev.e === 'create') this.candidate(state, 'playbook', ev.p, ev.p);
         return;
       }
+      case 'file': {
+        if (ev.e === 'create') { this.candidate(state, 'playbook', ev.p, ev.p); return; }
+        if (ev.e !== 'update') return; // a delete went above (its tasks go with it)
+        // a new path is on the list rows of the file's tasks
+        const file = state.files.get(ev.id);
+        if (file === undefined || typeof ev.d.path !== 'string' || ev.d.path === file.path) return;
+        this.shown ??= new Map();
+        for (const task of agg.tasks.values()) {
+          if (task.file === ev.id) this.shown.set(keyOf('task', task.id), { t: 'task', id: task.id, p: ev.p, op: OP_UPDATE });
+        }
+        return;
+      }
       default:
         if (ev.e === 'create') this.candidate(state, 'playbook', ev.p, ev.p);
     }
@@ -104,6 +120,7 @@ export class ChangeCollector {
     for (const [key, d] of this.derived) {
       if (exists(state, d.t, d.id) && fingerprint(state, d.t, d.id) !== d.before) moved.add(key);
     }
+    if (this.shown !== null) for (const [key, d] of this.shown) if (exists(state, d.t, d.id)) moved.add(key);
     for (const [key, c] of this.direct) {
       if (c.op === OP_DELETE) { out.push([++seq, OP_DELETE, TYPE_CODE[c.t], c.id, c.p, null]); continue; }
       if (c.op === OP_UPDATE && moved.has(key)) continue; // sent once, after what changed its derived fields
@@ -112,7 +129,7 @@ export class ChangeCollector {
     }
     for (const key of moved) {
       if (this.direct.get(key)?.op === OP_CREATE) continue; // its create already carries the final row
-      const d = this.derived.get(key)!;
+      const d = this.derived.get(key) ?? this.shown!.get(key)!;
       const row = listRow(state, serializer, d.t, d.id);
       if (row !== null) out.push([++seq, OP_UPDATE, TYPE_CODE[d.t], d.id, d.p, row]);
     }
