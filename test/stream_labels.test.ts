@@ -1,0 +1,282 @@
+// The live stream (SPEC §14) for what a write changes beyond its own record:
+// labels (created, renamed, deleted; also get-or-created by a playbook write)
+// and the rows that show another record's fields (a playbook's label names, a
+// task's file path). Every message has its own cursor; a label change is
+// replayed by `since` with the cursor it had live, also after a restart; a
+// label rename or delete sends an `update` for each playbook carrying the
+// label, and a file's path rename one for each task showing that path.
+import test from 'ava';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { open } from 'lmdb';
+import { api, startLogbook, type Logbook } from './helpers/server.js';
+import {
+  SERVER_ENV, SHARDS, createFile, createLabel, createPlay, createPlaybook, createPlaybookOnShard, createTask, createTree,
+  del, patch, serveForFile, uniq,
+} from './helpers/fixtures.js';
+import { openSse, openWs, type StreamClient, type StreamMessage } from './helpers/stream.js';
+
+let lb: Logbook;
+serveForFile((l) => { lb = l; }, SERVER_ENV);
+
+const isChange = (m: StreamMessage) => m.data.op !== 'hello' && m.data.op !== 'reset';
+/** What a client sees of a change: its cursor and what it is about. */
+const seen = (ms: StreamMessage[]) => ms.filter(isChange).map((m) => `${m.data.cursor} ${m.data.op} ${m.data.type} ${m.data.id}`);
+const is = (op: string, type: string, id: number) => (m: StreamMessage) => m.data.op === op && m.data.type === type && m.data.id === id;
+const labelNames = (row: any): string[] => row.labels.map((l: any) => l.name).sort();
+
+async function untilSeen(client: StreamClient, pred: (m: StreamMessage) => boolean): Promise<StreamMessage[]> {
+  return client.waitFor((ms) => ms.some(pred), 60_000);
+}
+
+/** Messages up to and including the first that matches `pred`. */
+function upTo(ms: StreamMessage[], pred: (m: StreamMessage) => boolean): StreamMessage[] {
+  const i = ms.findIndex(pred);
+  return i < 0 ? ms : ms.slice(0, i + 1);
+}
+
+test.serial('every message has its own cursor: label creates too (POST, and get-or-created by a playbook write)', async (t) => {
+  const s = await openSse(lb.url);
+  try {
+    await s.waitFor(1);
+    const before = await createPlaybook(lb.url);
+    await untilSeen(s, is('create', 'playbook', before.id));
+    const posted = await createLabel(lb.url);
+    const name = uniq('implied');
+    const pb = await createPlaybook(lb.url, { labels: [name] });
+    const implied = pb.labels.find((l: any) => l.name === name);
+    const ms = await untilSeen(s, is('create', 'playbook', pb.id));
+    await untilSeen(s, is('create', 'label', implied.id));
+    const cursors = ms.map((m) => m.data.cursor);
+    t.is(new Set(cursors).size, cursors.length, `no two messages share a cursor: ${JSON.stringify(ms.map((m) => [m.data.op, m.data.type, m.data.id, m.data.cursor]))}`);
+    const created = ms.find(is('create', 'label', posted.id));
+    t.truthy(created, 'the posted label is sent');
+    t.deepEqual(created!.data.row, posted);
+    t.is(created!.data.playbook, null);
+    t.is(created!.id, created!.data.cursor, 'SSE id: is the cursor');
+    const impliedAt = ms.findIndex(is('create', 'label', implied.id));
+    t.true(impliedAt >= 0, 'a label get-or-created by a playbook write is sent');
+    t.deepEqual(ms[impliedAt]!.data.row.name, name);
+    t.true(impliedAt < ms.findIndex(is('create', 'playbook', pb.id)), 'before the playbook that shows it');
+
+    // acknowledged before a client subscribes: not sent to it
+    const late = await createLabel(lb.url);
+    const after = await openWs(lb.url, '?type=label&type=playbook');
+    try {
+      await after.waitFor(1);
+      const marker = await createPlaybook(lb.url);
+      await untilSeen(after, is('create', 'playbook', marker.id));
+      t.false(after.messages.some(is('create', 'label', late.id)), 'the 201 came after its message was counted');
+    } finally { after.close(); }
+  } finally { s.close(); }
+});
+
+test.serial('a label rename or delete sends an update for each playbook carrying it, after the label\'s own message', async (t) => {
+  const label = await createLabel(lb.url);
+  const other = await createLabel(lb.url);
+  const carrying: any[] = [];
+  for (let shard = 0; shard < SHARDS; shard++) {
+    carrying.push(await createPlaybookOnShard(lb.url, shard, { labels: [label.name, other.name] }));
+  }
+  const without = await createPlaybook(lb.url, { labels: [other.name] });
+  const s = await openWs(lb.url);
+  const one = await openSse(lb.url, `?playbook=${carrying[1].id}`);
+  try {
+    await Promise.all([s.waitFor(1), one.waitFor(1)]);
+    const renamed = uniq('renamed');
+    await patch(lb.url, `/api/v1/labels/${label.id}`, { name: renamed });
+    for (const pb of carrying) await untilSeen(s, is('update', 'playbook', pb.id));
+    const afterRename = s.messages.slice();
+    const labelAt = afterRename.findIndex(is('update', 'label', label.id));
+    t.true(labelAt > 0, 'the label update is sent');
+    t.is(afterRename[labelAt]!.data.row.name, renamed);
+    for (const pb of carrying) {
+      const at = afterRename.findIndex(is('update', 'playbook', pb.id));
+      t.true(at > labelAt, `playbook ${pb.id} after the label's own message`);
+      t.deepEqual(labelNames(afterRename[at]!.data.row), [other.name, renamed].sort(), 'its row shows the new name');
+      t.is(afterRename.filter(is('update', 'playbook', pb.id)).length, 1, 'one update per playbook');
+    }
+    const listed = (await api(lb.url, 'GET', `/api/v1/playbooks?path=${encodeURIComponent(carrying[0].path)}`)).body.results
+      .find((r: any) => r.id === carrying[0].id);
+    t.deepEqual(afterRename.find(is('update', 'playbook', carrying[0].id))!.data.row, listed, 'the row is the list row');
+
+    await del(lb.url, `/api/v1/labels/${label.id}`);
+    await untilSeen(s, is('delete', 'label', label.id));
+    for (const pb of carrying) await s.waitFor((ms) => ms.filter(is('update', 'playbook', pb.id)).length >= 2, 60_000);
+    const afterDelete = s.messages.slice(afterRename.length);
+    const deletedAt = afterDelete.findIndex(is('delete', 'label', label.id));
+    t.is(afterDelete[deletedAt]!.data.row, null);
+    for (const pb of carrying) {
+      const at = afterDelete.findIndex(is('update', 'playbook', pb.id));
+      t.true(at > deletedAt, `playbook ${pb.id} after the delete`);
+      t.deepEqual(labelNames(afterDelete[at]!.data.row), [other.name], 'its row no longer shows the label');
+    }
+    // a playbook that does not carry the label is not updated
+    const marker = await createPlaybook(lb.url);
+    await untilSeen(s, is('create', 'playbook', marker.id));
+    t.false(s.messages.some((m) => m.data.type === 'playbook' && m.data.id === without.id), 'nothing for a playbook without the label');
+    // a stream of one playbook gets that playbook's updates (labels themselves have playbook null)
+    await one.waitFor((ms) => ms.filter(is('update', 'playbook', carrying[1].id)).length >= 2, 60_000);
+    t.true(one.messages.filter(isChange).every((m) => m.data.playbook === carrying[1].id));
+  } finally { s.close(); one.close(); }
+});
+
+test.serial('a file path rename sends an update for each task showing the path', async (t) => {
+  const tree = await createTree(lb.url);
+  const second = await createTask(lb.url, { playbook: tree.playbook, play: tree.play, file: tree.file });
+  const otherFile = await createFile(lb.url, tree.playbook);
+  const elsewhere = await createTask(lb.url, { playbook: tree.playbook, play: tree.play, file: otherFile.id });
+  const s = await openSse(lb.url, `?playbook=${tree.playbook}`);
+  try {
+    await s.waitFor(1);
+    const path = `/work/${uniq('renamed')}.yml`;
+    await patch(lb.url, `/api/v1/files/${tree.file}`, { path });
+    await untilSeen(s, is('update', 'task', second.id));
+    await untilSeen(s, is('update', 'task', tree.task));
+    const marker = (await createPlay(lb.url, tree.playbook)).id;
+    await untilSeen(s, is('create', 'play', marker));
+    const ms = s.messages.filter(isChange);
+    t.is(ms[0]!.data.type, 'file', 'the file first');
+    t.is(ms[0]!.data.row.path, path);
+    for (const task of [tree.task, second.id]) {
+      const updates = ms.filter(is('update', 'task', task));
+      t.is(updates.length, 1, `one update for task ${task}`);
+      t.is(updates[0]!.data.row.path, path, 'its row shows the new path');
+    }
+    t.false(ms.some((m) => m.data.type === 'task' && m.data.id === elsewhere.id), 'nothing for a task of another file');
+    // a PATCH that leaves the path as it is changes no task row
+    const at = s.messages.length;
+    await patch(lb.url, `/api/v1/files/${tree.file}`, { path });
+    const again = (await createPlay(lb.url, tree.playbook)).id;
+    await untilSeen(s, is('create', 'play', again));
+    t.false(s.messages.slice(at).some((m) => m.data.type === 'task'));
+  } finally { s.close(); }
+});
+
+test('since replays label creates, renames and deletes with the cursors they had live, also after a restart', async (t) => {
+  t.timeout(180_000);
+  const dataDir = mkdtempSync(join(tmpdir(), 'logbook-stream-labels-'));
+  let server: Logbook | null = await startLogbook({ dataDir, env: SERVER_ENV });
+  try {
+    const url = server.url;
+    const watcher = await openSse(url);
+    const [hello] = await watcher.waitFor(1);
+    const cut = hello!.data.cursor as string;
+    const label = await createLabel(url);
+    const carriers: any[] = [];
+    for (let shard = 0; shard < SHARDS; shard++) carriers.push(await createPlaybookOnShard(url, shard, { labels: [label.name] }));
+    await patch(url, `/api/v1/labels/${label.id}`, { name: uniq('renamed') });
+    const implied = (await createPlaybook(url, { labels: [uniq('implied')] })).labels[0];
+    await del(url, `/api/v1/labels/${label.id}`);
+    await del(url, `/api/v1/labels/${implied.id}`);
+    const marker = (await createPlaybook(url)).id;
+    const isMarker = is('create', 'playbook', marker);
+    await untilSeen(watcher, isMarker);
+    const live = upTo(watcher.messages.slice(1), isMarker);
+    const liveSeen = seen(live);
+    for (const op of ['create', 'update', 'delete']) t.true(live.some(is(op, 'label', label.id)), `${op} of the label is sent live`);
+    t.true(live.some(is('create', 'label', implied.id)) && live.some(is('delete', 'label', implied.id)));
+    // resume in the middle too: right after the label's create
+    const midAt = live.findIndex(is('create', 'label', label.id));
+    const mid = live[midAt]!.data.cursor as string;
+    const midSeen = seen(live.slice(midAt + 1));
+
+    const check = async (base: string, when: string) => {
+      for (const open of ['sse', 'ws'] as const) {
+        const all = open === 'sse' ? await openSse(base, `?since=${cut}`) : await openWs(base, `?since=${cut}`);
+        const fromMid = open === 'sse' ? await openSse(base, '', { 'last-event-id': mid }) : await openWs(base, `?since=${mid}`);
+        const labels = open === 'sse' ? await openSse(base, `?since=${cut}&type=label`) : await openWs(base, `?since=${cut}&type=label`);
+        try {
+          await untilSeen(all, isMarker);
+          t.deepEqual(seen(upTo(all.messages, isMarker)), liveSeen, `${when}, ${open}: the same messages, order and cursors`);
+          await untilSeen(fromMid, isMarker);
+          t.deepEqual(seen(upTo(fromMid.messages, isMarker)), midSeen, `${when}, ${open}: from the middle`);
+          const liveLabels = seen(live.filter((m) => m.data.type === 'label'));
+          await labels.waitFor((ms) => seen(ms).length >= liveLabels.length, 60_000);
+          t.deepEqual(seen(labels.messages), liveLabels, `${when}, ${open}: type=label`);
+        } finally { all.close(); fromMid.close(); labels.close(); }
+      }
+    };
+    await check(url, 'live server');
+    watcher.close();
+
+    t.is(await server.stop(), 0);
+    server = await startLogbook({ dataDir, env: SERVER_ENV });
+    await check(server.url, 'after a restart');
+    // and after a kill -9
+    await server.stop('SIGKILL');
+    server = await startLogbook({ dataDir, env: SERVER_ENV });
+    await check(server.url, 'after kill -9');
+    // numbering goes on: a new label change after the restart is sent and replayed after the old ones
+    const s = await openSse(server.url, `?since=${cut}&type=label`);
+    try {
+      const fresh = await createLabel(server.url);
+      await untilSeen(s, is('create', 'label', fresh.id));
+      const got = seen(s.messages);
+      t.deepEqual(got.slice(0, -1), seen(live.filter((m) => m.data.type === 'label')));
+      t.is(new Set(s.messages.filter(isChange).map((m) => m.data.cursor)).size, got.length);
+    } finally { s.close(); }
+  } finally {
+    await server?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a label change stored while shard 0 cannot log it still reaches the stream: tried again when the shard is back, sent again after kill -9', async (t) => {
+  t.timeout(180_000);
+  const dataDir = mkdtempSync(join(tmpdir(), 'logbook-stream-labels-retry-'));
+  const env = { ...SERVER_ENV, LOGBOOK_TEST_HOOKS: '1' };
+  let server: Logbook | null = await startLogbook({ dataDir, env });
+  try {
+    const watcher = await openSse(server.url, '?type=label');
+    const [hello] = await watcher.waitFor(1);
+    const cut = hello!.data.cursor as string;
+    const label = await createLabel(server.url);
+
+    // shard 0's worker dies: the rename is stored and answered; its message follows once the shard is back
+    await api(server.url, 'POST', '/__test__/shards/0/crash', {});
+    const first = uniq('while-down');
+    await patch(server.url, `/api/v1/labels/${label.id}`, { name: first });
+    await untilSeen(watcher, (m) => m.data.op === 'update' && m.data.id === label.id && m.data.row.name === first);
+
+    // shard 0 is busy (a long pause) when the next rename is stored, and the process is killed before it logs it
+    await api(server.url, 'POST', '/__test__/shards/0/stall/8000', {});
+    const second = uniq('before-kill');
+    const pending = api(server.url, 'PATCH', `/api/v1/labels/${label.id}`, { name: second }).catch(() => null);
+    const front = open({ path: join(dataDir, 'front.mdb'), readOnly: true, maxDbs: 4 });
+    try {
+      const labels = front.openDB<{ name: string }, number>({ name: 'labels', keyEncoding: 'uint32', encoding: 'msgpack' });
+      const deadline = Date.now() + 30_000;
+      while (labels.get(label.id)?.name !== second && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      t.is(labels.get(label.id)?.name, second, 'the rename is in front.mdb');
+    } finally { await front.close(); }
+    await server.stop('SIGKILL');
+    await pending;
+    watcher.close();
+    t.false(watcher.messages.some((m) => m.data.row?.name === second), 'not sent before the kill');
+
+    server = await startLogbook({ dataDir, env });
+    t.is((await api(server.url, 'GET', `/api/v1/labels/${label.id}`)).body.name, second);
+    const resumed = await openWs(server.url, `?since=${cut}&type=label`);
+    try {
+      await untilSeen(resumed, (m) => m.data.op === 'update' && m.data.id === label.id && m.data.row.name === second);
+      const got = resumed.messages.filter(isChange);
+      t.deepEqual(got.map((m) => [m.data.op, m.data.row?.name]), [['create', label.name], ['update', first], ['update', second]]);
+      t.deepEqual(seen(got.slice(0, 2)), seen(watcher.messages.filter(isChange)), 'the same cursors as live');
+      t.is(new Set(got.map((m) => m.data.cursor)).size, 3);
+      // sent once: a restart after it was logged does not send it again
+      t.is(await server.stop(), 0);
+      server = await startLogbook({ dataDir, env });
+      const again = await openSse(server.url, `?since=${cut}&type=label`);
+      try {
+        const marker = await createLabel(server.url);
+        await untilSeen(again, is('create', 'label', marker.id));
+        t.deepEqual(seen(again.messages).slice(0, -1), seen(got));
+      } finally { again.close(); }
+    } finally { resumed.close(); }
+  } finally {
+    await server?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
