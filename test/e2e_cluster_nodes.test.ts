@@ -205,6 +205,10 @@ serial('the live stream works from any node: every node sends every partition\'s
 
 serial('labels are one catalogue: created on one node, renamed on another, deleted on a third; every node agrees', async (t) => {
   const [a, b, c] = live();
+  // the live stream of every node: partition 0's owner logs label changes (src/http/label_changes.ts)
+  const streams = await Promise.all(live().map((n) => openSse(n.url, '?type=label')));
+  t.teardown(() => { for (const s of streams) s.close(); });
+  await Promise.all(streams.map((s) => s.waitFor(1)));
   const created = await api(a!.url, 'POST', '/api/v1/labels', { name: 'cluster-wide' });
   t.is(created.status, 201, created.text);
   const id = created.body.id;
@@ -224,6 +228,13 @@ serial('labels are one catalogue: created on one node, renamed on another, delet
   t.is((await api(c!.url, 'DELETE', `/api/v1/labels/${id}`)).status, 204);
   views = await until((v) => v.every((x) => !x.includes(`${id}:`)));
   t.true(views.every((v) => v === views[0] && !v.includes(`${id}:`)), JSON.stringify(views));
+  // every node streams the three changes, whichever node made them, each with a cursor of its own
+  for (const s of streams) {
+    const mine = (ms: StreamMessage[]) => ms.filter((m) => m.data.type === 'label' && m.data.id === id);
+    await s.waitFor((ms) => mine(ms).length >= 3);
+    t.deepEqual(mine(s.messages).map((m) => [m.data.op, m.data.row?.name ?? null]), [['create', 'cluster-wide'], ['update', 'cluster-wide-2'], ['delete', null]]);
+    t.is(new Set(s.messages.map((m) => m.data.cursor)).size, s.messages.length);
+  }
 });
 
 serial('/metrics of a node has every logbook_cluster_* metric the shipped alert rules name, and /healthz its standbys', async (t) => {
