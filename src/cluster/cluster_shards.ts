@@ -157,8 +157,8 @@ export class ClusterShards implements Shards {
     return out;
   }
 
-  send<C>(partition: number, message: FrontToShard, handler: ReplyHandler<C> | null, context?: C): void {
-    if (this.owned.has(partition) && this.pool.isUp(partition)) return this.pool.send(partition, message, handler, context);
+  send<C>(partition: number, message: FrontToShard, handler: ReplyHandler<C> | null, context?: C, internal = false): void {
+    if (this.owned.has(partition) && this.pool.isUp(partition)) return this.pool.send(partition, message, handler, context, internal);
     if (!handler) return; // label replica changes: the other nodes learn them from the label stream themselves
     this.forward(partition, message, handler as ReplyHandler<unknown>, context);
   }

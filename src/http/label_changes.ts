@@ -17,8 +17,11 @@
 // first (the label's message comes before the playbook updates it causes), then
 // the others together (none for a create: a new label is on no playbook yet). A
 // request that changed a label is answered once its change is logged, so a
-// client that has the answer and then subscribes is not sent it. A change a
-// shard could not log (down, overloaded, a failed commit) is tried again, before
+// client that has the answer and then subscribes is not sent it. The shards take
+// these messages whatever the clients' load (Shards.send `internal`): a flood
+// of writes does not hold the stream's label messages back, and admission's
+// refusal counts stay the clients'. A change a
+// shard could not log (down, a failed commit) is tried again, before
 // any later one, every RETRY_MS and when the shard restarts; the requests that
 // made it and the ones behind it are answered meanwhile (their labels are
 // stored; the messages follow).
@@ -146,7 +149,7 @@ export class LabelChanges {
         if (!ok(r)) { this.failed(e, LABEL_SHARD, r); return; }
         e.labelLogged = true;
         this.send(e);
-      }, null);
+      }, null, true);
       return;
     }
     if (e.others === null) {
@@ -162,7 +165,7 @@ export class LabelChanges {
         if (ok(r)) e.others!.delete(shard); else failure ??= [shard, r];
         if (--waiting > 0) return;
         if (failure === null) this.done(e); else this.failed(e, failure[0], failure[1]);
-      }, null);
+      }, null, true);
     }
   }
 

@@ -322,13 +322,13 @@ export class ShardPool implements Shards {
    * `queueLimit` requests in flight, nothing is sent and the handler gets a 503
    * (reply() adds Retry-After): the mailbox and the pending table stay bounded.
    */
-  send<C>(shard: number, message: FrontToShard, handler: ReplyHandler<C> | null, context?: C): void {
+  send<C>(shard: number, message: FrontToShard, handler: ReplyHandler<C> | null, context?: C, internal = false): void {
     if (!this.up[shard]) {
       // never post to a dead worker: nothing would ever answer
       if (handler) queueMicrotask(() => handler(unavailable(0, shard), context as C));
       return;
     }
-    const refused = handler ? this.overloadedBy(shard) : null;
+    const refused = handler && !internal ? this.overloadedBy(shard) : null;
     if (handler && refused !== null) {
       this.refusing(shard, refused);
       if (refused === 'length') this.shedByLength++; else this.shedByDelay++;

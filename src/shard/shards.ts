@@ -20,8 +20,12 @@ export interface Shards {
   readonly size: number;
   /** the shard that owns a playbook */
   shardOf(playbookId: number): number;
-  /** send a message; `handler` gets the reply, or an ErrorReply (503 when the shard is down or overloaded) */
-  send<C>(shard: number, message: FrontToShard, handler: ReplyHandler<C> | null, context?: C): void;
+  /**
+   * send a message; `handler` gets the reply, or an ErrorReply (503 when the shard is down or overloaded).
+   * `internal`: work the front owes, not a client's request (a label change's log entry): not
+   * refused for overload, nor counted as a refusal, whatever the clients' traffic.
+   */
+  send<C>(shard: number, message: FrontToShard, handler: ReplyHandler<C> | null, context?: C, internal?: boolean): void;
   /** a message without reply to every shard that is up (label replica changes) */
   broadcast(message: FrontToShard): void;
   /** requests sent and not yet answered */
