@@ -29,10 +29,10 @@ async function ingestRun(tag: string, n: number, label: string): Promise<number>
   const r = await call(url, 'POST', '/api/v1/ingest', {
     playbook: { uuid: `${tag}-pb`, path: `/p/${tag}.yml`, runner_version: '2.16', name: tag, labels: [label] }, seq: 1, events,
   }, 200);
-  t0Rejected(r.body);
+  assertNoneRejected(r.body);
   return r.body.playbook as number;
 }
-function t0Rejected(body: Json): void {
+function assertNoneRejected(body: Json): void {
   if (body.rejected?.length) throw new Error(`ingest rejected events: ${JSON.stringify(body.rejected)}`);
 }
 

@@ -96,7 +96,7 @@ export class Reads {
  * are the ones not beyond its boundary; going back, the ones beyond (before) the
  * boundary less the page's own rows.
  */
-export function keysetOffset(count: number, beyond: number, rows: number, back: boolean): number {
+function keysetOffset(count: number, beyond: number, rows: number, back: boolean): number {
   return back ? Math.max(0, beyond - rows) : count - beyond;
 }
 
