@@ -174,6 +174,42 @@ recordedTest('a result page shows its content, task and host', async (t) => {
   t.deepEqual(real(errors), []);
 });
 
+browserTest('a result page shows a command, its return code and its output with real line breaks', async (t) => {
+  const pb = await createPlaybook(lb.url, { name: 'output run', status: 'failed' });
+  const file = await createFile(lb.url, pb.id);
+  const play = await createPlay(lb.url, pb.id, { name: 'output play' });
+  const task = await createTask(lb.url, { playbook: pb.id, play: play.id, file: file.id }, { name: 'run the migration', action: 'ansible.builtin.shell' });
+  const host = await createHost(lb.url, pb.id, { name: 'db9' });
+  const stdout = 'applying 0001_initial\napplying 0002_users\n  OK';
+  const res = await createResult(lb.url, { playbook: pb.id, play: play.id, task: task.id, host: host.id }, {
+    status: 'failed',
+    content: { cmd: ['/bin/sh', '-c', './migrate --all'], rc: 3, stdout, stderr: 'error: table users exists', msg: 'non-zero return code', stdout_lines: stdout.split('\n') },
+  });
+  const { page, errors } = await open(`/ui/results/${res.id}`);
+  const out = page.locator('.out-stdout pre');
+  await out.waitFor();
+  // the text as printed, not the JSON string with its \n escapes
+  t.is(await out.innerText(), stdout);
+  t.is(await page.locator('.out-stderr pre').innerText(), 'error: table users exists');
+  t.is(await page.locator('.out-msg pre').innerText(), 'non-zero return code');
+  // in the order a reader looks: message, then stdout, then stderr
+  t.deepEqual(await page.locator('.output h3').allTextContents(), ['msg', 'stdout', 'stderr']);
+  const summary = await page.locator('dl.summary').innerText();
+  t.true(summary.includes("/bin/sh -c './migrate --all'"), summary);
+  t.regex(summary, /Return code\s+3/i);
+  // the whole content is still there below
+  t.regex(await page.locator('pre.content').innerText(), /"stdout_lines": \[/);
+  await screenshot(page, 'result-output');
+
+  // a result without any of those fields shows no Output section
+  const quiet = await createResult(lb.url, { playbook: pb.id, play: play.id, task: task.id, host: host.id }, { content: { changed: false } });
+  const second = await open(`/ui/results/${quiet.id}`);
+  await second.page.locator('pre.content').waitFor();
+  t.is(await second.page.locator('.output').count(), 0);
+  t.deepEqual(real(errors), []);
+  t.deepEqual(real(second.errors), []);
+});
+
 recordedTest('a host page shows its results and searchable facts', async (t) => {
   const [web1] = (await list(lb.url, 'hosts', { playbook: recorded, name: 'web1' })).results;
   const { page, errors } = await open(`/ui/hosts/${web1.id}`);
