@@ -131,3 +131,67 @@ test.serial('a cursor that is not ours, or not for this order, is a 400 on curso
   t.is(r.status, 400);
   t.regex(r.body.offset[0], /less than or equal to 6\..*`next` links/);
 });
+
+/** The ids of a list (one big page), and of a page. */
+const idsOf = (page: Page): number[] => page.results.map((r: Json) => r.id as number);
+
+test.serial('a cursor page that comes back empty (its rows deleted) links back to the page before its cursor', async (t) => {
+  // 14 playbooks spread over the shards, listed by a label of their own, by name
+  const label = uniq('ks-empty');
+  for (let i = 0; i < 14; i++) await post(url, '/api/v1/playbooks', { path: `/p/${label}.yml`, runner_version: '2.16', name: `${label}-${String(i).padStart(2, '0')}`, labels: [label] });
+  const list = `${url}/api/v1/playbooks?label=${label}&order=-name&limit=4`;
+  const all = idsOf(await fetchPage(t, `${list.replace('limit=4', 'limit=100')}`));
+  t.is(all.length, 14);
+  const p1 = await fetchPage(t, list);
+  const p2 = await fetchPage(t, p1.next!);
+  const p3 = await fetchPage(t, p2.next!);
+  t.regex(p2.next!, /cursor=/, 'offset 8 is past the cap: a cursor link');
+  t.deepEqual(idsOf(p3), all.slice(8, 12));
+  // the rows after the cursor's page go (the tail is deleted): its `next` now leads to an empty page
+  for (const id of all.slice(12)) await del(url, `/api/v1/playbooks/${id}`);
+  const empty = await fetchPage(t, p3.next!);
+  t.deepEqual(idsOf(empty), []);
+  t.is(empty.count, 12);
+  t.is(empty.next, null);
+  t.not(empty.previous, null, 'an empty cursor page can be walked back from');
+  t.regex(empty.previous!, /cursor=/, 'offset 8 is past the cap');
+  const back = await fetchPage(t, empty.previous!);
+  t.deepEqual(idsOf(back), all.slice(8, 12), 'the page before the cursor: the one whose next it was');
+  t.is(back.next, null, 'the last page now, as an offset page at 8 of 12 would be');
+  const back2 = await fetchPage(t, back.previous!);
+  t.deepEqual(idsOf(back2), all.slice(4, 8));
+  // the cursor's own row goes too: the page before the cursor's position ends one row earlier
+  await del(url, `/api/v1/playbooks/${all[11]}`);
+  const empty2 = await fetchPage(t, p3.next!);
+  t.deepEqual([idsOf(empty2), empty2.count, empty2.next], [[], 11, null]);
+  const back3 = await fetchPage(t, empty2.previous!);
+  t.deepEqual(idsOf(back3), all.slice(7, 11));
+  t.is(back3.count, 11);
+  t.regex(back3.previous!, /[?&]offset=3(&|$)/, 'offset 3 is within the cap: an offset link');
+});
+
+test.serial('labels: an empty page going back links forward to the rows from its cursor on, an empty one going forward back', async (t) => {
+  const tag = uniq('ks-lab');
+  const made: number[] = [];
+  for (let i = 0; i < 14; i++) made.push((await post(url, '/api/v1/labels', { name: `${tag}-${String(i).padStart(2, '0')}` })).id as number);
+  const list = `${url}/api/v1/labels?name=${tag}&limit=4`;
+  const p1 = await fetchPage(t, list);
+  const p2 = await fetchPage(t, p1.next!);
+  const p3 = await fetchPage(t, p2.next!);
+  const p4 = await fetchPage(t, p3.next!);
+  t.deepEqual(idsOf(p4), made.slice(12));
+  t.regex(p4.previous!, /cursor=/);
+  // every row before the last page goes: its `previous` now leads to an empty page at offset 0
+  for (const id of made.slice(0, 12)) await del(url, `/api/v1/labels/${id}`);
+  const empty = await fetchPage(t, p4.previous!);
+  t.deepEqual([idsOf(empty), empty.count, empty.previous], [[], 2, null]);
+  t.not(empty.next, null, 'an empty page going back can be walked forward from');
+  t.notRegex(empty.next!, /offset=|cursor=/, 'the rows from its cursor on are the first page');
+  t.deepEqual(idsOf(await fetchPage(t, empty.next!)), made.slice(12));
+  // and the last rows go: the forward cursor past them gives an empty page that links back to the first page
+  const tail = await fetchPage(t, p3.next!); // rows after made[11], which is gone
+  t.deepEqual(idsOf(tail), made.slice(12));
+  for (const id of made.slice(12)) await del(url, `/api/v1/labels/${id}`);
+  const none = await fetchPage(t, p3.next!);
+  t.deepEqual([idsOf(none), none.count, none.next, none.previous], [[], 0, null, null], 'nothing left: no links');
+});

@@ -9,7 +9,7 @@
 // UTF-16 code units, encodes `~` and `*` differently and decodes malformed
 // input differently).
 
-import { boundaryOf, encodePageCursor } from '../api/page_cursor.js';
+import { boundaryOf, encodePageCursor, type KeyValue, type PageCursor } from '../api/page_cursor.js';
 import type { ListRow } from '../shard/protocol.js';
 
 // ---------------------------------------------------------------- decoding
@@ -215,6 +215,12 @@ export interface KeysetLinks {
    * its last row even when it holds fewer than `limit` rows (rows deleted meanwhile).
    */
   counted?: boolean;
+  /**
+   * The cursor the page was asked by (null: an offset page). A page that comes
+   * back empty (the rows past its cursor were deleted) has no row to name its
+   * neighbours by: they are named from the cursor's position instead.
+   */
+  cursor?: PageCursor | null;
 }
 
 /**
@@ -234,7 +240,11 @@ export function pageLinks(
   keyset?: KeysetLinks,
 ): { next: string | null; previous: string | null } {
   const nextOffset = offset + (keyset?.counted ? keyset.rows.length : limit);
-  const hasNext = nextOffset < count && (keyset?.counted !== true || keyset.rows.length > 0);
+  const cursor = keyset?.cursor ?? null;
+  // An empty page going back has nothing before its cursor: it sits at offset 0
+  // and its next page starts there (the rows from the cursor on). Going forward,
+  // an empty page ends the list: its next is null, its previous the page before.
+  const hasNext = nextOffset < count && (keyset?.counted !== true || keyset.rows.length > 0 || cursor?.back === true);
   const hasPrevious = offset > 0;
   if (!hasNext && !hasPrevious) return { next: null, previous: null };
 
@@ -258,13 +268,27 @@ export function pageLinks(
   const rows = keyset?.rows ?? [];
   let next: string | null = null;
   if (hasNext) {
-    if (nextOffset <= maxOffset) next = buildUrl(base, names, groups, limit, nextOffset);
+    if (nextOffset <= maxOffset) next = buildUrl(base, names, groups, limit, nextOffset <= 0 ? -1 : nextOffset);
     else if (rows.length > 0) next = buildUrl(base, names, groups, limit, -1, encodePageCursor({ back: false, keys: boundaryOf(rows[rows.length - 1]!) }));
   }
   let previous: string | null = null;
   if (hasPrevious) {
     if (previousOffset <= maxOffset) previous = buildUrl(base, names, groups, limit, previousOffset <= 0 ? -1 : previousOffset);
     else if (rows.length > 0) previous = buildUrl(base, names, groups, limit, -1, encodePageCursor({ back: true, keys: boundaryOf(rows[0]!) }));
+    else if (cursor !== null && !cursor.back) previous = buildUrl(base, names, groups, limit, -1, encodePageCursor({ back: true, keys: upTo(cursor.keys) }));
   }
   return { next, previous };
+}
+
+/**
+ * A `back` boundary that keeps the row `keys` names: the rows before it and
+ * that row itself. Ties are broken by ascending id and ids are integers, so the
+ * rows before (sort keys…, id + 1) are exactly the rows up to (sort keys…, id).
+ * An empty page that a forward cursor (rows after `keys`) asked for sits right
+ * after that row, which is the last row of the page before it when it still exists.
+ */
+function upTo(keys: readonly KeyValue[]): KeyValue[] {
+  const out = keys.slice();
+  out[out.length - 1] = (out[out.length - 1] as number) + 1;
+  return out;
 }

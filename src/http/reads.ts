@@ -79,7 +79,7 @@ export class Reads {
    */
   envelope(ex: Req, parsed: ParsedPage, count: number, rows: ListRow[], offset = parsed.offset): void {
     const { next, previous } = pageLinks(this.deps.origin(ex) + ex.url, ex.query, count, parsed.limit, offset, {
-      maxOffset: this.deps.maxListOffset, rows, counted: parsed.cursor !== null,
+      maxOffset: this.deps.maxListOffset, rows, counted: parsed.cursor !== null, cursor: parsed.cursor,
     });
     let results = '';
     for (let i = 0; i < rows.length; i++) {
