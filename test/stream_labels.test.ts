@@ -4,7 +4,8 @@
 // task's file path). Every message has its own cursor; a label change is
 // replayed by `since` with the cursor it had live, also after a restart; a
 // label rename or delete sends an `update` for each playbook carrying the
-// label, and a file's path rename one for each task showing that path.
+// label, a file's path rename one for each task showing that path, and a
+// host's delete one for each result delegated to it (`delegated_to`).
 import test from 'ava';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
 import {
-  SERVER_ENV, SHARDS, createFile, createLabel, createPlay, createPlaybook, createPlaybookOnShard, createTask, createTree,
+  SERVER_ENV, SHARDS, createFile, createHost, createLabel, createPlay, createPlaybook, createPlaybookOnShard, createResult, createTask, createTree,
   del, patch, serveForFile, uniq,
 } from './helpers/fixtures.js';
 import { openSse, openWs, type StreamClient, type StreamMessage } from './helpers/stream.js';
@@ -279,4 +280,56 @@ test('a label change stored while shard 0 cannot log it still reaches the stream
     await server?.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
+});
+
+test('deleting a host sends an update for each result delegated to it: a consumer\'s copy of the results stays equal to the list', async (t) => {
+  t.timeout(120_000);
+  // compatibility mode: result rows show `delegated_to`
+  const compat = await startLogbook({ env: { ...SERVER_ENV, LOGBOOK_ARA_COMPAT: 'true' } });
+  try {
+    const url = compat.url;
+    const s = await openSse(url);
+    const [hello] = await s.waitFor(1);
+    const tree = await createTree(url);
+    const refs = { playbook: tree.playbook, play: tree.play, task: tree.task };
+    const gone = (await createHost(url, tree.playbook)).id as number;
+    const stays = (await createHost(url, tree.playbook)).id as number;
+    const on = (host: number, delegated_to: number[]) => createResult(url, { ...refs, host }, { delegated_to }).then((r) => r.id as number);
+    const toGone = await on(tree.host, [gone]);
+    const toBoth = await on(tree.host, [gone, stays]);
+    const toOther = await on(tree.host, [stays]);
+    const ofGone = await on(gone, [stays]); // goes with its host
+    const fromOther = await on(stays, [gone]);
+    await del(url, `/api/v1/hosts/${gone}`);
+    const marker = (await createPlay(url, tree.playbook)).id;
+    await untilSeen(s, is('create', 'play', marker));
+
+    // the consumer: results by id from the stream (a host's delete takes its results with it)
+    const copy = new Map<number, any>();
+    for (const m of s.messages.filter(isChange)) {
+      const { op, type, id, row } = m.data;
+      if (type === 'result') { if (op === 'delete') copy.delete(id); else copy.set(id, row); }
+      if (type === 'host' && op === 'delete') for (const [rid, r] of copy) if (r.host === id) copy.delete(rid);
+    }
+    const listed = (await api(url, 'GET', `/api/v1/results?playbook=${tree.playbook}&limit=1000`)).body.results;
+    t.deepEqual([...copy.values()].sort((a, b) => a.id - b.id), listed, 'what the stream said equals what the list shows');
+    t.deepEqual(listed.map((r: any) => [r.id, r.delegated_to]), [[tree.result, []], [toGone, []], [toBoth, [stays]], [toOther, [stays]], [fromOther, []]]);
+
+    // the commit's changes: the host's delete, then what it changed
+    const hostAt = s.messages.findIndex(is('delete', 'host', gone));
+    t.true(hostAt >= 0, 'the host\'s delete is sent');
+    const after = upTo(s.messages, is('create', 'play', marker)).slice(hostAt);
+    const updated = after.filter((m) => m.data.op === 'update' && m.data.type === 'result').map((m) => m.data.id).sort((a, b) => a - b);
+    t.deepEqual(updated, [toGone, toBoth, fromOther], 'one update for each result delegated to the host, none for others');
+    t.false(after.some((m) => m.data.type === 'result' && m.data.id === ofGone), 'the host\'s own result goes with it (one delete, for the host)');
+    const cursors = after.map((m) => m.data.cursor);
+    t.is(new Set(cursors).size, cursors.length, 'each its own cursor');
+
+    // replayed by `since` as they were sent live
+    const replay = await openWs(url, `?since=${hello!.data.cursor}`);
+    try {
+      await untilSeen(replay, is('create', 'play', marker));
+      t.deepEqual(seen(upTo(replay.messages, is('create', 'play', marker))), seen(upTo(s.messages, is('create', 'play', marker))));
+    } finally { replay.close(); }
+  } finally { await compat.stop(); }
 });

@@ -6,7 +6,8 @@
 // record written (a cascading delete is one delete, for the record named), then
 // one update per record whose derived fields (items, host counters) changed
 // because of them, or whose row shows a field of another record they changed
-// (a task's `path` is its file's), at most one per record per commit. (A
+// (a task's `path` is its file's; a result's `delegated_to` loses a deleted
+// host), at most one per record per commit. (A
 // playbook's label names change with the label: Shard.labelChange.) Rows are taken when the
 // commit is staged: as JSON text, except a result's, which is its fields
 // (ResultListFields; most of a batch's changes) that the front renders once per
@@ -58,6 +59,16 @@ export class ChangeCollector {
       for (const id of agg.plays.keys()) this.candidate(state, 'play', id, ev.p);
       for (const id of agg.tasks.keys()) this.candidate(state, 'task', id, ev.p);
       for (const id of agg.hosts.keys()) this.candidate(state, 'host', id, ev.p);
+      // a host's delegations go with it (ShardState.remove): the rows of the
+      // results delegated to it show a shorter `delegated_to` (compat mode)
+      if (ev.t === 'host') {
+        for (const r of agg.results.values()) {
+          if (r.host !== ev.id && r.delegatedTo.includes(ev.id)) {
+            this.shown ??= new Map();
+            this.shown.set(keyOf('result', r.id), { t: 'result', id: r.id, p: ev.p, op: OP_UPDATE });
+          }
+        }
+      }
       return;
     }
     switch (ev.t) {
