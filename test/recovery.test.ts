@@ -2,7 +2,8 @@
 // "Persistence"), each seen the way a user sees them: through the HTTP API,
 // the exit code and the message of a real logbook process.
 //  - snapshot + journal trim + replay give back exactly the state that was
-//    served before a restart (SIGTERM or SIGKILL), with the journal trimmed;
+//    served before a restart (SIGTERM or SIGKILL), with the journal trimmed
+//    (also a result row changed by another record's delete: `delegated_to`);
 //  - ids are never handed out twice, also after a restart;
 //  - a newer on-disk format, or another LOGBOOK_SHARDS, is refused (exit 2);
 //  - one data directory, one logbook (pid lock; a stale lock is taken over);
@@ -610,4 +611,33 @@ test('SIGTERM under concurrent writers: exit 0, every acknowledged write is ther
   }
   t.deepEqual(problems, [], `seed ${seed}`);
   t.true(acked.results.size + acked.records.size >= target, 'enough writes were acknowledged to mean something');
+});
+
+test('a host deleted after a snapshot round leaves no delegation to it behind: a restart from the next round shows what was served', async (t) => {
+  const dataDir = tempDir(t);
+  // compatibility mode (result rows show `delegated_to`), snapshots by age every second, results in parts of 2 (test hook)
+  const env = { LOGBOOK_SHARDS: '1', LOGBOOK_ARA_COMPAT: 'true', LOGBOOK_SNAPSHOT_INTERVAL: '1', LOGBOOK_TEST_HOOKS: '1', LOGBOOK_TEST_SNAPSHOT_PART_ROWS: '2' };
+  let lb = await startLogbook({ env, dataDir });
+  t.teardown(async () => { await lb.stop('SIGKILL'); });
+  const rounds = () => lb.output().split('\n').filter((l) => l.includes('"msg":"snapshot taken"')).length;
+  const nextRound = async () => {
+    const before = rounds();
+    for (let i = 0; i < 100 && rounds() === before; i++) await new Promise((r) => setTimeout(r, 100));
+    t.true(rounds() > before, 'a snapshot round ran');
+  };
+  const pb = (await must(lb.url, 'POST', '/api/v1/playbooks', { path: '/srv/delegate.yml', runner_version: '2.16.0' })).id;
+  const play = (await must(lb.url, 'POST', '/api/v1/plays', { playbook: pb, name: 'p', uuid: '6bd4f5a2-4c5e-4f0a-9a7e-0c0ffee00002' })).id;
+  const file = (await must(lb.url, 'POST', '/api/v1/files', { playbook: pb, path: '/srv/delegate.yml', content: '- hosts: all' })).id;
+  const task = (await must(lb.url, 'POST', '/api/v1/tasks', { playbook: pb, play, file, action: 'debug', lineno: 1, handler: false })).id;
+  const web = (await must(lb.url, 'POST', '/api/v1/hosts', { playbook: pb, name: 'web' })).id;
+  const db = (await must(lb.url, 'POST', '/api/v1/hosts', { playbook: pb, name: 'db' })).id; // a delegate only: no result of its own
+  for (let k = 0; k < 6; k++) await must(lb.url, 'POST', '/api/v1/results', { playbook: pb, play, task, host: web, status: 'ok', delegated_to: k % 2 ? [db] : [] });
+  await nextRound(); // 6 results: 3 parts
+  await must(lb.url, 'DELETE', `/api/v1/hosts/${db}`);
+  const served = (await listAll(lb.url, 'results', `playbook=${pb}`)).map((r) => [r.id, r.delegated_to]);
+  t.true(served.every(([, d]) => (d as number[]).length === 0), 'no delegation to the deleted host is served');
+  await nextRound(); // the delete is in this round's snapshot: its journal entry is trimmed
+  await lb.stop('SIGKILL');
+  lb = await startLogbook({ env, dataDir });
+  t.deepEqual((await listAll(lb.url, 'results', `playbook=${pb}`)).map((r) => [r.id, r.delegated_to]), served);
 });

@@ -315,9 +315,10 @@ export class ShardState {
         break;
       case 'host':
         agg.hosts.delete(id); this.hosts.delete(id); agg.hostByName.delete(row.name);
-        // a delegation to a host that is gone goes with it (ARA's many-to-many link)
+        // a delegation to a host that is gone goes with it (ARA's many-to-many link);
+        // the row changed in place, so the next snapshot round stores its part again
         for (const r of agg.results.values()) {
-          if (r.delegatedTo.includes(id)) r.delegatedTo = r.delegatedTo.filter((h) => h !== id);
+          if (r.delegatedTo.includes(id)) { r.delegatedTo = r.delegatedTo.filter((h) => h !== id); agg.results.touched(r.id); }
         }
         break;
       case 'file':
