@@ -79,7 +79,7 @@ const pool = {
 } as unknown as ShardPool;
 const dir = new Directory();
 const ingest = new Ingest({
-  pool: () => pool, dir, labels: new LabelCatalogue(null), normalizer, maxBodyBytes: 64 << 20, broadcastLabels: () => {},
+  pool: () => pool, dir, labels: new LabelCatalogue(null), normalizer, maxBodyBytes: 64 << 20,
 });
 let status = 0;
 function exchange(): Exchange {

@@ -333,3 +333,61 @@ test('deleting a host sends an update for each result delegated to it: a consume
     } finally { replay.close(); }
   } finally { await compat.stop(); }
 });
+
+test('a label rename reaches playbook rows, read or streamed, only once it is durable and its own message is logged; its answer once every shard shows it', async (t) => {
+  t.timeout(180_000);
+  const dataDir = mkdtempSync(join(tmpdir(), 'logbook-stream-labels-replica-'));
+  const server = await startLogbook({ dataDir, env: { ...SERVER_ENV, LOGBOOK_TEST_HOOKS: '1' } });
+  try {
+    const url = server.url;
+    const label = await createLabel(url);
+    const pbs: any[] = [];
+    for (let shard = 0; shard < SHARDS; shard++) pbs.push(await createPlaybookOnShard(url, shard, { labels: [label.name] }));
+    const s = await openSse(url);
+    await s.waitFor(1);
+
+    // shard 0 logs the labels' own messages: held busy, the rename is stored but its message waits
+    await api(url, 'POST', '/__test__/shards/0/stall/8000', {});
+    const renamed = uniq('renamed');
+    const answer = api(url, 'PATCH', `/api/v1/labels/${label.id}`, { name: renamed });
+    const front = open({ path: join(dataDir, 'front.mdb'), readOnly: true, maxDbs: 4 });
+    try {
+      const labels = front.openDB<{ name: string }, number>({ name: 'labels', keyEncoding: 'uint32', encoding: 'msgpack' });
+      const deadline = Date.now() + 30_000;
+      while (labels.get(label.id)?.name !== renamed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      t.is(labels.get(label.id)?.name, renamed, 'the rename is in front.mdb');
+    } finally { await front.close(); }
+    // meanwhile the other shards' playbooks are written and read: they show the label as it was
+    const written = await patch(url, `/api/v1/playbooks/${pbs[1].id}`, { name: uniq('during') });
+    const read = (await api(url, 'GET', `/api/v1/playbooks/${pbs[2].id}`)).body;
+    t.deepEqual(labelNames(written), [label.name], 'a playbook written before the rename\'s message is logged shows the old name');
+    t.deepEqual(labelNames(read), [label.name], 'and one read then');
+    // a playbook write that names the new name waits for the rename: it shows the label by that name
+    const naming = api(url, 'PATCH', `/api/v1/playbooks/${pbs[2].id}`, { labels: [renamed] });
+
+    const r = await answer;
+    t.is(r.status, 200, r.text);
+    for (const pb of pbs) t.deepEqual(labelNames((await api(url, 'GET', `/api/v1/playbooks/${pb.id}`)).body), [renamed], `answered: playbook ${pb.id} shows the new name`);
+    const n = await naming;
+    t.is(n.status, 200, n.text);
+    t.deepEqual(n.body.labels, [{ id: label.id, name: renamed }]);
+
+    // a consumer that keeps the labels by their messages never sees a playbook row name one otherwise
+    const marker = (await createPlaybookOnShard(url, 0)).id;
+    await untilSeen(s, is('create', 'playbook', marker));
+    const names = new Map<number, string>([[label.id, label.name]]);
+    const shown: Array<{ op: string; playbook: number; name: string; known: string | undefined }> = [];
+    for (const m of upTo(s.messages, is('create', 'playbook', marker)).filter(isChange)) {
+      const { op, type, id, row } = m.data;
+      if (type === 'label') { if (row) names.set(id, row.name); else names.delete(id); continue; }
+      if (type !== 'playbook' || !row) continue;
+      for (const l of row.labels) if (l.id === label.id) shown.push({ op, playbook: id, name: l.name, known: names.get(l.id) });
+    }
+    t.deepEqual(shown.filter((x) => x.name !== x.known), [], 'every playbook row names the label as its messages so far do');
+    t.true(shown.some((x) => x.playbook === pbs[1].id && x.name === label.name), 'the write during the wait was streamed with the old name');
+    t.true(shown.some((x) => x.name === renamed), 'and the rows after the rename with the new one');
+  } finally {
+    await server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});

@@ -10,7 +10,7 @@ import { DISPLAY_NAME, RESOURCE_TYPES, TYPE_TO_PATH, type ResourceType } from '.
 import { compileWriteValidators } from '../api/schemas.js';
 import { BodyNormalizer } from '../api/validate.js';
 import type { Shards } from '../shard/shards.js';
-import type { ReadyMessage } from '../shard/protocol.js';
+import type { FrontToShard, ReadyMessage } from '../shard/protocol.js';
 import type { IdAllocator } from '../shard/ids.js';
 import { log } from '../log.js';
 import { readBody, type BodyReader } from './body.js';
@@ -19,7 +19,7 @@ import { Guard } from './guard.js';
 import { Ingest } from './ingest.js';
 import { LabelResource } from './label_resource.js';
 import { LabelCatalogue, type LabelStore } from './labels.js';
-import { LabelChanges, type LabelChangeStore } from './label_changes.js';
+import { LabelChanges, type LabelChangeStore, type ReplicaChange } from './label_changes.js';
 import type { StoredLabel } from '../store/front_store.js';
 import { parseQuery } from './page_links.js';
 import { Reads } from './reads.js';
@@ -87,6 +87,8 @@ export class Front {
   private readonly labels: LabelCatalogue;
   /** the live stream's log of label changes: each is logged by the shards (src/http/label_changes.ts) */
   private readonly labelChanges: LabelChanges;
+  /** label id → name, as the shards' replicas were sent them (Front.replicate) */
+  private readonly replicaNames = new Map<number, string>();
   /** false until every shard has recovered: requests get 503 meanwhile */
   ready = false;
   private readonly normalizer: BodyNormalizer;
@@ -141,19 +143,20 @@ export class Front {
       gauge: this.metrics.streamSubscribers, cutOff: this.metrics.streamCutOff,
     });
     const pool = () => this.pool;
-    const broadcastLabels = (upsert: Array<[number, string]>, remove: number[]) => this.pool.broadcast({ k: 'labels', upsert, remove });
-    // a label set back to what is stored after its write failed
-    this.labels.onResync = (change) => { if (this.pool) this.pool.broadcast({ k: 'labels', ...change }); };
+    // the shards' label replicas learn a change once it is durable, from the live stream's log of label changes
+    this.labelChanges.replicate = (change, shard) => this.replicate(change, shard);
+    // a label set back to what is stored after its write failed: only cluster mode sent the replicas the change before
+    this.labels.onResync = (change) => { if (!this.labelChanges.numbered) this.replicate(change, null); };
     this.reads = new Reads({ pool, dir: this.dir, origin: (ex) => this.origin(ex), maxListOffset: config.maxListOffset });
     this.labelResource = new LabelResource({
-      labels: this.labels, dir: this.dir, broadcast: broadcastLabels,
+      labels: this.labels, dir: this.dir,
       envelope: (ex, parsed, count, rows, offset) => this.reads.envelope(ex, parsed, count, rows, offset),
     });
     this.ingest = new Ingest({
-      pool, dir: this.dir, labels: this.labels, normalizer: this.normalizer, maxBodyBytes: config.maxBodyBytes, broadcastLabels,
+      pool, dir: this.dir, labels: this.labels, normalizer: this.normalizer, maxBodyBytes: config.maxBodyBytes,
     });
     this.writes = new Writes({
-      pool, dir: this.dir, labels: this.labels, labelResource: this.labelResource, normalizer: this.normalizer, broadcastLabels,
+      pool, dir: this.dir, labels: this.labels, labelResource: this.labelResource, normalizer: this.normalizer,
       playbookWithUuid: (uuid, id) => this.ingest.learn([[uuid, id]], false),
     });
   }
@@ -178,7 +181,7 @@ export class Front {
       this.ingest.learn(msg.streams);
     }
     const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
-    if (upsert.length) this.pool.broadcast({ k: 'labels', upsert, remove: [] });
+    if (upsert.length) this.replicate({ upsert, remove: [] }, null);
     pool.onRestart = (msg) => this.shardRestarted(msg);
     this.stream.start(pool, ready);
     // after the replica: label changes a previous run did not get logged by every shard go first
@@ -194,7 +197,8 @@ export class Front {
     this.dir.load(msg);
     this.ingest.learn(msg.streams);
     this.stream.shardRestarted(msg);
-    const upsert: Array<[number, string]> = [...this.labels.byId.values()].map((l) => [l.id, l.name]);
+    // what the other replicas were sent (durable), not the catalogue (it has changes on their way)
+    const upsert: Array<[number, string]> = [...this.replicaNames];
     if (upsert.length) this.pool.send(msg.shard, { k: 'labels', upsert, remove: [] }, null);
     this.labelChanges.shardRestarted(); // one it could not log is tried again at once
     this.metrics.shardRecovery.set({ shard: String(msg.shard) }, msg.recovery.ms / 1000);
@@ -203,7 +207,20 @@ export class Front {
   /** Cluster mode: another node changed a label (the label stream): the catalogue and the local shards' replicas follow. */
   labelChanged(id: number, stored: StoredLabel | null): void {
     const change = this.labels.applyStored(id, stored);
-    if (change && this.pool) this.pool.broadcast({ k: 'labels', ...change });
+    if (change) this.replicate(change, null);
+  }
+
+  /**
+   * The shards' label replicas learn a change: one shard (behind what it was
+   * sent before) or every shard that is up (null). A shard that is down, or
+   * restarts, is given every name sent so far when it is back.
+   */
+  private replicate(change: ReplicaChange, shard: number | null): void {
+    for (const [id, name] of change.upsert) this.replicaNames.set(id, name);
+    for (const id of change.remove) this.replicaNames.delete(id);
+    if (!this.pool) return; // before recovery: recover() sends them all
+    const msg: FrontToShard = { k: 'labels', upsert: change.upsert, remove: change.remove };
+    if (shard === null) this.pool.broadcast(msg); else this.pool.send(shard, msg, null);
   }
 
   /** Ids deleted outside a request (retention), per type code, leave the directory. */

@@ -34,8 +34,6 @@ export interface IngestDeps {
   labels: LabelCatalogue;
   normalizer: BodyNormalizer;
   maxBodyBytes: number;
-  /** labels were created or dropped: the shards' replicas must learn it */
-  broadcastLabels: (upsert: Array<[number, string]>, remove: number[]) => void;
 }
 
 type Obj = Record<string, unknown>;
@@ -140,7 +138,6 @@ export class Ingest {
     if (create && Array.isArray(create.labels)) create.labels = [...new Set((create.labels as string[]).map((n) => byName.get(n)!))];
     cmd.labels = eventLabels.map(([i, list]) => [i, [...new Set(list.map((n) => byName.get(n)!))]]);
     ctx.claims = resolved.claims.length ? resolved.claims : null;
-    if (resolved.created.length) this.deps.broadcastLabels(resolved.created.map((l) => [l.id, l.name]), []);
     if (!resolved.persisted) return send();
     resolved.persisted.then(send, (err) => {
       log.error('label store write failed', { err: String((err as Error)?.stack ?? err) });
@@ -160,8 +157,7 @@ export class Ingest {
   private finish(r: Reply, ctx: IngestContext): void {
     const ok = r.k === 'ingest' && r.status === 200;
     if (ctx.claims) {
-      const dropped = this.deps.labels.settle(ctx.claims, ok);
-      if (dropped.length) this.deps.broadcastLabels([], dropped.map((l) => l.id));
+      this.deps.labels.settle(ctx.claims, ok); // a label dropped leaves the replicas once its removal is durable
     }
     this.creating.delete(ctx.playbook);
     if (r.k === 'ingest') {

@@ -17,14 +17,27 @@
 // first (the label's message comes before the playbook updates it causes), then
 // the others together (none for a create: a new label is on no playbook yet). A
 // request that changed a label is answered once its change is logged, so a
-// client that has the answer and then subscribes is not sent it. The shards take
+// client that has the answer and then subscribes is not sent it.
+//
+// The shards' label replicas (the names their playbook rows show; message kind
+// `labels`) learn a change here too, never before it is durable: each shard
+// right before it logs the change (the two messages are adjacent in its queue,
+// and the replica message closes the shard's open group of writes first), so
+// the designated shard's replica changes with the label's own message, and
+// another shard's only after that message is logged: no playbook row, read or
+// streamed, shows a name before the label's message, nor one a crash could
+// lose. A create reaches the other shards' replicas after the designated shard
+// logged it, before the request is answered. Order: durable → replicas →
+// answer. (Cluster mode, whose changes are not numbered, sends the replica
+// change at once, as before: its label stream is another store.) The shards take
 // these messages whatever the clients' load (Shards.send `internal`): a flood
 // of writes does not hold the stream's label messages back, and admission's
 // refusal counts stay the clients'. A change a
 // shard could not log (down, a failed commit) is tried again, before
 // any later one, every RETRY_MS and when the shard restarts; the requests that
 // made it and the ones behind it are answered meanwhile (their labels are
-// stored; the messages follow).
+// stored; the messages follow), each once it is stored and every shard's
+// replica was sent it (the messages that come late then show the newest names).
 import { log } from '../log.js';
 import { OP_CREATE } from '../shard/changes.js';
 import type { LabelChangeCommand, Reply } from '../shard/protocol.js';
@@ -45,6 +58,9 @@ export interface LabelChangeStore {
   pendingLabelChanges(): Iterable<[number, StoredLabelChange]>;
 }
 
+/** What the shards' label replicas learn (message kind `labels`). */
+export interface ReplicaChange { upsert: Array<[number, string]>; remove: number[] }
+
 /** The shard that logs the labels' own messages. */
 export const LABEL_SHARD = 0;
 const RETRY_MS = 1000;
@@ -59,6 +75,8 @@ interface Entry {
   others: Set<number> | null;
   /** the requests waiting for it */
   waiters: Array<() => void>;
+  /** what the shards' replicas learn from it; null once every shard was sent it (or needs nothing: sent again after a restart) */
+  replica: ReplicaChange | null;
 }
 
 export class LabelChanges {
@@ -72,6 +90,11 @@ export class LabelChanges {
   private retry: NodeJS.Timeout | null = null;
   /** shutting down: changes go on as usual (their requests are drained), but none is tried again */
   private closing = false;
+  /**
+   * Sends the shards' label replicas a change (set by the front): to one shard
+   * (queued behind what was sent it before), or to every shard that is up (null).
+   */
+  replicate: ((change: ReplicaChange, shard: number | null) => void) | null = null;
 
   constructor(private readonly store: LabelChangeStore | null) {
     // numbers go on from the last one given, whatever happens before start()
@@ -88,7 +111,8 @@ export class LabelChanges {
       const kept: Entry[] = [];
       for (const [seq, c] of this.store.pendingLabelChanges()) {
         if (seq > this.seq) this.seq = seq;
-        kept.push(entry({ seq, op: c.op, id: c.id, row: c.row, own: true }, null));
+        // the replicas were given the stored catalogue at start: nothing to replicate
+        kept.push(entry({ seq, op: c.op, id: c.id, row: c.row, own: true }, null, null));
       }
       if (kept.length) log.info('live stream: label changes not logged by every shard are sent again', { changes: kept.length });
       this.queue.unshift(...kept);
@@ -96,19 +120,26 @@ export class LabelChanges {
     this.pump();
   }
 
+  /** Are changes numbered and kept until logged (front.mdb; not in cluster mode)? */
+  get numbered(): boolean { return this.store !== null; }
+
   /**
    * A label change, made in this turn (`stored`: its write to the catalogue's
-   * store, issued in this turn too, so it and the change are one transaction).
-   * Resolves when the request may be answered: its change is logged (or cannot
-   * be for now); rejects as `stored` does.
+   * store, issued in this turn too, so it and the change are one transaction;
+   * `name`: the label's name after it, null for a delete). Resolves when the
+   * request may be answered: its change is logged and every shard's replica
+   * has it (or, for now, only the replicas); rejects as `stored` does.
    */
-  record(op: number, id: number, row: string | null, stored: Promise<unknown> | null): Promise<unknown> {
+  record(op: number, id: number, row: string | null, stored: Promise<unknown> | null, name: string | null): Promise<unknown> {
     const seq = this.store === null ? 0 : ++this.seq;
     if (this.store !== null) this.store.putLabelChange(seq, { op, id, row });
-    const e = entry({ seq, op, id, row, own: true }, stored);
+    const replica: ReplicaChange = name === null ? { upsert: [], remove: [id] } : { upsert: [[id, name]], remove: [] };
+    const e = entry({ seq, op, id, row, own: true }, stored, replica);
     const logged = new Promise<void>((resolve) => { e.waiters.push(resolve); });
-    // behind a change that is being tried again: answered once stored
-    if (this.stuck) this.answer(e);
+    // cluster mode: the replicas learn it at once (another node's changes reach them from the label stream)
+    if (!this.numbered) this.replicateAll(e);
+    // behind a change that is being tried again: answered once stored and replicated
+    if (this.stuck) this.release(e);
     this.queue.push(e);
     this.pump();
     return stored === null ? logged : stored.then(() => logged);
@@ -127,14 +158,14 @@ export class LabelChanges {
     this.closing = true;
     if (this.retry !== null) clearTimeout(this.retry);
     this.retry = null;
-    if (this.stuck) for (const e of this.queue) this.answer(e);
+    if (this.stuck) for (const e of this.queue) this.release(e);
   }
 
   private pump(): void {
     if (this.busy || this.pool === null || !this.queue.length) return;
     const e = this.queue[0]!;
     this.busy = true;
-    // never in the turn of the change: the `labels` message the caller sends the shards in it goes first
+    // once the label is durable: its replica change and its message go to the shards together
     (e.stored ?? Promise.resolve()).then(() => this.send(e), () => {
       // not stored (nor was its number, in the same transaction): there is nothing to log
       this.next(e);
@@ -145,6 +176,7 @@ export class LabelChanges {
     const pool = this.pool!;
     const change = e.change;
     if (!e.labelLogged) {
+      this.replicateTo(e, LABEL_SHARD); // right before the label's own message: the two are adjacent in its queue
       pool.send(LABEL_SHARD, { k: 'label', rid: 0, change }, (r: Reply) => {
         if (!ok(r)) { this.failed(e, LABEL_SHARD, r); return; }
         e.labelLogged = true;
@@ -154,13 +186,16 @@ export class LabelChanges {
     }
     if (e.others === null) {
       e.others = new Set();
-      if (change.op !== OP_CREATE) for (let shard = 0; shard < pool.size; shard++) if (shard !== LABEL_SHARD) e.others.add(shard);
+      for (let shard = 0; shard < pool.size; shard++) if (shard !== LABEL_SHARD) e.others.add(shard);
     }
+    // a new label is on no playbook yet: the other shards only learn its name
+    if (change.op === OP_CREATE) { for (const shard of e.others) this.replicateTo(e, shard); e.others.clear(); }
     if (e.others.size === 0) { this.done(e); return; }
     const others = { ...change, own: false };
     let waiting = e.others.size;
     let failure: [number, Reply] | null = null;
     for (const shard of [...e.others]) {
+      this.replicateTo(e, shard); // each shard's replica changes with its playbook updates, after the label's message
       pool.send(shard, { k: 'label', rid: 0, change: others }, (r: Reply) => {
         if (ok(r)) e.others!.delete(shard); else failure ??= [shard, r];
         if (--waiting > 0) return;
@@ -171,6 +206,7 @@ export class LabelChanges {
 
   /** Every shard has logged the change. */
   private done(e: Entry): void {
+    e.replica = null; // every shard was sent it
     if (e.change.seq > 0) this.store?.removeLabelChange(e.change.seq);
     if (this.stuck) log.info('live stream: a label change was logged after all', { label: e.change.id, change: e.change.seq });
     this.stuck = false;
@@ -193,14 +229,14 @@ export class LabelChanges {
     const why = 'body' in r && typeof r.body === 'string' ? r.body : String(r.status);
     if (e.change.seq === 0) {
       log.warn('live stream: a label change could not be logged; it is not streamed', { label: e.change.id, shard, why });
-      this.answer(e);
+      this.release(e);
       this.next(e);
       return;
     }
     if (!this.stuck) log.warn('live stream: a label change could not be logged yet; trying again', { label: e.change.id, change: e.change.seq, shard, why });
     this.stuck = true;
-    // its request and those behind it need not wait: their labels are stored
-    for (const q of this.queue) this.answer(q);
+    // its request and those behind it need not wait: their labels are stored (the replicas learn them first)
+    for (const q of this.queue) this.release(q);
     if (this.closing) return; // kept in front.mdb: the next start sends it
     this.retry = setTimeout(() => { this.retry = null; this.send(e); }, RETRY_MS);
     this.retry.unref();
@@ -211,10 +247,32 @@ export class LabelChanges {
     e.waiters = [];
     for (const w of waiters) w();
   }
+
+  /**
+   * A change's requests are answered before it is logged everywhere: once it is
+   * stored, every shard's replica learns it (those that log it later are not
+   * sent it again: a replica never goes back to an older name), then they are.
+   */
+  private release(e: Entry): void {
+    const go = (): void => { this.replicateAll(e); this.answer(e); };
+    if (e.stored === null) go(); else e.stored.then(go, () => {}); // not stored: its request fails with it
+  }
+
+  /** One shard's replica learns the change (again, when a failed attempt is tried again: the same names). */
+  private replicateTo(e: Entry, shard: number): void {
+    if (e.replica !== null) this.replicate?.(e.replica, shard);
+  }
+
+  /** Every shard's replica learns the change now, and is not sent it again. */
+  private replicateAll(e: Entry): void {
+    if (e.replica === null) return;
+    this.replicate?.(e.replica, null);
+    e.replica = null;
+  }
 }
 
-function entry(change: LabelChangeCommand, stored: Promise<unknown> | null): Entry {
-  return { change, stored, labelLogged: false, others: null, waiters: [] };
+function entry(change: LabelChangeCommand, stored: Promise<unknown> | null, replica: ReplicaChange | null): Entry {
+  return { change, stored, labelLogged: false, others: null, waiters: [], replica };
 }
 
 function ok(r: Reply): boolean {

@@ -1,8 +1,8 @@
 // The label resource (/api/v1/labels): labels are unique by name across all
 // playbooks, so the front owns them (LabelCatalogue, persisted in front.mdb)
-// and answers their requests itself; every change is broadcast to the shards'
-// replicas, and a reply leaves only once the change is durable and logged for
-// the live stream by the shards (label_changes.ts).
+// and answers their requests itself; a reply leaves only once the change is
+// durable, in the shards' replicas and logged for the live stream by the shards
+// (label_changes.ts, which sends the replicas each change once it is durable).
 import { compareRows } from '../api/order.js';
 import { Errors } from '../api/errors.js';
 import { WRITE_FIELDS } from '../api/resources.js';
@@ -19,8 +19,6 @@ import type { Req } from './routes.js';
 export interface LabelDeps {
   labels: LabelCatalogue;
   dir: Directory;
-  /** labels were created, renamed or deleted: the shards' replicas must learn it */
-  broadcast: (upsert: Array<[number, string]>, remove: number[]) => void;
   /** `offset`: a keyset page's position (default parsed.offset) */
   envelope: (ex: Req, parsed: ParsedPage, count: number, rows: ListRow[], offset?: number) => void;
 }
@@ -46,7 +44,6 @@ export class LabelResource {
     let persisted: Promise<unknown> | null;
     if (label === null) ({ label, persisted } = labels.create(dir.allocate('label'), name!, now));
     else persisted = labels.touch(label, name ?? label.name, now);
-    this.deps.broadcast([[label.id, label.name]], []);
     const body = ex.minimal ? `{"id":${label.id}}` : label.toJSON();
     afterDurable(persisted, () => reply(ex, ex.method === 'POST' ? 201 : 200, body), ex);
   }
@@ -55,7 +52,6 @@ export class LabelResource {
     const label = this.deps.labels.byId.get(id);
     if (!label) return reply(ex, 404, Errors.notFound());
     const persisted = this.deps.labels.remove(label);
-    this.deps.broadcast([], [id]);
     afterDurable(persisted, () => reply(ex, 204, null), ex);
   }
 

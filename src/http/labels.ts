@@ -1,9 +1,9 @@
 // The label catalogue: labels are unique by name across all playbooks, so one
-// owner (the front) keeps them, persists them (FrontStore) and broadcasts every
-// change to the shards, which hold an id → name replica for rendering playbooks.
-// Every change it makes is also handed to the live stream's log of label
-// changes (label_changes.ts) in the same turn as its write, and what a caller
-// waits for is that: stored, then logged by the shards.
+// owner (the front) keeps them and persists them (FrontStore). The shards hold
+// an id → name replica for rendering playbooks. Every change it makes is handed
+// to the live stream's log of label changes (label_changes.ts) in the same turn
+// as its write, which also sends it to the replicas once it is durable, and
+// what a caller waits for is that: stored, replicated, logged by the shards.
 import { formatTimestamp } from '../api/time.js';
 import { OP_CREATE, OP_DELETE, OP_UPDATE } from '../shard/changes.js';
 import type { StoredLabel } from '../store/front_store.js';
@@ -39,11 +39,15 @@ export class Label {
 
 export interface Resolved {
   ids: number[];
-  /** labels created for this write (to broadcast) */
+  /** labels created for this write */
   created: Label[];
   /** provisional labels this write holds a claim on */
   claims: number[];
-  /** resolves when the created labels are durable and logged for the live stream (null: none created) */
+  /**
+   * resolves when the labels it names are durable, in the shards' replicas and
+   * logged for the live stream: those created for it, and those another
+   * request's change of is still on its way (null: nothing to wait for)
+   */
   persisted: Promise<unknown> | null;
 }
 
@@ -59,8 +63,15 @@ export class LabelCatalogue {
   /** label id → its writes to the store not settled yet, and whether one of them failed */
   private readonly writing = new Map<number, { pending: number; failed: boolean }>();
   /**
-   * A label was set back to what the store holds after a write of it failed:
-   * the shards' replicas must learn it (set by the front).
+   * label id → its latest change that is not yet durable, replicated and logged
+   * (what persist/remove returned): a playbook write that names the label waits
+   * for it, so that the playbook is stored and shown with the label as changed.
+   */
+  private readonly settling = new Map<number, Promise<unknown>>();
+  /**
+   * A label was set back to what the store holds after a write of it failed
+   * (set by the front: the shards' replicas must learn it where they were sent
+   * the change before it was durable, in cluster mode).
    */
   onResync: ((change: { upsert: Array<[number, string]>; remove: number[] }) => void) | null = null;
   /**
@@ -95,10 +106,20 @@ export class LabelCatalogue {
     this.byName.set(label.name, label);
   }
 
-  /** Store a created or changed label; resolves once it is stored and its change logged for the live stream. */
+  /** Store a created or changed label; resolves once it is stored, replicated and its change logged for the live stream. */
   private persist(label: Label, op: number): Promise<unknown> | null {
     const stored = this.store ? this.tracked(label.id, this.store.putLabel(label.id, { name: label.name, created: label.created, updated: label.updated })) : null;
-    return this.changes ? this.changes.record(op, label.id, label.toJSON(), stored) : stored;
+    return this.logged(op, label.id, label.toJSON(), stored, label.name);
+  }
+
+  /** Hand a change to the live stream's log (which replicates it); remember it until it is settled. */
+  private logged(op: number, id: number, row: string | null, stored: Promise<unknown> | null, name: string | null): Promise<unknown> | null {
+    const done = this.changes ? this.changes.record(op, id, row, stored, name) : stored;
+    if (done === null) return null;
+    this.settling.set(id, done);
+    const clear = (): void => { if (this.settling.get(id) === done) this.settling.delete(id); };
+    done.then(clear, clear);
+    return done;
   }
 
   /**
@@ -147,7 +168,7 @@ export class LabelCatalogue {
     if (this.byName.get(label.name) === label) this.byName.delete(label.name);
     this.provisional.delete(label.id);
     const stored = this.store ? this.tracked(label.id, this.store.removeLabel(label.id)) : null;
-    return this.changes ? this.changes.record(OP_DELETE, label.id, null, stored) : stored;
+    return this.logged(OP_DELETE, label.id, null, stored, null);
   }
 
   /**
@@ -174,7 +195,12 @@ export class LabelCatalogue {
     return { upsert: [[id, stored.name]], remove: [] };
   }
 
-  /** Names → ids for a playbook write; unknown names become provisional labels now. */
+  /**
+   * Names → ids for a playbook write; unknown names become provisional labels
+   * now. A label found by its name whose create or rename is still on its way
+   * (another request's) is waited for too: until it is durable and in the
+   * shards' replicas, the playbook would be shown without it or by its old name.
+   */
   resolve(names: string[], allocate: () => number, now: number): Resolved {
     const out: Resolved = { ids: [], created: [], claims: [], persisted: null };
     const writes: Promise<unknown>[] = [];
@@ -187,6 +213,9 @@ export class LabelCatalogue {
         out.created.push(label);
         const p = this.persist(label, OP_CREATE);
         if (p) writes.push(p);
+      } else {
+        const pending = this.settling.get(label.id);
+        if (pending) writes.push(pending);
       }
       const claim = this.provisional.get(label.id);
       if (claim) { claim.refs++; out.claims.push(label.id); }

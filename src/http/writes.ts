@@ -30,8 +30,6 @@ export interface WriteDeps {
   labels: LabelCatalogue;
   labelResource: LabelResource;
   normalizer: BodyNormalizer;
-  /** labels were created or dropped: the shards' replicas must learn it */
-  broadcastLabels: (upsert: Array<[number, string]>, remove: number[]) => void;
   /** a playbook created with a uuid: batch ingest may continue it */
   playbookWithUuid: (uuid: string, id: number) => void;
 }
@@ -111,7 +109,6 @@ export class Writes {
       const resolved = labels.resolve(n.set.labels as string[], () => dir.allocate('label'), nowMicros());
       n.set.labels = resolved.ids;
       ctx.claims = resolved.claims.length ? resolved.claims : null;
-      if (resolved.created.length) this.deps.broadcastLabels(resolved.created.map((l) => [l.id, l.name]), []);
       if (resolved.persisted) {
         resolved.persisted.then(dispatch, (err) => { storageFailed(ex, err); this.settleLabels(ctx, false); });
         return;
@@ -159,8 +156,7 @@ export class Writes {
 
   private settleLabels(ctx: WriteContext, succeeded: boolean): void {
     if (!ctx.claims) return;
-    const dropped = this.deps.labels.settle(ctx.claims, succeeded);
-    if (dropped.length) this.deps.broadcastLabels([], dropped.map((l) => l.id));
+    this.deps.labels.settle(ctx.claims, succeeded); // a label dropped leaves the replicas once its removal is durable
   }
 }
 

@@ -137,8 +137,9 @@ export class Shard {
 
   /** Handle one message; returns the reply if it can leave now, else it leaves via onReply. */
   handle(msg: FrontToShard): ShardToFront | null {
-    // writes and reads join the open group; anything else is ordered after it
-    if (this.group !== null && msg.k !== 'write' && msg.k !== 'get' && msg.k !== 'list' && msg.k !== 'labels' && msg.k !== 'stats') this.flushGroup();
+    // writes and reads join the open group; anything else is ordered after it (a
+    // label replica change too: the group's rows, taken at its flush, show the names before it)
+    if (this.group !== null && msg.k !== 'write' && msg.k !== 'get' && msg.k !== 'list' && msg.k !== 'stats') this.flushGroup();
     switch (msg.k) {
       case 'write': return this.write(msg.rid, msg.cmd);
       case 'ingest': return this.ingest(msg.rid, msg.cmd);
@@ -364,8 +365,8 @@ export class Shard {
    * the label, then an update for each playbook here that carries it (its list
    * row shows the label's name), one commit with a journal entry of no events.
    * The playbook rows are taken from the label replica, which the front's
-   * `labels` message updated before this one came. A shard with nothing to log
-   * stores nothing.
+   * `labels` message, sent right before this one (once the label was durable),
+   * updated. A shard with nothing to log stores nothing.
    */
   labelChange(rid: number, c: LabelChangeCommand): ShardToFront | null {
     const reply: LabelReply = { k: 'label', rid, status: 200 };
