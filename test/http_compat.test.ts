@@ -125,6 +125,25 @@ test('compat off: no ansible_version/controller/user, no created/updated in rows
   t.deepEqual(Object.keys(replaced), WRITE.playbook);
 });
 
+test('result delegated_to is a set, as ARA\'s many-to-many field: a host sent twice is kept once (POST, PATCH, PUT)', async (t) => {
+  // The stock callback sends a looped task's delegates once per item of every host so far (its
+  // delegation cache is per task), e.g. [h2, h2, h3]; ARA's server stores each host once.
+  const url = on.url;
+  const m = await build(url);
+  const refs = { playbook: m.pb.id, play: m.play.id, task: m.task.id, host: m.host.id };
+  const twice = [m.host2.id, m.host2.id, m.host.id, m.host.id];
+  const posted = await createResult(url, refs, { delegated_to: twice });
+  t.deepEqual(posted.delegated_to, [m.host2.id, m.host.id], 'POST response');
+  t.deepEqual((await list(url, 'results', { task: m.task.id })).results.find((r: Json) => r.id === posted.id).delegated_to,
+    [m.host2.id, m.host.id], 'list row');
+  // ids as strings and numbers (the slow path of validation) are one id too
+  const mixed = await createResult(url, refs, { delegated_to: [String(m.host.id), m.host.id] });
+  t.deepEqual(mixed.delegated_to, [m.host.id], 'POST with "id" and id');
+  t.deepEqual((await patch(url, `/api/v1/results/${mixed.id}`, { delegated_to: twice })).delegated_to, [m.host2.id, m.host.id], 'PATCH');
+  t.deepEqual((await put(url, `/api/v1/results/${mixed.id}`, { ...refs, delegated_to: [m.host.id, m.host.id] })).delegated_to, [m.host.id], 'PUT');
+  t.deepEqual((await get(url, `/api/v1/results/${mixed.id}`)).delegated_to, [m.host.id], 'detail');
+});
+
 test('compat on vs off: controller and user are stored either way (the mode only changes representations)', async (t) => {
   // written with the mode off, the values are not shown; the filter still works on them
   const url = off.url;

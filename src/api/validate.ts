@@ -154,11 +154,12 @@ function checkValue(spec: FieldSpec, v: unknown): FieldResult {
     case 'fk': return checkFk(v);
     case 'fklist': {
       if (!Array.isArray(v)) return bad(Messages.notAList(pythonType(v)));
+      // a set, as ARA's many-to-many field stores it: an id sent twice is kept once (first place)
       const ids: number[] = [];
-      for (const item of v) {
-        const r = checkFk(item);
-        if (!r.ok) return r.numberAt === undefined ? r : { ok: false, msg: r.msg, numberAt: ids.length };
-        ids.push(r.value as number);
+      for (let i = 0; i < v.length; i++) {
+        const r = checkFk(v[i]);
+        if (!r.ok) return r.numberAt === undefined ? r : { ok: false, msg: r.msg, numberAt: i };
+        if (!ids.includes(r.value as number)) ids.push(r.value as number);
       }
       return ok(ids);
     }
@@ -191,6 +192,7 @@ function convertCanonical(spec: FieldSpec, v: unknown): unknown {
     case 'timestamp': return parseTimestamp(v as string);
     case 'uuid': return normalizeUuid(v as string);
     case 'labels': return [...new Set(v as string[])];
+    case 'fklist': return [...new Set(v as number[])]; // a set, as in checkValue
     default: return v;
   }
 }
