@@ -12,8 +12,11 @@
 from __future__ import absolute_import, division, print_function
 
 import datetime
+import hashlib
 import json
+import os
 import sys
+import tempfile
 import time
 
 try:
@@ -48,6 +51,12 @@ options:
 """
 
 STATE_MODULE = "logbook_callback_state"
+
+
+def handover_prefix(task_uuid, host):
+    """Names of the files a record of this task on this host is handed over in (no_log: see _hand_over).
+    The callback (logbook.py) names them the same way."""
+    return "%s.%s." % (task_uuid, hashlib.sha1(host.encode("utf-8", "surrogateescape")).hexdigest()[:16])
 
 
 def _call(api, method, path, body=None, timeout=None):
@@ -117,7 +126,26 @@ class ActionModule(ActionBase):
         result["created"] = stamp
         result["updated"] = stamp
         result["msg"] = "Record created or updated in ARA" if changed else "Record unchanged in ARA"
+        # The next item of a loop runs in this same worker: it sees this record, as ARA's would on its server.
+        if isinstance(getattr(state, "records", None), dict):
+            state.records[key] = (value, type_)
+        if self._task.no_log or getattr(self._play_context, "no_log", False):
+            self._hand_over(state, task_vars, {"key": key, "value": value, "type": type_})
         return result
+
+    def _hand_over(self, state, task_vars, record):
+        """no_log: Ansible gives callbacks a censored copy of the result (no key, no value), so the record
+        goes to the callback through a file in the run's directory (0700), read and removed when the
+        task's result reaches the callback. Named by task, host, then order (a loop's items, in turn)."""
+        directory = getattr(state, "records_dir", None)
+        if not directory:
+            return
+        host = str(task_vars.get("inventory_hostname") or "")
+        name = "%s%020d.%d.json" % (handover_prefix(str(self._task._uuid)[:36], host), time.time_ns(), os.getpid())
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f)
+        os.rename(tmp, os.path.join(directory, name))
 
     def _playbook_id(self, state, wait=2.0):
         """The running playbook's id, from the server by the stream's uuid; None if it does not say within `wait` s

@@ -16,11 +16,13 @@ import configparser
 import datetime
 import fcntl
 import gzip
+import hashlib
 import json
 import os
 import random
 import re
 import shlex
+import shutil
 import socket
 import ssl
 import struct
@@ -223,8 +225,14 @@ def shared_state():
         state = types.ModuleType(STATE_MODULE)
         state.playbook_id = None
         state.records = {}
+        state.records_dir = None
         sys.modules[STATE_MODULE] = state
     return state
+
+
+def handover_prefix(task_uuid, host):
+    """Names of the files ara_record hands a no_log task's record over in (the action names them the same way)."""
+    return "%s.%s." % (task_uuid, hashlib.sha1(host.encode("utf-8", "surrogateescape")).hexdigest()[:16])
 
 
 # After a batch is refused as a whole (400/413), it is sent again with the contents (result content,
@@ -898,6 +906,13 @@ class CallbackModule(CallbackBase):
         self.state.playbook_id = None
         self.playbook_id_known = threading.Event()
         self.state.records = {}
+        self._remove_records_dir()
+        self.state.records_dir = None
+
+    def _remove_records_dir(self):
+        directory = getattr(self.state, "records_dir", None)
+        if directory:
+            shutil.rmtree(directory, ignore_errors=True)
 
     # Every hook goes through _guard: a recording problem is a warning (once), never a failed run.
     def _warn(self, msg):
@@ -996,6 +1011,10 @@ class CallbackModule(CallbackBase):
             on_playbook_id=self._on_playbook_id,
         )
         self.state.playbook_uuid = stream
+        try:  # where ara_record hands over the records of no_log tasks (0700, removed at the end)
+            self.state.records_dir = tempfile.mkdtemp(prefix="logbook-records-")
+        except OSError:
+            self.state.records_dir = None
         # For ara_record with another playbook's id (it opens its own connection in the worker).
         self.state.api = {"url": self.shipper.url, "headers": {k: v for k, v in self.shipper.headers.items()},
                           "timeout": self.shipper.timeout, "ssl_context": self.shipper.ssl_context}
@@ -1157,8 +1176,14 @@ class CallbackModule(CallbackBase):
                    "started": self.result_started.get(hostname, task["started"]), "ended": ended})
         if task["action"] in ("setup", "gather_facts") and "ansible_facts" in content:
             self._add({"kind": "host", "name": host, "facts": content["ansible_facts"]})
-        if task["action"] in RECORD_ACTIONS and status == "ok":
-            items = result._result.get("results") if isinstance(result._result.get("results"), list) else [result._result]
+        if task["action"] in RECORD_ACTIONS and status in ("ok", "failed"):
+            # failed: a loop whose other items did write their records (ARA's action writes each at once)
+            if "censored" in result._result:
+                items = self._handed_over(task_uuid, hostname)  # no_log: see the action's _hand_over
+            elif isinstance(result._result.get("results"), list):
+                items = result._result["results"]
+            else:
+                items = [result._result]
             for item in items:
                 if not isinstance(item, dict) or "key" not in item or "type" not in item or item.get("failed"):
                     continue
@@ -1167,6 +1192,30 @@ class CallbackModule(CallbackBase):
                     continue  # written to another playbook by the action itself
                 self.state.records[item["key"]] = (item.get("value"), item["type"])
                 self._add({"kind": "record", "key": item["key"], "value": item.get("value"), "type": item["type"]})
+
+    def _handed_over(self, task_uuid, hostname):
+        """The records ara_record handed over in files (no_log hides them from the result), in the order written."""
+        directory = self.state.records_dir
+        if not directory:
+            return []
+        prefix = handover_prefix(task_uuid, hostname)
+        out = []
+        try:
+            names = sorted(n for n in os.listdir(directory) if n.startswith(prefix))
+        except OSError:
+            return out
+        for name in names:
+            path = os.path.join(directory, name)
+            try:
+                with open(path) as f:
+                    out.append(json.load(f))
+            except (OSError, ValueError):
+                pass
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        return out
 
     # -- the end -------------------------------------------------------------------
 
@@ -1203,6 +1252,7 @@ class CallbackModule(CallbackBase):
         if self.shipper is None or self.finished or self.shipper.thread is None:
             return
         self.finished = True
+        self._remove_records_dir()
         try:
             try:
                 if expire:
