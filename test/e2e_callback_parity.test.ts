@@ -9,8 +9,9 @@
 // when, async/poll, no_log, set_stats, non-ASCII and 1 MB outputs, ara_record
 // of every type (in loops, with no_log, a failing item, the same key again),
 // meta flush_handlers / end_play, a play that matches no host, the free
-// strategy, import_playbook and vars_files; then --check --diff with tags,
-// skip-tags and --limit.
+// strategy, import_playbook and vars_files, a vault-encrypted value in a result
+// whose keys cannot be sorted; then --check --diff with tags, skip-tags and
+// --limit.
 //
 // test/helpers/parity.ts reads both servers and names what differs; ids,
 // uuids, timestamps and what changes from one run to the next inside contents
@@ -134,14 +135,14 @@ function compare(t: ExecutionContext, r: Recorded): void {
 
 const SITE_RECAP: Record<string, HostRecap> = {
   ghost: { ok: 1, changed: 0, unreachable: 1, failed: 0, skipped: 0, rescued: 0, ignored: 1 },
-  h1: { ok: 58, changed: 27, unreachable: 0, failed: 0, skipped: 1, rescued: 1, ignored: 3 },
+  h1: { ok: 59, changed: 27, unreachable: 0, failed: 0, skipped: 1, rescued: 1, ignored: 3 },
   h2: { ok: 36, changed: 13, unreachable: 0, failed: 0, skipped: 2, rescued: 1, ignored: 2 },
   h3: { ok: 22, changed: 6, unreachable: 0, failed: 1, skipped: 1, rescued: 1, ignored: 2 },
 };
 
 withAnsible('site.yml: the stock callback and logbook\'s callback record the same run the same way', async (t) => {
   t.timeout(2 * RUN_TIMEOUT_MS);
-  const r = await recordBoth(t, 'site.yml');
+  const r = await recordBoth(t, 'site.yml', ['--vault-password-file', join(FIXTURE, 'vault-password.txt')]);
   checkRuns(t, r, 4, SITE_RECAP); // 4: a host was unreachable
 
   t.deepEqual(unnestPlaybookIds(r.ara).map((k) => k.replace(/^[^|]*\| (.*?) \| .* @ /, '$1 @ ')),
@@ -152,7 +153,7 @@ withAnsible('site.yml: the stock callback and logbook\'s callback record the sam
   const key = (section: string, part: string) => Object.keys(r.lb[section] ?? {}).filter((k) => k.includes(part));
   const result = (task: string, host: string) => r.lb.results![key('results', `| ${task} |`).find((k) => k.endsWith(`@ ${host}`))!];
   // the fixture does what it says (so that an equal comparison means something)
-  t.like(r.lb.playbook!.playbook, { status: 'failed', name: 'parity site', items: { plays: 11, tasks: 61, results: 126, hosts: 5, files: 9, records: 13 } });
+  t.like(r.lb.playbook!.playbook, { status: 'failed', name: 'parity site', items: { plays: 12, tasks: 62, results: 127, hosts: 5, files: 9, records: 13 } });
   t.deepEqual(Object.keys(r.lb.records!).sort(), ['good-item', 'loop-list', 'loop-text', 'loop-twice', 'r-default', 'r-dict', 'r-json',
     'r-list', 'r-secret', 'r-text', 'r-url', 'secret-a', 'secret-b'], 'ara_record: every type, loops, no_log, a failing item');
   t.deepEqual(r.lb.records!['r-secret'], { key: 'r-secret', type: 'text', value: 'hidden value' }, 'a no_log record is recorded');
@@ -168,6 +169,10 @@ withAnsible('site.yml: the stock callback and logbook\'s callback record the sam
   t.is(result('Non-ASCII output', 'h1').content.stdout, 'héllo wörld ✓ 日本語 🚀');
   t.regex(result('Large output', 'h1').content.stdout, /^<1100000 chars, sha1 [0-9a-f]{40}>$/);
   t.like(result('Unreachable, ignored', 'ghost'), { status: 'unreachable' });
+  const facts = result('Keys of mixed types and a vaulted value', 'h1').content.ansible_facts;
+  t.deepEqual(facts.mixed, { 1: 'one', two: 2 });
+  t.regex(facts.vaulted.__ansible_vault, /^\$ANSIBLE_VAULT;1\.1;AES256\n/, 'a vaulted value is stored encrypted');
+  t.false(JSON.stringify(r.lb).includes('vaulted secret'), 'and never in clear');
 });
 
 withAnsible('check.yml with --check --diff, --tags, --skip-tags and --limit: recorded the same way', async (t) => {

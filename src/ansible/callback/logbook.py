@@ -212,11 +212,23 @@ def plain_json(body):
     return gzip.decompress(body) if is_gzip(body) else body
 
 
-def to_json(obj, **kw):
+def to_json(obj, encoder=None, **kw):
     """JSON bytes, ASCII only: output that is not UTF-8 (Python keeps its bytes as lone surrogates,
     which UTF-8 cannot encode) goes as \\udcXX escapes, as the stock callback sends it; and ASCII
     bodies take the server's fast path (it scans their bytes without decoding them)."""
-    return json.dumps(obj, cls=_JSONEncoder, ensure_ascii=True, **kw).encode("ascii")
+    return json.dumps(obj, cls=encoder or _JSONEncoder, ensure_ascii=True, **kw).encode("ascii")
+
+
+class LooseJSONEncoder(_JSONEncoder):
+    """Ansible's encoder, then str() for what even it cannot encode (a set…). Never `default=str` alone: that
+    replaces Ansible's default, and a vault-encrypted value would be sent decrypted (str() of it is the plain
+    text) where the stock callback sends its ciphertext ({"__ansible_vault": ...})."""
+
+    def default(self, o):
+        try:
+            return _JSONEncoder.default(self, o)
+        except TypeError:
+            return str(o)
 
 
 def shared_state():
@@ -618,11 +630,12 @@ class Shipper(object):
             try:
                 parts.append(to_json(ev, sort_keys=True))
             except (TypeError, ValueError):
+                # keys of mixed types cannot be sorted ({1: .., "a": ..}): unsorted, as the stock callback then sends them
                 try:
-                    parts.append(to_json(ev, default=str))
+                    parts.append(to_json(ev, encoder=LooseJSONEncoder))
                 except Exception as e:
                     self._warn_once("encode", "logbook: an event could not be encoded and was dropped: %s" % e)
-        head = to_json(self.playbook, default=str)
+        head = to_json(self.playbook, encoder=LooseJSONEncoder)
         groups, cur, size = [], [], 0
         for p in parts:
             if cur and size + len(p) > MAX_BATCH_BYTES:
@@ -1002,7 +1015,7 @@ class CallbackModule(CallbackBase):
                 labels.append("%s:%s" % (label, value))
         self.argument_labels = labels
         # Arguments go through JSON once here so that the spool holds plain data.
-        arguments = json.loads(json.dumps(cli_options, cls=_JSONEncoder, default=str))
+        arguments = json.loads(json.dumps(cli_options, cls=LooseJSONEncoder))
         stream = str(uuidlib.uuid4())
         self.shipper.start(
             playbook={"uuid": stream, "path": path, "runner_version": ansible_version,
