@@ -8,6 +8,7 @@
 // ignore_unreachable with an unreachable host, failed_when/changed_when,
 // when, async/poll, no_log, set_stats, non-ASCII and 1 MB outputs, ara_record
 // of every type (in loops, with no_log, a failing item, the same key again),
+// ara_playbook,
 // meta flush_handlers / end_play, a play that matches no host, the free
 // strategy, import_playbook and vars_files, a vault-encrypted value in a result
 // whose keys cannot be sorted; then --check --diff with tags, skip-tags and
@@ -86,6 +87,9 @@ async function recordBoth(t: ExecutionContext, playbook: string, args: string[] 
       env: { PYTHONHASHSEED: '0', ...ansibleEnv(lbServer.url), LOGBOOK_CALLBACK_SPOOL_DIR: spool, LOGBOOK_API_TIMEOUT: '10' },
     }),
   ]);
+  for (const [who, run] of [['stock callback', araRun], ['logbook\'s callback', lbRun]] as const) {
+    if (!/PLAY RECAP/.test(run.stdout)) t.log(`${who}: the run did not finish (${run.code}):\n${run.stdout}\n${run.stderr}`);
+  }
   const [ara, lb] = await Promise.all([
     parityDump(araServer.url, undefined, { replace: [[outAra, '<out>']] }),
     parityDump(lbServer.url, undefined, { replace: [[outLb, '<out>']] }),
@@ -127,6 +131,22 @@ function unnestPlaybookIds(dump: ParityDump): string[] {
   return where;
 }
 
+/**
+ * ara_playbook returns the playbook as the server had it during the task:
+ * counters and times that depend on when it asked. Kept: what identifies it.
+ */
+function projectQueriedPlaybook(dump: ParityDump): number {
+  let n = 0;
+  for (const result of Object.values(dump.results ?? {})) {
+    const pb = result.content?.playbook;
+    if (pb && typeof pb === 'object' && typeof result.content.msg === 'string' && result.content.msg.startsWith('Queried playbook')) {
+      result.content.playbook = { id: pb.id, name: pb.name, path: pb.path, status: pb.status };
+      n++;
+    }
+  }
+  return n;
+}
+
 function compare(t: ExecutionContext, r: Recorded): void {
   const diffs = diffDumps(r.ara, r.lb, 'stock callback', 'logbook\'s callback');
   if (diffs.length) t.log(`differences:\n${diffs.join('\n')}`);
@@ -135,7 +155,7 @@ function compare(t: ExecutionContext, r: Recorded): void {
 
 const SITE_RECAP: Record<string, HostRecap> = {
   ghost: { ok: 1, changed: 0, unreachable: 1, failed: 0, skipped: 0, rescued: 0, ignored: 1 },
-  h1: { ok: 59, changed: 27, unreachable: 0, failed: 0, skipped: 1, rescued: 1, ignored: 3 },
+  h1: { ok: 61, changed: 27, unreachable: 0, failed: 0, skipped: 1, rescued: 1, ignored: 3 },
   h2: { ok: 36, changed: 13, unreachable: 0, failed: 0, skipped: 2, rescued: 1, ignored: 2 },
   h3: { ok: 22, changed: 6, unreachable: 0, failed: 1, skipped: 1, rescued: 1, ignored: 2 },
 };
@@ -148,18 +168,21 @@ withAnsible('site.yml: the stock callback and logbook\'s callback record the sam
   t.deepEqual(unnestPlaybookIds(r.ara).map((k) => k.replace(/^[^|]*\| (.*?) \| .* @ /, '$1 @ ')),
     ['Record the same key again, unchanged @ h1', 'Record one key twice in a loop @ h1 [1]'],
     'the stock ara_record returns the playbook object for an unchanged record (README: logbook\'s callback)');
+  t.deepEqual([projectQueriedPlaybook(r.ara), projectQueriedPlaybook(r.lb)], [1, 1], 'ara_playbook queried once');
   compare(t, r);
 
   const key = (section: string, part: string) => Object.keys(r.lb[section] ?? {}).filter((k) => k.includes(part));
   const result = (task: string, host: string) => r.lb.results![key('results', `| ${task} |`).find((k) => k.endsWith(`@ ${host}`))!];
   // the fixture does what it says (so that an equal comparison means something)
-  t.like(r.lb.playbook!.playbook, { status: 'failed', name: 'parity site', items: { plays: 12, tasks: 62, results: 127, hosts: 5, files: 9, records: 13 } });
+  t.like(r.lb.playbook!.playbook, { status: 'failed', name: 'parity site', items: { plays: 12, tasks: 64, results: 129, hosts: 5, files: 9, records: 13 } });
   t.deepEqual(Object.keys(r.lb.records!).sort(), ['good-item', 'loop-list', 'loop-text', 'loop-twice', 'r-default', 'r-dict', 'r-json',
     'r-list', 'r-secret', 'r-text', 'r-url', 'secret-a', 'secret-b'], 'ara_record: every type, loops, no_log, a failing item');
   t.deepEqual(r.lb.records!['r-secret'], { key: 'r-secret', type: 'text', value: 'hidden value' }, 'a no_log record is recorded');
   t.like(result('Record a secret (no_log)', 'h1').content, { censored: 'the output has been hidden due to the fact that \'no_log: true\' was specified for this result' });
   t.deepEqual(result('Record one key twice in a loop', 'h1').content.results.map((i: any) => i.msg),
     ['Record created or updated in ARA', 'Record unchanged in ARA'], 'the second item of a loop sees the first\'s record');
+  t.deepEqual(result('Query the playbook (ara_playbook)', 'h1').content.playbook, { id: 1, name: 'parity site', path: join(FIXTURE, 'site.yml'), status: 'running' });
+  t.is(result('Show the queried playbook', 'h1').content.msg, 'parity site is running');
   t.deepEqual(result('Delegated in a loop', 'h1').delegated_to, ['h2', 'h3']);
   t.deepEqual(result('Delegated to localhost', 'h2').delegated_to, ['localhost']);
   t.truthy(r.lb.hosts!.localhost, 'a host delegated to only');
