@@ -27,7 +27,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startLogbook } from './helpers/server.js';
 import { hasAnsible, runPlaybook, type HostRecap, type PlaybookRun } from './helpers/ansible.js';
@@ -66,7 +66,8 @@ interface Recorded { ara: ParityDump; lb: ParityDump; araRun: PlaybookRun; lbRun
  * with logbook's callback into another (compatibility mode: `delegated_to`,
  * `controller`, `user` are read back too), and reads both back.
  */
-async function recordBoth(t: ExecutionContext, playbook: string, args: string[] = []): Promise<Recorded> {
+async function recordBoth(t: ExecutionContext, playbook: string, args: string[] = [],
+  env: { ara?: Record<string, string>; lb?: Record<string, string> } = {}): Promise<Recorded> {
   const [araServer, lbServer] = await Promise.all([
     startLogbook({ env: { LOGBOOK_SHARDS: '2', LOGBOOK_ARA_COMPAT: 'true' } }),
     startLogbook({ env: { LOGBOOK_SHARDS: '2', LOGBOOK_ARA_COMPAT: 'true' } }),
@@ -81,10 +82,10 @@ async function recordBoth(t: ExecutionContext, playbook: string, args: string[] 
   };
   // PYTHONHASHSEED: Ansible keeps --tags in a set; both runs list them in the same order (arguments, labels)
   const [araRun, lbRun] = await Promise.all([
-    runPlaybook(araServer.url, { ...common, args: [...args, '-e', `out=${outAra}`], env: { PYTHONHASHSEED: '0' } }),
+    runPlaybook(araServer.url, { ...common, args: [...args, '-e', `out=${outAra}`], env: { PYTHONHASHSEED: '0', ...env.ara } }),
     runPlaybook(lbServer.url, {
       ...common, args: [...args, '-e', `out=${outLb}`],
-      env: { PYTHONHASHSEED: '0', ...ansibleEnv(lbServer.url), LOGBOOK_CALLBACK_SPOOL_DIR: spool, LOGBOOK_API_TIMEOUT: '10' },
+      env: { PYTHONHASHSEED: '0', ...ansibleEnv(lbServer.url), LOGBOOK_CALLBACK_SPOOL_DIR: spool, LOGBOOK_API_TIMEOUT: '10', ...env.lb },
     }),
   ]);
   for (const [who, run] of [['stock callback', araRun], ['logbook\'s callback', lbRun]] as const) {
@@ -198,11 +199,14 @@ withAnsible('site.yml: the stock callback and logbook\'s callback record the sam
   t.false(JSON.stringify(r.lb).includes('vaulted secret'), 'and never in clear');
 });
 
-withAnsible('check.yml with --check --diff, --tags, --skip-tags and --limit: recorded the same way', async (t) => {
+withAnsible('check.yml with --check --diff, --tags, --skip-tags, --limit and localhost_as_hostname: recorded the same way', async (t) => {
   t.timeout(2 * RUN_TIMEOUT_MS);
-  const r = await recordBoth(t, 'check.yml', ['--check', '--diff', '--tags', 'diff,always', '--skip-tags', 'never_here', '--limit', 'h1,h2']);
+  const r = await recordBoth(t, 'check.yml', ['--check', '--diff', '--tags', 'diff,always', '--skip-tags', 'never_here', '--limit', 'h1,h2'], {
+    ara: { ARA_LOCALHOST_AS_HOSTNAME: 'true', ARA_LOCALHOST_AS_HOSTNAME_FORMAT: 'hostname_short' },
+    lb: { LOGBOOK_CALLBACK_LOCALHOST_AS_HOSTNAME: 'true', LOGBOOK_CALLBACK_LOCALHOST_AS_HOSTNAME_FORMAT: 'hostname_short' },
+  });
   checkRuns(t, r, 0, {
-    h1: { ok: 4, changed: 3, unreachable: 0, failed: 0, skipped: 1, rescued: 0, ignored: 0 }, // and the run_once record
+    h1: { ok: 5, changed: 3, unreachable: 0, failed: 0, skipped: 1, rescued: 0, ignored: 0 }, // and the run_once tasks
     h2: { ok: 3, changed: 2, unreachable: 0, failed: 0, skipped: 1, rescued: 0, ignored: 0 },
   });
   compare(t, r);
@@ -213,5 +217,9 @@ withAnsible('check.yml with --check --diff, --tags, --skip-tags and --limit: rec
   t.deepEqual(Object.keys(r.lb.records!), ['checked'], 'ara_record writes in check mode');
   t.deepEqual(Object.keys(r.lb.tasks!).map((k) => k.split(' | ')[1]), [
     'Copy (a diff, nothing written)', 'Line in a file (a diff)', 'A command in check mode (skipped)',
-    'A command that runs in check mode too', 'A record in check mode'], 'only the tasks --tags selects');
+    'A command that runs in check mode too', 'A record in check mode', 'Delegated to localhost (recorded under the controller\'s name)'],
+  'only the tasks --tags selects');
+  const controller = hostname().split('.')[0]!;
+  t.is(r.lb.playbook!.playbook.controller, controller, 'the controller in the configured form (hostname_short)');
+  t.deepEqual(Object.keys(r.lb.hosts!).sort(), [controller, 'h1', 'h2'].sort(), 'localhost recorded under the controller\'s name');
 });

@@ -130,6 +130,14 @@ options:
     default: false
     env: [{name: LOGBOOK_CALLBACK_LOCALHOST_AS_HOSTNAME}]
     ini: [{section: logbook, key: localhost_as_hostname}]
+  localhost_as_hostname_format:
+    description:
+      - The controller's name recorded as the playbook's controller and, with localhost_as_hostname, for localhost
+        (ARA's option of the same name) - fqdn (server.example.org), fqdn_short (server), hostname, hostname_short.
+    default: fqdn
+    choices: [fqdn, fqdn_short, hostname, hostname_short]
+    env: [{name: LOGBOOK_CALLBACK_LOCALHOST_AS_HOSTNAME_FORMAT}]
+    ini: [{section: logbook, key: localhost_as_hostname_format}]
   spool_dir:
     description: Where batches wait while the server is away (default ~/.cache/logbook/spool, else $TMPDIR).
     env: [{name: LOGBOOK_CALLBACK_SPOOL_DIR}]
@@ -955,6 +963,7 @@ class CallbackModule(CallbackBase):
             self.ignored_arguments = list(o("ignored_arguments") or [])
             self.ignored_files = list(o("ignored_files") or [])
             self.localhost_as_hostname = bool(o("localhost_as_hostname"))
+            self.localhost_as_hostname_format = str(o("localhost_as_hostname_format") or "fqdn")
             self.flush_timeout = float(o("flush_timeout"))
             self.shipper_options = dict(
                 url=o("api_server"), timeout=o("api_timeout"), username=o("api_username"), password=o("api_password"),
@@ -988,7 +997,7 @@ class CallbackModule(CallbackBase):
             cli_options = dict(context.CLIARGS.items())
         except Exception:
             cli_options = {}
-        self.localhost_hostname = socket.getfqdn()
+        self.localhost_hostname = controller_name(self.localhost_as_hostname_format)
         content = None
         if playbook._file_name == "__adhoc_playbook__":
             content = cli_options.get("module_name")
@@ -1279,6 +1288,12 @@ class CallbackModule(CallbackBase):
                 self.shipper.finish(0, interrupted=True)
         except BaseException as e:  # from atexit too: never a traceback, never a changed exit code
             self._warn("logbook callback: the final flush failed (%s: %s)" % (type(e).__name__, e))
+
+
+def controller_name(form):
+    """The controller's name in one of ARA's localhost_as_hostname_format forms."""
+    name = socket.gethostname() if form.startswith("hostname") else socket.getfqdn()
+    return name.split(".")[0] if form.endswith("_short") else name
 
 
 def ansible_cfg():
