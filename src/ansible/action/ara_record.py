@@ -25,6 +25,7 @@ try:
 except ImportError:  # pragma: no cover
     raise
 
+from ansible.parsing.ajson import AnsibleJSONEncoder
 from ansible.plugins.action import ActionBase
 
 DOCUMENTATION = """
@@ -142,10 +143,13 @@ class ActionModule(ActionBase):
             return
         host = str(task_vars.get("inventory_hostname") or "")
         name = "%s%020d.%d.json" % (handover_prefix(str(self._task._uuid)[:36], host), time.time_ns(), os.getpid())
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f)
-        os.rename(tmp, os.path.join(directory, name))
+        try:  # a recording problem never fails the task: the record is then not recorded
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+            with os.fdopen(fd, "w") as f:
+                json.dump(record, f, cls=AnsibleJSONEncoder)  # as the callback encodes it (a vault value stays encrypted)
+            os.rename(tmp, os.path.join(directory, name))
+        except Exception:
+            pass
 
     def _playbook_id(self, state, wait=2.0):
         """The running playbook's id, from the server by the stream's uuid; None if it does not say within `wait` s
