@@ -1274,7 +1274,6 @@ class CallbackModule(CallbackBase):
         if self.shipper is None or self.finished or self.shipper.thread is None:
             return
         self.finished = True
-        self._remove_records_dir()
         try:
             try:
                 if expire:
@@ -1288,6 +1287,11 @@ class CallbackModule(CallbackBase):
                 self.shipper.finish(0, interrupted=True)
         except BaseException as e:  # from atexit too: never a traceback, never a changed exit code
             self._warn("logbook callback: the final flush failed (%s: %s)" % (type(e).__name__, e))
+        finally:
+            try:
+                self._remove_records_dir()  # no task runs any more: nothing is handed over after this
+            except BaseException:
+                pass
 
 
 def controller_name(form):
