@@ -196,6 +196,29 @@ class ShipperTest(unittest.TestCase):
         self.assertEqual(len(srv.bodies), 6, "five 503s, then accepted")
         self.assertEqual([e["key"] for e in srv.events], ["k"])
 
+    def test_ctrl_c_while_the_end_wait_takes_its_lock_back_still_spools_the_rest(self):
+        # Condition.wait() gives the lock up, waits, and takes it back in a `finally`:
+        # a Ctrl-C landing in that last step leaves it released. Played here by a
+        # wait that raises KeyboardInterrupt with the lock released, as that one does.
+        port = self.free_port()
+        s = self.shipper("http://127.0.0.1:%d" % port, unreachable_timeout=30)
+        s.start(playbook("g"))
+        s.add({"kind": "record", "key": "k", "value": 1, "type": "text"})
+        real_wait = s.cond.wait
+        calls = []
+
+        def interrupted_wait(timeout=None):
+            if threading.current_thread() is not threading.main_thread():
+                return real_wait(timeout)
+            calls.append(timeout)
+            s.cond.release()
+            raise KeyboardInterrupt
+        s.cond.wait = interrupted_wait
+        self.assertEqual(s.finish(30), 1, "the rest is spooled, not lost to a RuntimeError")
+        self.assertEqual(len(calls), 1)
+        self.assertEqual(len(os.listdir(os.path.join(self.spool, "g"))), 2, "the lock file and the batch")
+        self.assertTrue(any(w.startswith("logbook: interrupted; 1 batch(es) wait in") for w in self.warnings), self.warnings)
+
     def test_tls_verifies_with_a_ca_file_or_not_at_all(self):
         if shutil.which("openssl") is None:
             self.skipTest("openssl is not installed")

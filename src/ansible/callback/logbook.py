@@ -530,6 +530,11 @@ class Shipper(object):
             except KeyboardInterrupt:
                 # Ctrl-C while waiting (often the second of a run interrupted): keep the run, in the spool
                 interrupted = True
+                # Condition.wait() takes the lock back in a `finally`; a Ctrl-C that lands
+                # while it blocks there leaves it released, and the `with` would then raise
+                # "cannot release un-acquired lock" instead of spooling the rest
+                if not self.cond._is_owned():
+                    self.cond.acquire()
             unreachable = self.unreachable_since is not None
             left = 0
             if self.queue or self.pending or self.forming:
