@@ -80,6 +80,11 @@ test('compat on: every list row carries created and updated; result rows carry d
     t.is(row.updated, detail.updated, `${resource} row updated`);
   }
   t.deepEqual(rows.results.delegated_to, [m.host2.id], 'result row delegated_to');
+  // the detail shows delegates as it shows `host` (ARA's DetailedResultSerializer: SimpleHostSerializer(many=True))
+  const resultDetail = await get(url, `/api/v1/results/${rows.results.id}`);
+  t.is(resultDetail.delegated_to.length, 1);
+  t.deepEqual(Object.keys(resultDetail.delegated_to[0]).sort(), Object.keys(resultDetail.host).sort(), 'a delegate has the keys of the result\'s host');
+  t.like(resultDetail.delegated_to[0], { id: m.host2.id, name: m.host2.name });
   const plain = await createResult(url, { playbook: m.pb.id, play: m.play.id, task: m.task.id, host: m.host2.id });
   const plainRow = (await list(url, 'results', { host: m.host2.id })).results[0];
   t.is(plainRow.id, plain.id);
@@ -141,7 +146,7 @@ test('result delegated_to is a set, as ARA\'s many-to-many field: a host sent tw
   t.deepEqual(mixed.delegated_to, [m.host.id], 'POST with "id" and id');
   t.deepEqual((await patch(url, `/api/v1/results/${mixed.id}`, { delegated_to: twice })).delegated_to, [m.host2.id, m.host.id], 'PATCH');
   t.deepEqual((await put(url, `/api/v1/results/${mixed.id}`, { ...refs, delegated_to: [m.host.id, m.host.id] })).delegated_to, [m.host.id], 'PUT');
-  t.deepEqual((await get(url, `/api/v1/results/${mixed.id}`)).delegated_to, [m.host.id], 'detail');
+  t.deepEqual((await get(url, `/api/v1/results/${mixed.id}`)).delegated_to.map((h: Json) => h.id), [m.host.id], 'detail (host objects)');
 });
 
 test('compat on vs off: controller and user are stored either way (the mode only changes representations)', async (t) => {

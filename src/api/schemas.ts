@@ -154,7 +154,8 @@ export function responseSchemas(compat: boolean): Record<string, TSchema> {
       ...timing, ...flags, ...delegated, ...compatStamps]),
     ResultDetail: obj([['id', id], ['status', resultStatus], ['playbook', ref('PlaybookSummary')], ['play', nullable(ref('PlaySummary'))],
       ['task', nullable(ref('TaskSummary'))], ['host', nullable(ref('HostSummary'))], ['content', anyJson], ...stampsOf, ...timing,
-      ...flags, ...delegated]),
+      // the detail shows delegates as it shows `host` (ARA's detail serializer); rows and write answers: ids
+      ...flags, ...extra([['delegated_to', Type.Array(ref('HostSummary'))]])]),
     ResultWrite: obj([['id', id], ['status', resultStatus], ['content', anyJson], ...stampsOf, ...timing, ...flags,
       ['host', id], ['task', id], ['play', id], ['playbook', id], ...delegated]),
 

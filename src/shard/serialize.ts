@@ -183,6 +183,16 @@ export class Serializer {
   private delegated(r: ResultRow): string {
     return this.compat ? ',"delegated_to":[' + r.delegatedTo.join(',') + ']' : '';
   }
+  /** A result's detail shows its delegates as it shows its host (ARA: ids in rows and write answers, hosts here). */
+  private delegatedHosts(agg: Aggregate, r: ResultRow): string {
+    if (!this.compat) return '';
+    let out = '';
+    for (const id of r.delegatedTo) {
+      const h = agg.hosts.get(id);
+      if (h) out += (out ? ',' : '') + this.hostSummary(h);
+    }
+    return ',"delegated_to":[' + out + ']';
+  }
 
   result(agg: Aggregate, r: ResultRow, form: Form): string {
     if (form === 'list') return resultListJson(resultListFields(r, this.compat));
@@ -197,7 +207,7 @@ export class Serializer {
           + ',"task":' + (task ? this.taskSummary(agg, task) : 'null')
           + ',"host":' + (host ? this.hostSummary(host) : 'null')
           + ',"content":' + this.blob(blobKey.content(r.id), BLOB_DEFAULT.content) + ',' + stamps(r) + ',' + timing(r)
-          + this.resultFlags(r) + this.delegated(r) + '}';
+          + this.resultFlags(r) + this.delegatedHosts(agg, r) + '}';
       }
       case 'write':
         return head + ',"content":' + this.blob(blobKey.content(r.id), BLOB_DEFAULT.content) + ',' + stamps(r) + ',' + timing(r) + this.resultFlags(r)
