@@ -237,6 +237,74 @@ serial('labels are one catalogue: created on one node, renamed on another, delet
   }
 });
 
+serial('batch ingest naming a missing, deleted or other-kind playbook: the same answer as a single process, and nothing changes', async (t) => {
+  // the reference: a single-process logbook given the same requests
+  const single = await startLogbook({ env: { LOGBOOK_SHARDS: '2' } });
+  t.teardown(() => single.stop('SIGKILL'));
+  const node = live()[1]!;
+  const servers = [single, node];
+  const ingest = (s: Logbook, body: unknown) => api(s.url, 'POST', '/api/v1/ingest', body);
+  const run = randomUUID();
+  /** on each server: a live stream with 4 plays, and a stream whose playbook was deleted */
+  const setup = await Promise.all(servers.map(async (s) => {
+    const opened = await ingest(s, {
+      seq: 1, playbook: { uuid: `${run}-live`, path: '/missing/site.yml', runner_version: '2.16.0' },
+      events: [1, 2, 3, 4].map((i) => ({ kind: 'play', uuid: `${run}-p${i}`, name: `play ${i}` })),
+    });
+    t.is(opened.status, 200, opened.text);
+    const gone = await ingest(s, { seq: 1, playbook: { uuid: `${run}-gone`, path: '/missing/gone.yml', runner_version: '2.16.0' }, events: [] });
+    t.is(gone.status, 200, gone.text);
+    t.is((await api(s.url, 'DELETE', `/api/v1/playbooks/${gone.body.playbook}`)).status, 204);
+    // a play's id that is no playbook's id (ids are per type: in a cluster, k·P + p of each),
+    // and not the deleted one's (the messages below name each server's ids)
+    let play = 0;
+    for (const p of await listAll(s.url, 'plays', `playbook=${opened.body.playbook}`)) {
+      if (p.id !== gone.body.playbook && (await api(s.url, 'GET', `/api/v1/playbooks/${p.id}`)).status === 404) { play = p.id; break; }
+    }
+    t.true(play > 0, 'a play id that is no playbook id');
+    return { deleted: gone.body.playbook as number, play };
+  }));
+  const counts = () => Promise.all(servers.map(async (s) => [
+    (await api(s.url, 'GET', '/api/v1/playbooks?limit=1')).body.count, (await api(s.url, 'GET', '/api/v1/plays?limit=1')).body.count,
+    (await api(s.url, 'GET', '/api/v1/results?limit=1')).body.count, (await listAll(s.url, 'labels')).map((l) => l.name).sort().join(),
+  ]));
+  const before = await counts();
+  const label = `never-${run}`;
+  const result = { kind: 'result', task: 'nope', host: 'web', status: 'ok' };
+  const relabel = { kind: 'playbook', labels: [label] };
+  // [what the batch names (per server), seq, events]
+  const cases: Array<[string, (i: number) => unknown, number, unknown[]]> = [
+    ['an id no playbook has', () => ({ id: 999999 }), 1, [result]],
+    ['an id no playbook has, as a string, seq 2', () => ({ id: '999999' }), 2, []],
+    ['an id no playbook has, with a new label', () => ({ id: 999999 }), 2, [relabel]],
+    ['the id of a deleted playbook', (i) => ({ id: setup[i]!.deleted }), 2, [result]],
+    ['the id of a play', (i) => ({ id: setup[i]!.play }), 2, [result]],
+    ['the id of a deleted playbook, with a new label', (i) => ({ id: setup[i]!.deleted }), 3, [relabel]],
+    ['an unknown uuid, seq 2', () => ({ uuid: `${run}-unknown` }), 2, [result]],
+    ['an unknown uuid, seq 2, with a new label', () => ({ uuid: `${run}-unknown` }), 2, [relabel]],
+    ['the uuid of a deleted playbook, seq 2', () => ({ uuid: `${run}-gone` }), 2, [result]],
+    ['the uuid of a deleted playbook, seq 3, with a new label', () => ({ uuid: `${run}-gone` }), 3, [relabel]],
+  ];
+  const got: string[] = [];
+  const want: string[] = [];
+  for (const [what, named, seq, events] of cases) {
+    const [one, many] = await Promise.all(servers.map((s, i) => ingest(s, { playbook: named(i), seq, events })));
+    t.true(one!.status === 400 || one!.status === 409, `${what}: the single process refuses it: ${one!.status} ${one!.text}`);
+    // the id in a message is each server's own
+    const pk = (id: number) => `Invalid pk \\"${id}\\"`;
+    const expected = one!.text.replace(pk(setup[0]!.deleted), pk(setup[1]!.deleted)).replace(pk(setup[0]!.play), pk(setup[1]!.play));
+    want.push(`${what}: ${one!.status} ${expected}`);
+    got.push(`${what}: ${many!.status} ${many!.text}`);
+  }
+  t.deepEqual(got, want, 'the cluster answers as the single process does');
+  t.deepEqual(await counts(), before, 'nothing changed: no playbook, play, result or label');
+  for (const n of live()) t.is((await api(n.url, 'GET', `/api/v1/labels?name=${label}`)).body.count, 0, 'no node has the label');
+  // a deleted stream's uuid starts again with seq 1, on both
+  const again = await Promise.all(servers.map((s) => ingest(s, { seq: 1, playbook: { uuid: `${run}-gone`, path: '/missing/gone.yml', runner_version: '2.16.0' }, events: [] })));
+  t.deepEqual(again.map((r) => [r.status, r.body.seq, r.body.applied, r.body.duplicate]), [[200, 1, 0, false], [200, 1, 0, false]]);
+  t.true(again.every((r, i) => r.body.playbook !== setup[i]!.deleted), 'a new playbook');
+});
+
 serial('/metrics of a node has every logbook_cluster_* metric the shipped alert rules name, and /healthz its standbys', async (t) => {
   // a node that is second in rendezvous order for some partition keeps standbys
   // (with these names and 6 partitions one node is second for none)

@@ -22,6 +22,8 @@ export class ClusterDirectory extends Directory {
     throw new Error(`in cluster mode the partition's owner allocates ${type} ids`);
   }
 
+  override get authoritative(): boolean { return false; }
+
   override observe(): void {}
 
   override shardOf(_type: ResourceType, id: number): number {

@@ -12,6 +12,11 @@ const ABSENT = 0;
 export class Directory {
   private readonly maps: Uint8Array[] = RESOURCE_TYPES.map(() => new Uint8Array(1024));
   readonly ids = new IdAllocator();
+  /**
+   * Whether shardOf() says if a record exists (a single process: the front's
+   * directory has every id), or only where it would be (cluster mode: its owner knows).
+   */
+  get authoritative(): boolean { return true; }
 
   /** A fresh id for a type; ids only grow and are never handed out twice. */
   allocate(type: ResourceType): number {

@@ -131,7 +131,23 @@ export class Ingest {
     const cmd: IngestCommand = { playbook, uuid, seq, create, text: '', body: bytes, labels: [], spans };
     const send = (): void => this.deps.pool().send(shard, { k: 'ingest', rid: 0, cmd }, this.onReply, ctx);
     if (names.length === 0) return send();
+    // Cluster mode: the front cannot tell whether the playbook or stream is there, nor where its seq
+    // stands; a batch refused for that must leave no label behind, so before it creates one the
+    // shard is asked (a single process knows, and refuses such a batch above)
+    if (create === null && !this.deps.dir.authoritative && names.some((name) => !this.deps.labels.byName.has(name))) {
+      const probe: IngestCommand = { playbook, uuid, seq, create: null, text: '', body: null, labels: [], spans: null, probe: true };
+      this.deps.pool().send(shard, { k: 'ingest', rid: 0, cmd: probe }, (r: Reply) => {
+        if (r.k === 'ingest' && r.status === 0) this.resolved(ctx, cmd, names, eventLabels, create, send);
+        else this.finish(r, ctx);
+      }, null);
+      return;
+    }
+    this.resolved(ctx, cmd, names, eventLabels, create, send);
+  }
 
+  /** The batch's label names become ids (new ones are created, provisionally), then it is sent. */
+  private resolved(ctx: IngestContext, cmd: IngestCommand, names: string[], eventLabels: Array<[number, string[]]>,
+    create: Obj | null, send: () => void): void {
     const resolved = this.deps.labels.resolve([...new Set(names)], () => this.deps.dir.allocate('label'), nowMicros());
     const byName = new Map<string, number>();
     [...new Set(names)].forEach((name, i) => byName.set(name, resolved.ids[i]!));

@@ -48,18 +48,37 @@ export class BatchRunner {
     private readonly stage: Stage,
   ) {}
 
-  run(cmd: IngestCommand, now: number): BatchOutcome {
-    // playbook 0: the front routed the stream by its uuid (cluster mode); find its playbook here
-    let pid = cmd.playbook === 0 && cmd.uuid !== null ? this.state.playbookByUuid(cmd.uuid) ?? 0 : cmd.playbook;
-    let agg = this.state.aggregates.get(pid);
+  /**
+   * Where the batch stands in its stream, before any event is read: the refusal
+   * of a batch that names no playbook here or leaves a gap, the answer to a
+   * duplicate, or null (it applies). Also asked alone (IngestCommand.probe).
+   */
+  position(cmd: IngestCommand): BatchOutcome | null {
+    const agg = this.state.aggregates.get(this.playbookOf(cmd));
     if (agg === undefined) {
+      // named by id (the front's directory could not tell, cluster mode; or it was deleted since):
+      // refused as the front refuses an id it knows no playbook for
+      if (cmd.uuid === null) return refusal(400, JSON.stringify({ playbook: { id: [Errors.invalidPk(cmd.playbook)] } }), false);
       // a stream the front believed new, or one whose playbook was deleted since
       if (cmd.seq !== 1 || cmd.create === null) return refusal(409, Errors.expectedSeq(1), false);
-    } else {
-      const last = agg.playbook.ingestSeq;
-      if (cmd.seq <= last) return answer(pid, cmd.seq, 0, [], true, null, true, false);
-      if (cmd.seq !== last + 1) return refusal(409, Errors.expectedSeq(last + 1), true);
+      return null;
     }
+    const last = agg.playbook.ingestSeq;
+    if (cmd.seq <= last) return answer(agg.playbook.id, cmd.seq, 0, [], true, null, true, false);
+    if (cmd.seq !== last + 1) return refusal(409, Errors.expectedSeq(last + 1), true);
+    return null;
+  }
+
+  /** playbook 0: the front routed the stream by its uuid (cluster mode); its playbook is found here */
+  private playbookOf(cmd: IngestCommand): number {
+    return cmd.playbook === 0 && cmd.uuid !== null ? this.state.playbookByUuid(cmd.uuid) ?? 0 : cmd.playbook;
+  }
+
+  run(cmd: IngestCommand, now: number): BatchOutcome {
+    const settled = this.position(cmd);
+    if (settled !== null) return settled;
+    let pid = this.playbookOf(cmd);
+    let agg = this.state.aggregates.get(pid);
 
     let created: number[][] | null = null;
     const track = (type: EventType, id: number): void => {

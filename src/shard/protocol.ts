@@ -47,6 +47,13 @@ export interface IngestCommand {
   /** where the events and their members are in the body, as the front's scan of its bytes found them
    * (api/json_scan.ts, an Int32Array's bytes; only for an ASCII body); null: the shard finds them itself */
   spans?: Uint8Array | null;
+  /**
+   * Only ask whether the batch is refused before its events are read (no
+   * playbook by that id, an unknown stream, a gap in `seq`): answered with that
+   * refusal, or status 0 when it would go on. Nothing is applied either way.
+   * The cluster front asks it before it creates labels a batch names (src/http/ingest.ts).
+   */
+  probe?: boolean;
 }
 
 /**

@@ -209,6 +209,11 @@ export class Shard {
     if (cmd.body && !(cmd.spans && isAscii(cmd.body))) { cmd.text = decodeUtf8(cmd.body); cmd.body = null; }
     const staged = new Staged();
     const runner = new BatchRunner(this.state, this.normalizer, this.ids, (events) => this.stage(staged, events));
+    if (cmd.probe) {
+      const refused = runner.position(cmd);
+      const status = refused !== null && refused.status !== 200 ? refused.status : 0;
+      return this.deliver({ k: 'ingest', rid, status, body: status ? refused!.body : '', created: null, exists: refused?.exists ?? false }, null);
+    }
     const outcome = runner.run(cmd, this.clock());
     const reply: IngestReply = {
       k: 'ingest', rid, status: outcome.status, body: outcome.body, created: outcome.created, exists: outcome.exists,
