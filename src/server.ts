@@ -22,6 +22,7 @@ import { rmSync } from 'node:fs';
 import { ClusterShards } from './cluster/cluster_shards.js';
 import { ClusterDirectory } from './cluster/directory.js';
 import { ClusterLabels } from './cluster/labels.js';
+import { LabelCatchUp } from './cluster/label_catch_up.js';
 import { PartitionLog } from './cluster/partition_log.js';
 
 export interface Server {
@@ -102,12 +103,16 @@ async function startClusterNode(config: Config): Promise<Server> {
     labels.onChange = (id, stored) => front.labelChanged(id, stored);
     await shards.start();
     front.recover(shards, []);
+    // every partition this node owns logs the label stream's changes, also those no node got logged
+    const catchUp = new LabelCatchUp(labels, shards);
+    catchUp.start();
     const retention = startRetention(shards.maintenanceTarget(), front, config);
     const status = shards.clusterStatus();
     log.info('joined', { node: cluster.node, ms: Math.round(performance.now() - t0), nodes: status.nodes, owned: Object.keys(status.owned).length });
     return {
       port: front.port,
       close: () => drain(socket, front, shards, retention, config, async () => {
+        catchUp.close();
         await shards.close();
         labels.close();
         await nc.drain().catch(() => {});

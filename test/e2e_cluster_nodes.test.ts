@@ -389,10 +389,27 @@ serial('SIGSTOP of a node past its lease: its partitions move; after SIGCONT it 
   const paused = nodes.get('node2')!;
   const lost = Object.keys((await api(paused.url, 'GET', '/healthz')).body.cluster.owned);
   t.true(lost.length > 0, 'node2 owns partitions');
+  // a label on a playbook in every partition, renamed while node2 is stopped: the partitions it owns
+  // cannot log the rename for the live stream then, and must log it once they have moved
+  const via = nodes.get('node1')!;
+  const label = `paused-${randomUUID()}`;
+  const labelled: number[] = [];
+  for (let i = 0; i < PARTITIONS; i++) {
+    const r = await api(via.url, 'POST', '/api/v1/playbooks', { path: `/labelled/${i}.yml`, runner_version: '2.16.0', labels: [label] });
+    t.is(r.status, 201, r.text);
+    labelled.push(r.body.id);
+  }
+  t.is(new Set(labelled.map((id) => id % PARTITIONS)).size, PARTITIONS, 'a labelled playbook in every partition');
+  const labelId: number = (await api(via.url, 'GET', `/api/v1/labels?name=${label}`)).body.results[0].id;
+  const watch = await openSse(via.url, '?type=playbook&type=label');
+  t.teardown(() => watch.close());
+  await watch.waitFor(1);
+  let renamed: ReturnType<typeof api> | null = null;
   await write(6, 10, async () => {
     await new Promise((r) => setTimeout(r, 1000));
     const stoppedAt = Date.now();
     paused.child.kill('SIGSTOP');
+    renamed = api(via.url, 'PATCH', `/api/v1/labels/${labelId}`, { name: `${label}-2` });
     // the others take its partitions once its lease (3 s) is over
     const others = live().filter((n) => n !== paused);
     const deadline = Date.now() + 60_000;
@@ -409,10 +426,21 @@ serial('SIGSTOP of a node past its lease: its partitions move; after SIGCONT it 
     paused.child.kill('SIGCONT');
   });
   await settled();
+  const rename = await renamed!;
+  t.is(rename.status, 200, rename.text);
+  // the rename reaches the live stream: the label's message and every labelled playbook's update
+  const renamedRow = (m: StreamMessage, type: string, id: number) => m.data.op === 'update' && m.data.type === type && m.data.id === id
+    && (type === 'label' ? m.data.row.name === `${label}-2` : m.data.row.labels.some((l: { name: string }) => l.name === `${label}-2`));
+  const missing = (ms: StreamMessage[]) => [labelId, ...labelled].filter((id, i) => !ms.some((m) => renamedRow(m, i === 0 ? 'label' : 'playbook', id)));
+  await watch.waitFor((ms) => missing(ms).length === 0, 30_000).catch(() => {});
+  t.deepEqual(missing(watch.messages), [], 'every message of the rename was streamed');
   // writers' batches that node2 held while paused were answered after SIGCONT: either forwarded to the
   // new owner, or refused by the fence; never acknowledged by node2's stale ownership (all are present)
   await checkWriters(t, paused);
   t.regex(paused.output(), /paused longer than the lease|partition (released|lost)/);
+  // each once: a partition logs a label change once, however often it is asked to
+  const counts = [labelId, ...labelled].map((id, i) => watch.messages.filter((m) => renamedRow(m, i === 0 ? 'label' : 'playbook', id)).length);
+  t.deepEqual(counts, counts.map(() => 1));
 });
 
 serial('all nodes restarted with empty local disks rebuild everything from the streams', async (t) => {

@@ -149,6 +149,13 @@ export class ClusterShards implements Shards {
   get shedByLengthAtHead(): number { return this.pool.shedByLengthAtHead; }
   takeDelayStats(): DelayStats[] { return this.pool.takeDelayStats(); }
 
+  /** The partitions this node owns and serves, with their epochs. */
+  ownedPartitions(): Array<[partition: number, epoch: number]> {
+    const out: Array<[number, number]> = [];
+    for (const [p, o] of this.owned) if (this.pool.isUp(p)) out.push([p, o.epoch]);
+    return out;
+  }
+
   isUp(partition: number): boolean { return this.pool.isUp(partition) || this.remoteOwner(partition) !== null; }
 
   down(): number[] {

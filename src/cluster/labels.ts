@@ -7,6 +7,12 @@
 // than create a second label of the same name. A new label's id is the stream
 // sequence its create lands at, known before the append (the expected sequence
 // + 1): ids are small, unique and never reused.
+//
+// The stream is also the live stream's record of label changes (SPEC §14,
+// src/http/label_changes.ts): a change's sequence is its number, and each
+// partition logs every change in sequence order, reading what it has not logged
+// from here (readLabelChanges), so a change a partition could not log when it
+// was made is logged later, by whichever node owns the partition then.
 import { headers, type NatsConnection } from '@nats-io/transport-node';
 import { DeliverPolicy, jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { Packr } from 'msgpackr';
@@ -14,12 +20,17 @@ import { errText, log } from '../log.js';
 import type { LabelStore } from '../http/labels.js';
 import type { StoredLabel } from '../store/front_store.js';
 import { HDR_KIND, retrying, type PartitionLog } from './partition_log.js';
+import { OP_CREATE, OP_DELETE, OP_UPDATE } from '../shard/changes.js';
 
 export const LABEL_STREAM = 'logbook-labels';
 export const LABEL_SUBJECT = 'logbook.labels';
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
-type LabelMessage = { op: 'put'; id: number; label: StoredLabel } | { op: 'remove'; id: number };
+/** `change` (OP_CREATE, OP_UPDATE): absent in messages written before it was kept (read: a create lands at its id) */
+type LabelMessage = { op: 'put'; id: number; label: StoredLabel; change?: number } | { op: 'remove'; id: number };
+
+/** One label change as the stream has it, with its sequence: the live stream's record of it. */
+export interface LabelStreamChange { seq: number; op: number; id: number; label: StoredLabel | null }
 
 export class ClusterLabels implements LabelStore {
   private readonly labels = new Map<number, StoredLabel>();
@@ -98,17 +109,22 @@ export class ClusterLabels implements LabelStore {
     return id;
   }
 
-  putLabel(id: number, label: StoredLabel): Promise<unknown> {
+  /** Resolves with the sequence the change landed at. */
+  putLabel(id: number, label: StoredLabel, op?: number): Promise<number> {
     const seq = this.fresh.delete(id) ? id : this.next();
-    return this.append(seq, { op: 'put', id, label });
+    return this.append(seq, op === undefined ? { op: 'put', id, label } : { op: 'put', id, label, change: op });
   }
 
-  removeLabel(id: number): Promise<unknown> {
+  /** Resolves with the sequence the change landed at (undefined: nothing was stored, so nothing is removed). */
+  removeLabel(id: number): Promise<number | undefined> {
     // a label whose create never got appended (its write failed): nothing is stored
     this.fresh.delete(id);
-    if (!this.labels.has(id)) return Promise.resolve();
+    if (!this.labels.has(id)) return Promise.resolve(undefined);
     return this.append(this.next(), { op: 'remove', id });
   }
+
+  /** The stream's sequence this node has read up to. */
+  get position(): number { return this.applied; }
 
   /** The sequence the next append will land at; starts from what the tail has seen when nothing is in flight. */
   private next(): number {
@@ -123,15 +139,16 @@ export class ClusterLabels implements LabelStore {
   labelMaxId(): number { return this.maxId; }
   *allLabels(): Iterable<[number, StoredLabel]> { yield* this.labels; }
 
-  private append(seq: number, msg: LabelMessage): Promise<unknown> {
+  private append(seq: number, msg: LabelMessage): Promise<number> {
     this.pending++;
-    const run = async () => {
+    const run = async (): Promise<number> => {
       if (this.broken) throw new Error('another node changed the labels at the same time');
       const h = headers();
       h.set('Nats-Expected-Last-Sequence', String(seq - 1));
       try {
         const ack = await this.js.publish(LABEL_SUBJECT, packr.pack(msg), { headers: h, timeout: 5000 });
         if (ack.seq !== seq) throw new Error(`label change landed at ${ack.seq}, expected ${seq}`);
+        return seq;
       } catch (err) {
         this.broken = true;
         throw err;
@@ -161,4 +178,42 @@ export class ClusterLabels implements LabelStore {
   }
 
   close(): void { this.abort.abort(); }
+}
+
+/**
+ * The label changes at sequences from..to of the label stream, in order (init
+ * records skipped): what a partition has not logged yet (partition_worker.ts).
+ * Rejects when the stream cannot be read up to `to` in time.
+ */
+export async function readLabelChanges(js: JetStreamClient, from: number, to: number, timeoutMs = 10_000): Promise<LabelStreamChange[]> {
+  const out: LabelStreamChange[] = [];
+  if (to < from) return out;
+  const consumer = await js.consumers.get(LABEL_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, from) });
+  const messages = await consumer.consume({ max_messages: Math.min(256, to - from + 1), expires: 5000 });
+  let reached = from - 1;
+  const timer = setTimeout(() => { void messages.close(); }, timeoutMs);
+  try {
+    for await (const m of messages) {
+      reached = m.seq;
+      if (m.headers?.get(HDR_KIND) !== 'init' && m.data.length) {
+        const msg = packr.unpack(m.data) as LabelMessage;
+        if (msg.op === 'put') {
+          // before `change` was kept: a create is the put that lands at its label's id (allocateId)
+          const op = msg.change ?? (msg.id === m.seq ? OP_CREATE : OP_UPDATE);
+          out.push({ seq: m.seq, op, id: msg.id, label: msg.label });
+        } else out.push({ seq: m.seq, op: OP_DELETE, id: msg.id, label: null });
+      }
+      if (m.seq >= to) break;
+    }
+  } finally {
+    clearTimeout(timer);
+    await messages.close();
+  }
+  if (reached < to) throw new Error(`label stream read up to ${reached}, not ${to}`);
+  return out;
+}
+
+/** The label stream's last sequence. */
+export async function labelStreamEnd(plog: PartitionLog): Promise<number> {
+  return (await plog.jsm.streams.info(LABEL_STREAM)).state.last_seq;
 }

@@ -21,10 +21,13 @@ const packr = new Packr({ useRecords: false, moreTypes: false });
 
 /**
  * One journal entry as stored in the stream: the events and blob changes of one
- * commit, and the live stream's change seq after it (a new owner numbers on from
- * there, so stream cursors never go back when a partition moves).
+ * commit, the live stream's change seq after it (a new owner numbers on from
+ * there, so stream cursors never go back when a partition moves), and the label
+ * stream's sequence up to which the partition has logged label changes (a new
+ * owner logs the ones after it: src/shard/worker.ts; absent in entries written
+ * before it was kept).
  */
-export type Entry = [events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[], changeSeq?: number];
+export type Entry = [events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[], changeSeq?: number, labelSeq?: number];
 
 export class PartitionStore implements ShardStore {
   /** blobs: a throwaway local LMDB (partition_blobs.ts), or a Map when there is no data directory */
@@ -39,6 +42,15 @@ export class PartitionStore implements ShardStore {
   changeSeq: () => number = () => 0;
   /** the highest change seq replayed */
   lastChangeSeq = 0;
+  /** the label stream's sequence up to which label changes are logged (the shard's ChangeLog.labelSeq), read when an entry is encoded */
+  labelSeq: () => number = () => 0;
+  private replayedLabelSeq = 0;
+  private replayedEntries = 0;
+  private replayedWithLabelSeq = 0;
+  /** the highest such sequence replayed; null: entries were replayed and none had one (written before it was kept) */
+  get lastLabelSeq(): number | null {
+    return this.replayedEntries > 0 && this.replayedWithLabelSeq === 0 ? null : this.replayedLabelSeq;
+  }
 
   /** Start appending after the fence this node wrote (fence.ts takeOwnership). */
   attach(writer: PartitionWriter): void { this.writer = writer; }
@@ -64,7 +76,7 @@ export class PartitionStore implements ShardStore {
     // the rows these events hold. Entries still reach the writer in write order.
     const done = new Promise<void>((resolve, reject) => {
       queueMicrotask(() => {
-        const entry = Uint8Array.from(packr.pack([events, puts, removes, this.changeSeq()] satisfies Entry) as Uint8Array);
+        const entry = Uint8Array.from(packr.pack([events, puts, removes, this.changeSeq(), this.labelSeq()] satisfies Entry) as Uint8Array);
         writer.append(entry).then(() => { this.commits++; resolve(); }, reject);
       });
     });
@@ -76,10 +88,15 @@ export class PartitionStore implements ShardStore {
 
   /** Apply one stored entry (replay, or a standby following the owner). */
   applyEntry(raw: Uint8Array, state: ShardState): number {
-    const [events, puts, removes, changeSeq] = packr.unpack(raw) as Entry;
+    const [events, puts, removes, changeSeq, labelSeq] = packr.unpack(raw) as Entry;
     for (const ev of events) state.apply(ev);
     this.applyBlobs(puts, removes);
     if (typeof changeSeq === 'number' && changeSeq > this.lastChangeSeq) this.lastChangeSeq = changeSeq;
+    this.replayedEntries++;
+    if (typeof labelSeq === 'number') {
+      this.replayedWithLabelSeq++;
+      if (labelSeq > this.replayedLabelSeq) this.replayedLabelSeq = labelSeq;
+    }
     return events.length;
   }
 

@@ -17,6 +17,8 @@ import { PartitionLog } from './partition_log.js';
 import { PartitionStore } from './partition_store.js';
 import { LocalBlobs } from './partition_blobs.js';
 import { join } from 'node:path';
+import { jetstream } from '@nats-io/jetstream';
+import { labelStreamEnd, readLabelChanges, type LabelStreamChange } from './labels.js';
 
 /** What the node's ownership layer hands a partition's worker (ShardInit.cluster). */
 export interface PartitionInit {
@@ -45,6 +47,10 @@ export interface OpenedPartition {
   position(): number;
   /** standby only: become the owner by the fence at `fenceSeq`; resolves with the records read since ready */
   promote(epoch: number, fenceSeq: number): Promise<{ entries: number; ms: number }>;
+  /** the label changes at sequences from..to of the label stream (the ones this partition has not logged: worker.ts) */
+  readLabels(from: number, to: number): Promise<LabelStreamChange[]>;
+  /** the label stream's last sequence */
+  labelsEnd(): Promise<number>;
 }
 
 export async function openPartition(k: number, init: PartitionInit): Promise<OpenedPartition> {
@@ -55,6 +61,11 @@ export async function openPartition(k: number, init: PartitionInit): Promise<Ope
       : new LocalBlobs(join(init.blobDir, `p${k}${init.standby ? '-standby' : ''}`)));
     const state = new ShardState();
     const ids = new PartitionIds(init.partitions, k);
+    const js = jetstream(nc);
+    const labels = {
+      readLabels: (from: number, to: number) => readLabelChanges(js, from, to),
+      labelsEnd: () => labelStreamEnd(log),
+    };
     const owned = (epoch: number, fenceSeq: number) => {
       state.releasedFiles = [];
       state.dirty.clear();
@@ -64,7 +75,7 @@ export async function openPartition(k: number, init: PartitionInit): Promise<Ope
     if (!init.standby) {
       const recovery = await store.replay(log, k, init.fenceSeq, state);
       owned(init.epoch, init.fenceSeq);
-      return { nc, store, state, ids, recovery, position: () => store.lastSequence, promote: () => Promise.reject(new Error('not a standby')) };
+      return { nc, store, state, ids, recovery, position: () => store.lastSequence, promote: () => Promise.reject(new Error('not a standby')), ...labels };
     }
     const t0 = performance.now();
     const follower = follow(log, k, store, state);
@@ -72,7 +83,7 @@ export async function openPartition(k: number, init: PartitionInit): Promise<Ope
     const recovery = { snapshots: 0, journalEntries: follower.entries, eventsApplied: follower.events, ms: performance.now() - t0 };
     let promoted = false;
     return {
-      nc, store, state, ids, recovery,
+      nc, store, state, ids, recovery, ...labels,
       position: () => (promoted ? store.lastSequence : follower.position),
       async promote(epoch, fenceSeq) {
         const p0 = performance.now();

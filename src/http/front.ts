@@ -128,9 +128,10 @@ export class Front {
       refused: () => this.admission.totals(),
     });
     this.labels = new LabelCatalogue(labelStore);
-    // front.mdb keeps the changes until every shard has logged them; the cluster's label stream does not
+    // front.mdb keeps the changes until every shard has logged them; the cluster's label stream numbers them
+    // (a partition reads from it what it has not logged)
     const changeStore = labelStore !== null && 'putLabelChange' in labelStore ? labelStore as LabelStore & LabelChangeStore : null;
-    this.labelChanges = new LabelChanges(changeStore);
+    this.labelChanges = new LabelChanges(changeStore, labelStore !== null && !this.dir.authoritative);
     this.labels.changes = this.labelChanges;
     this.normalizer = new BodyNormalizer(compileWriteValidators(), {
       ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,

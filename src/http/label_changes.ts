@@ -28,8 +28,8 @@
 // streamed, shows a name before the label's message, nor one a crash could
 // lose. A create reaches the other shards' replicas after the designated shard
 // logged it, before the request is answered. Order: durable → replicas →
-// answer. (Cluster mode, whose changes are not numbered, sends the replica
-// change at once, as before: its label stream is another store.) The shards take
+// answer. (Cluster mode sends the replica change at once, as before: its label
+// stream is another store than the shards' journals.) The shards take
 // these messages whatever the clients' load (Shards.send `internal`): a flood
 // of writes does not hold the stream's label messages back, and admission's
 // refusal counts stay the clients'. A change a
@@ -38,6 +38,15 @@
 // made it and the ones behind it are answered meanwhile (their labels are
 // stored; the messages follow), each once it is stored and every shard's
 // replica was sent it (the messages that come late then show the newest names).
+//
+// Cluster mode: the label stream (src/cluster/labels.ts) is the store, and a
+// change's number is the sequence it landed at there, known once it is stored.
+// A partition logs every change of that stream once, in its order, reading
+// from the stream the ones it was not sent (src/shard/worker.ts): so a change
+// sent again after an answer got lost is not logged twice, and one this node
+// could not get logged (a partition moving, its owner gone) is tried again as
+// in a single process, and is logged anyway when the partition's owner catches
+// up with the stream (src/cluster/label_catch_up.ts), also if this node died.
 import { log } from '../log.js';
 import { OP_CREATE } from '../shard/changes.js';
 import type { LabelChangeCommand, Reply } from '../shard/protocol.js';
@@ -46,7 +55,11 @@ import type { Shards } from '../shard/shards.js';
 /** What front.mdb keeps of a label change until every shard has logged it. */
 export interface StoredLabelChange { op: number; id: number; row: string | null }
 
-/** Where the changes are kept (FrontStore); absent (cluster mode): changes are not numbered, kept, nor tried again. */
+/**
+ * Where the changes are kept (FrontStore). Absent: in cluster mode the label
+ * stream numbers them (`numberedByStore`); with no store at all they are not
+ * numbered, kept, nor tried again.
+ */
 export interface LabelChangeStore {
   /** the highest number given to a change (0: none) */
   labelChangeSeq(): number;
@@ -96,7 +109,11 @@ export class LabelChanges {
    */
   replicate: ((change: ReplicaChange, shard: number | null) => void) | null = null;
 
-  constructor(private readonly store: LabelChangeStore | null) {
+  /**
+   * `numberedByStore` (cluster mode): the label store's write resolves with the
+   * change's number (its label stream sequence); none: nothing was stored.
+   */
+  constructor(private readonly store: LabelChangeStore | null, private readonly numberedByStore = false) {
     // numbers go on from the last one given, whatever happens before start()
     this.seq = store?.labelChangeSeq() ?? 0;
   }
@@ -120,7 +137,7 @@ export class LabelChanges {
     this.pump();
   }
 
-  /** Are changes numbered and kept until logged (front.mdb; not in cluster mode)? */
+  /** Are changes numbered and kept until logged by front.mdb (not in cluster mode: the label stream numbers them)? */
   get numbered(): boolean { return this.store !== null; }
 
   /**
@@ -166,7 +183,14 @@ export class LabelChanges {
     const e = this.queue[0]!;
     this.busy = true;
     // once the label is durable: its replica change and its message go to the shards together
-    (e.stored ?? Promise.resolve()).then(() => this.send(e), () => {
+    (e.stored ?? Promise.resolve()).then((stored: unknown) => {
+      if (this.numberedByStore) {
+        // nothing stored (a label whose create was never stored is removed): nothing to log
+        if (typeof stored !== 'number' || stored <= 0) { this.done(e); return; }
+        e.change.seq = stored;
+      }
+      this.send(e);
+    }, () => {
       // not stored (nor was its number, in the same transaction): there is nothing to log
       this.next(e);
     });
@@ -222,8 +246,8 @@ export class LabelChanges {
 
   /**
    * A shard could not log the change. A numbered change is tried again (the
-   * shards log a number once); one that is not (cluster mode: the shard may
-   * have logged it and its answer got lost) is given up.
+   * shards log a number once); one that is not (no store: the shard may have
+   * logged it and its answer got lost) is given up.
    */
   private failed(e: Entry, shard: number, r: Reply): void {
     const why = 'body' in r && typeof r.body === 'string' ? r.body : String(r.status);
@@ -237,7 +261,8 @@ export class LabelChanges {
     this.stuck = true;
     // its request and those behind it need not wait: their labels are stored (the replicas learn them first)
     for (const q of this.queue) this.release(q);
-    if (this.closing) return; // kept in front.mdb: the next start sends it
+    // kept in front.mdb: the next start sends it (cluster mode: the partition's owner catches up with the label stream)
+    if (this.closing) return;
     this.retry = setTimeout(() => { this.retry = null; this.send(e); }, RETRY_MS);
     this.retry.unref();
   }

@@ -11,7 +11,13 @@ import type { LabelChanges } from './label_changes.js';
 
 /** Where the catalogue keeps its labels: front.mdb (FrontStore), or the cluster's label stream (src/cluster/labels.ts). */
 export interface LabelStore {
-  putLabel(id: number, label: StoredLabel): Promise<unknown>;
+  /**
+   * `op`: OP_CREATE or OP_UPDATE, for a store that keeps it with the label
+   * (the cluster's label stream: the partitions log each change from it).
+   * Cluster mode: resolves with the label stream's sequence of the change.
+   */
+  putLabel(id: number, label: StoredLabel, op?: number): Promise<unknown>;
+  /** Cluster mode: resolves with the label stream's sequence of the change (none: nothing was stored, so nothing removed). */
   removeLabel(id: number): Promise<unknown>;
   /** the highest label id ever created, deleted ones included */
   labelMaxId(): number;
@@ -32,9 +38,14 @@ export class Label {
     this.id = id; this.name = name; this.created = created; this.updated = updated;
   }
   toJSON(): string {
-    return '{"id":' + this.id + ',"created":"' + formatTimestamp(this.created) + '","updated":"'
-      + formatTimestamp(this.updated) + '","name":' + JSON.stringify(this.name) + '}';
+    return labelRow(this.id, this);
   }
+}
+
+/** A label's row (SPEC §2: list row = detail = write response). */
+export function labelRow(id: number, label: StoredLabel): string {
+  return '{"id":' + id + ',"created":"' + formatTimestamp(label.created) + '","updated":"'
+    + formatTimestamp(label.updated) + '","name":' + JSON.stringify(label.name) + '}';
 }
 
 export interface Resolved {
@@ -108,7 +119,7 @@ export class LabelCatalogue {
 
   /** Store a created or changed label; resolves once it is stored, replicated and its change logged for the live stream. */
   private persist(label: Label, op: number): Promise<unknown> | null {
-    const stored = this.store ? this.tracked(label.id, this.store.putLabel(label.id, { name: label.name, created: label.created, updated: label.updated })) : null;
+    const stored = this.store ? this.tracked(label.id, this.store.putLabel(label.id, { name: label.name, created: label.created, updated: label.updated }, op)) : null;
     return this.logged(op, label.id, label.toJSON(), stored, label.name);
   }
 

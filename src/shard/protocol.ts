@@ -66,9 +66,17 @@ export interface LabelChangeCommand {
   /**
    * the front's number for the change (front.mdb), increasing; a shard logs a
    * number once (the front sends one again when it could not learn that it was
-   * logged). 0: not numbered (cluster mode): logged whenever it comes
+   * logged). Cluster mode: the change's sequence in the label stream, and a
+   * partition logs every change of that stream in order, reading the ones it
+   * was not sent from the stream (src/shard/worker.ts). 0: not numbered (no
+   * store): logged whenever it comes
    */
   seq: number;
+  /**
+   * Cluster mode: only "log every change up to `seq`" (op, id, row unused): the
+   * partition reads them from the label stream (src/cluster/label_catch_up.ts)
+   */
+  catchUp?: boolean;
   /** OP_CREATE, OP_UPDATE or OP_DELETE (src/shard/changes.ts) */
   op: number;
   id: number;

@@ -369,31 +369,56 @@ export class Shard {
    * this shard's live-stream messages: the designated shard's own message for
    * the label, then an update for each playbook here that carries it (its list
    * row shows the label's name), one commit with a journal entry of no events.
-   * The playbook rows are taken from the label replica, which the front's
-   * `labels` message, sent right before this one (once the label was durable),
-   * updated. A shard with nothing to log stores nothing.
+   * The playbook rows show the name the change gave, which in a single process
+   * the front's `labels` message, sent right before this one (once the label
+   * was durable), has put in the replica. A shard with nothing to log stores nothing.
    */
   labelChange(rid: number, c: LabelChangeCommand): ShardToFront | null {
+    return this.labelChanges(rid, [c]);
+  }
+
+  /**
+   * Label changes in the order they were made, logged as one commit (cluster
+   * mode: the ones a partition read from the label stream, src/shard/worker.ts).
+   * A playbook's row shows the label as the change has it (its name then),
+   * whatever the replica holds by now; the replica is left as it is.
+   */
+  labelChanges(rid: number, list: readonly LabelChangeCommand[]): ShardToFront | null {
     const reply: LabelReply = { k: 'label', rid, status: 200 };
-    // logged before: the front sends a change again when it could not learn that (a restart)
-    if (c.seq > 0 && c.seq <= this.changes.labelSeq) return this.deliver(reply, null);
+    // writes and reads of the open group are ordered before these changes
+    if (this.group !== null) this.flushGroup();
     const changes: StreamChange[] = [];
     let seq = this.changes.seq;
-    if (c.own) changes.push([++seq, c.op, TYPE_CODE.label, c.id, null, c.row]);
-    if (c.op !== OP_CREATE) {
-      // a new label is on no playbook yet; a rename or delete changes the rows of those it is on
-      for (const agg of this.state.aggregates.values()) {
-        const pb = agg.playbook;
-        if (!pb.labels.includes(c.id)) continue;
-        // a deleted label goes from the playbooks (their rows would skip it anyway: the replica no longer names it)
-        if (c.op === OP_DELETE) pb.labels = pb.labels.filter((l) => l !== c.id);
-        pb.summaryCache = null;
-        changes.push([++seq, OP_UPDATE, TYPE_CODE.playbook, pb.id, pb.id, this.serializer.playbook(agg, 'list')]);
+    let noted = 0;
+    for (const c of list) {
+      // logged before: the front sends a change again when it could not learn that (a restart)
+      if (c.seq > 0 && c.seq <= this.changes.labelSeq) continue;
+      // the changes before it are logged (cluster mode: read from the label stream)
+      if (c.catchUp) { this.changes.labelSeq = c.seq; continue; }
+      if (c.own) changes.push([++seq, c.op, TYPE_CODE.label, c.id, null, c.row]);
+      if (c.op !== OP_CREATE) {
+        // a rename: the rows show the name this change gave (the replica may have it, or a later one, or not yet)
+        const labels = this.state.labels;
+        const held = labels.get(c.id);
+        if (c.op === OP_UPDATE && c.row !== null) labels.set(c.id, (JSON.parse(c.row) as { name: string }).name);
+        // a new label is on no playbook yet; a rename or delete changes the rows of those it is on
+        for (const agg of this.state.aggregates.values()) {
+          const pb = agg.playbook;
+          if (!pb.labels.includes(c.id)) continue;
+          // a deleted label goes from the playbooks (their rows would skip it anyway: the replica no longer names it)
+          if (c.op === OP_DELETE) pb.labels = pb.labels.filter((l) => l !== c.id);
+          pb.summaryCache = null;
+          changes.push([++seq, OP_UPDATE, TYPE_CODE.playbook, pb.id, pb.id, this.serializer.playbook(agg, 'list')]);
+          pb.summaryCache = null;
+        }
+        if (held === undefined) labels.delete(c.id); else labels.set(c.id, held);
       }
+      // numbered: this shard has logged every change up to it (kept with its next commit, cluster mode)
+      if (c.seq > 0) { this.changes.labelSeq = c.seq; noted = c.seq; }
     }
     if (!changes.length) return this.deliver(reply, null);
     const durable = this.store.write([], [], [], []);
-    if (c.seq > 0) this.changes.noteLabelChange(c.seq);
+    if (noted > 0) this.changes.noteLabelChange(noted);
     this.logChanges(changes, durable);
     return this.deliver(reply, durable);
   }

@@ -17,7 +17,10 @@ import { BodyNormalizer } from '../api/validate.js';
 import { compileWriteValidators } from '../api/schemas.js';
 import { ShardState } from './state.js';
 import { errText, log, setLogLevel } from '../log.js';
-import { Outbox, receivedFromFront, type FrontToShard, type Posted, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
+import { Outbox, receivedFromFront, type FrontToShard, type LabelChangeCommand, type Posted, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
+import { OP_CREATE } from './changes.js';
+import { LABEL_SHARD } from '../http/label_changes.js';
+import { labelRow } from '../http/labels.js';
 
 const init = workerData as ShardInit;
 const port = parentPort!;
@@ -122,6 +125,8 @@ try {
     // the live stream numbers on from the partition's last journaled change
     partition.store.changeSeq = () => shard.changes.seq;
     shard.changes.seq = partition.store.lastChangeSeq;
+    partition.store.labelSeq = () => shard.changes.labelSeq;
+    if (!init.cluster!.standby) shard.changes.labelSeq = await labelSeqOf(partition);
   } else if (durable) {
     const state = new ShardState();
     recovery = durable.recover(state);
@@ -182,10 +187,11 @@ function handle(msg: FrontToShard): void {
       const { rid, epoch, fenceSeq } = msg;
       if (!partition) { post({ k: 'error', rid, status: 500, body: Errors.internal() }); return; }
       const opened = partition;
-      opened.promote(epoch, fenceSeq).then(
-        (r) => {
+      opened.promote(epoch, fenceSeq).then(async (r) => ({ r, labelSeq: await labelSeqOf(opened) })).then(
+        ({ r, labelSeq }) => {
           shard.changes.seq = opened.store.lastChangeSeq;
           shard.changes.recover();
+          shard.changes.labelSeq = labelSeq;
           post({ k: 'promoted', rid, status: 200, entries: r.entries, ms: r.ms, results: shard.state.results.size });
         },
         (err) => { logError('promotion failed', err); post({ k: 'error', rid, status: 503, body: Errors.unavailable(String((err as Error)?.message ?? err)) }); },
@@ -202,6 +208,7 @@ function handle(msg: FrontToShard): void {
       if (testHooks) setImmediate(() => { throw new Error(`shard ${init.shard}: crash requested by a test hook`); });
       return;
     }
+    if (partition && msg.k === 'label') { logLabelChange(partition, msg.rid, msg.change); return; }
     if (durable && (msg.k === 'ingest' || (msg.k === 'write' && msg.cmd.op !== 'delete')) && durable.full()) {
       // refused before it changes anything (a batch keeps its seq); deletes still go through (they make room)
       post({ k: 'error', rid: msg.rid, status: 503, body: storageFull(durable.sizeLimit!) });
@@ -215,6 +222,53 @@ function handle(msg: FrontToShard): void {
       post({ k: 'error', rid: msg.rid, status: 500, body: Errors.internal() });
     }
   }
+}
+
+// ---- cluster mode: the live stream's label changes (src/http/label_changes.ts, src/cluster/labels.ts) ----
+
+/**
+ * Where a partition's label changes stand when it is taken: the label stream's
+ * sequence its journal says it has logged up to. A journal written before that
+ * was kept says nothing: the partition starts from the stream's end (what came
+ * before was logged, or given up, by the code of then).
+ */
+async function labelSeqOf(opened: OpenedPartition): Promise<number> {
+  return opened.store.lastLabelSeq ?? await opened.labelsEnd();
+}
+
+/** label changes are logged one request at a time, each after the ones before it */
+let labelChain: Promise<void> = Promise.resolve();
+
+/**
+ * A label change, or "every change up to seq" (catchUp). The partition logs
+ * every change of the label stream once, in the stream's order: the one it is
+ * sent when it is the next, else each it has not logged, read from the stream.
+ * So a change it could not log when it was made (it was moving, its node was
+ * gone) is logged on the next request, whichever node sends it (the one that
+ * made the change tries again; every node asks the partitions it owns to catch
+ * up with the stream: src/cluster/label_catch_up.ts).
+ */
+function logLabelChange(opened: OpenedPartition, rid: number, c: LabelChangeCommand): void {
+  labelChain = labelChain.then(async () => {
+    const have = shard.changes.labelSeq;
+    let list: LabelChangeCommand[] = [];
+    if (c.seq > have) {
+      if (!c.catchUp && c.seq === have + 1) list = [c];
+      else {
+        const own = init.shard === LABEL_SHARD;
+        list = (await opened.readLabels(have + 1, c.seq)).map((l) => ({
+          seq: l.seq, op: l.op, id: l.id, row: l.label === null ? null : labelRow(l.id, l.label), own,
+        }));
+        // the position reaches `seq` also when the range ends with no change (an init record)
+        list.push({ seq: c.seq, op: OP_CREATE, id: 0, row: null, own: false, catchUp: true });
+      }
+    }
+    const reply = shard.labelChanges(rid, list);
+    if (reply) post(reply);
+  }).catch((err: unknown) => {
+    log.warn('label changes could not be read from the label stream; they are logged on the next request', { err: errText(err) });
+    post({ k: 'error', rid, status: 503, body: Errors.unavailable('The label stream could not be read; retry shortly.') });
+  });
 }
 
 /**

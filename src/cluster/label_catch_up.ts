@@ -1,0 +1,62 @@
+// Label changes for the live stream, cluster mode (SPEC §14; src/http/label_changes.ts):
+// each partition logs every change of the label stream once, in the stream's
+// order (src/shard/worker.ts). The node that made a change sends it to the
+// partitions and tries again until they have logged it; this is what makes a
+// change logged also when that node could not do it (it died, or stopped before
+// a partition came back): every node asks each partition it owns, now and then,
+// to catch up with the label stream as far as this node has read it.
+//
+// The ask waits a tick after the node read a change, so the node that made it,
+// which sends the label's own message first and the playbook updates after,
+// normally gets there first; a partition that has logged the change answers at
+// once and is not asked again until the stream moves on or the partition moves.
+import { log } from '../log.js';
+import type { Reply } from '../shard/protocol.js';
+import { LABEL_SHARD } from '../http/label_changes.js';
+import type { ClusterShards } from './cluster_shards.js';
+import type { ClusterLabels } from './labels.js';
+
+export class LabelCatchUp {
+  /** partition → [epoch, label stream sequence it is known to have logged up to] */
+  private readonly reached = new Map<number, [number, number]>();
+  private readonly asking = new Set<number>();
+  /** partitions whose last ask failed (logged once until one succeeds) */
+  private readonly failing = new Set<number>();
+  /** the stream position as read at the previous tick */
+  private seen = 0;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly labels: ClusterLabels, private readonly shards: ClusterShards, private readonly everyMs = 1000) {}
+
+  start(): void {
+    this.seen = this.labels.position;
+    this.timer = setInterval(() => this.tick(), this.everyMs);
+    this.timer.unref();
+  }
+
+  close(): void {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  private tick(): void {
+    const target = this.seen;
+    this.seen = this.labels.position;
+    for (const [partition, epoch] of this.shards.ownedPartitions()) {
+      const known = this.reached.get(partition);
+      if ((known && known[0] === epoch && known[1] >= target) || this.asking.has(partition)) continue;
+      this.asking.add(partition);
+      const change = { seq: target, op: 0, id: 0, row: null, own: partition === LABEL_SHARD, catchUp: true };
+      this.shards.send(partition, { k: 'label', rid: 0, change }, (r: Reply) => {
+        this.asking.delete(partition);
+        if (r.k === 'label' && r.status === 200) {
+          this.reached.set(partition, [epoch, target]);
+          this.failing.delete(partition);
+        } else if (!this.failing.has(partition)) {
+          this.failing.add(partition);
+          log.warn('a partition could not catch up with the label stream; asked again shortly', { partition, why: 'body' in r ? r.body : r.status });
+        }
+      }, null, true);
+    }
+  }
+}
