@@ -14,7 +14,9 @@
 // from here (readLabelChanges), so a change a partition could not log when it
 // was made is logged later, by whichever node owns the partition then.
 import { headers, type NatsConnection } from '@nats-io/transport-node';
-import { DeliverPolicy, jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import {
+  DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, type JetStreamClient, type JetStreamManager, type StoredMsg,
+} from '@nats-io/jetstream';
 import { Packr } from 'msgpackr';
 import { errText, log } from '../log.js';
 import type { LabelStore } from '../http/labels.js';
@@ -23,6 +25,8 @@ import { HDR_KIND, retrying, type PartitionLog } from './partition_log.js';
 import { OP_CREATE, OP_DELETE, OP_UPDATE } from '../shard/changes.js';
 
 export const LABEL_STREAM = 'logbook-labels';
+/** how often the tail checks that it is not stuck behind the stream (ms) */
+const TAIL_CHECK_MS = 5000;
 export const LABEL_SUBJECT = 'logbook.labels';
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
@@ -70,26 +74,61 @@ export class ClusterLabels implements LabelStore {
     return labels;
   }
 
-  /** Tail the stream; resolves once everything up to `upTo` is applied. */
+  /**
+   * Tail the stream; resolves once everything up to `upTo` is applied. The
+   * tail reads on for as long as the node runs: a consumer that ends (its
+   * server went away) or stops delivering while the stream has more (checked
+   * every TAIL_CHECK_MS) is replaced by one that starts after the last
+   * message applied. Without that a node would stop learning label changes
+   * after a NATS server failure, and its catalogue and replicas would miss them.
+   */
   private async follow(upTo: number): Promise<void> {
-    const deadline = Date.now() + 30_000;
-    const messages = await retrying(deadline, async () => {
-      const consumer = await this.js.consumers.get(LABEL_STREAM, { deliver_policy: DeliverPolicy.All });
+    const open = () => retrying(Date.now() + 30_000, async () => {
+      const consumer = await this.js.consumers.get(LABEL_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.applied + 1 });
       return consumer.consume({ max_messages: 256, expires: 5000 }); // see partition_log.ts replay()
     });
-    this.abort.signal.addEventListener('abort', () => { void messages.close(); }, { once: true });
+    let messages = await open();
+    /** a new consumer is being set up: not stalled */
+    let reopening = false;
     let caughtUp: () => void;
     const done = new Promise<void>((r) => { caughtUp = r; });
     if (upTo <= 0) caughtUp!();
-    void (async () => {
-      for await (const m of messages) {
-        if (m.seq > this.applied) {
-          this.applied = m.seq;
-          if (m.headers?.get(HDR_KIND) !== 'init' && m.data.length) {
-            try { this.apply(packr.unpack(m.data) as LabelMessage); } catch (err) { log.error('label stream: unreadable message', { seq: m.seq, err: errText(err) }); }
-          }
+    this.abort.signal.addEventListener('abort', () => { void messages.close(); }, { once: true });
+    // a consumer that delivers nothing while the stream has more: closed, so the loop below replaces it
+    let checked = this.applied;
+    const watchdog = setInterval(() => {
+      const seen = this.applied;
+      if (seen !== checked || reopening) { checked = seen; return; }
+      this.plog.jsm.streams.info(LABEL_STREAM).then((info) => {
+        if (info.state.last_seq > this.applied && this.applied === seen && !this.abort.signal.aborted) {
+          log.warn('label stream: the tail stalled; reading on from where it stopped', { applied: this.applied, last: info.state.last_seq });
+          void messages.close();
         }
-        if (m.seq >= upTo) caughtUp!();
+      }, () => { /* not reachable now: checked again at the next tick */ });
+    }, TAIL_CHECK_MS);
+    watchdog.unref();
+    this.abort.signal.addEventListener('abort', () => clearInterval(watchdog), { once: true });
+    void (async () => {
+      while (!this.abort.signal.aborted) {
+        try {
+          for await (const m of messages) {
+            if (m.seq > this.applied) {
+              this.applied = m.seq;
+              if (m.headers?.get(HDR_KIND) !== 'init' && m.data.length) {
+                try { this.apply(packr.unpack(m.data) as LabelMessage); } catch (err) { log.error('label stream: unreadable message', { seq: m.seq, err: errText(err) }); }
+              }
+            }
+            if (m.seq >= upTo) caughtUp!();
+          }
+          if (!this.abort.signal.aborted) log.warn('label stream: the tail ended; reading on from where it stopped', { applied: this.applied });
+        } catch (err) {
+          if (!this.abort.signal.aborted) log.warn('label stream: the tail failed; reading on from where it stopped', { applied: this.applied, err: errText(err) });
+        }
+        if (this.abort.signal.aborted) break;
+        reopening = true;
+        await new Promise((r) => setTimeout(r, 250));
+        try { messages = await open(); } catch (err) { log.warn('label stream: the tail cannot read the stream yet', { err: errText(err) }); }
+        reopening = false;
       }
     })().catch((err) => log.error('label stream: tail stopped', { err: errText(err) }));
     await done;
@@ -183,33 +222,28 @@ export class ClusterLabels implements LabelStore {
 /**
  * The label changes at sequences from..to of the label stream, in order (init
  * records skipped): what a partition has not logged yet (partition_worker.ts).
- * Rejects when the stream cannot be read up to `to` in time.
+ * Read message by message (the range is the few changes since the partition's
+ * last one, as a rule): no consumer to set up, nothing left behind on the
+ * servers. Rejects when a message cannot be read now.
  */
-export async function readLabelChanges(js: JetStreamClient, from: number, to: number, timeoutMs = 10_000): Promise<LabelStreamChange[]> {
+export async function readLabelChanges(jsm: JetStreamManager, from: number, to: number): Promise<LabelStreamChange[]> {
   const out: LabelStreamChange[] = [];
-  if (to < from) return out;
-  const consumer = await js.consumers.get(LABEL_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, from) });
-  const messages = await consumer.consume({ max_messages: Math.min(256, to - from + 1), expires: 5000 });
-  let reached = from - 1;
-  const timer = setTimeout(() => { void messages.close(); }, timeoutMs);
-  try {
-    for await (const m of messages) {
-      reached = m.seq;
-      if (m.headers?.get(HDR_KIND) !== 'init' && m.data.length) {
-        const msg = packr.unpack(m.data) as LabelMessage;
-        if (msg.op === 'put') {
-          // before `change` was kept: a create is the put that lands at its label's id (allocateId)
-          const op = msg.change ?? (msg.id === m.seq ? OP_CREATE : OP_UPDATE);
-          out.push({ seq: m.seq, op, id: msg.id, label: msg.label });
-        } else out.push({ seq: m.seq, op: OP_DELETE, id: msg.id, label: null });
-      }
-      if (m.seq >= to) break;
+  for (let seq = Math.max(1, from); seq <= to; seq++) {
+    let m: StoredMsg | null;
+    try {
+      m = await jsm.streams.getMessage(LABEL_STREAM, { seq });
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.NoMessageFound) continue;
+      throw err;
     }
-  } finally {
-    clearTimeout(timer);
-    await messages.close();
+    if (m === null || m.header?.get(HDR_KIND) === 'init' || !m.data.length) continue;
+    const msg = packr.unpack(m.data) as LabelMessage;
+    if (msg.op === 'put') {
+      // before `change` was kept: a create is the put that lands at its label's id (allocateId)
+      const op = msg.change ?? (msg.id === seq ? OP_CREATE : OP_UPDATE);
+      out.push({ seq, op, id: msg.id, label: msg.label });
+    } else out.push({ seq, op: OP_DELETE, id: msg.id, label: null });
   }
-  if (reached < to) throw new Error(`label stream read up to ${reached}, not ${to}`);
   return out;
 }
 

@@ -17,7 +17,6 @@ import { PartitionLog } from './partition_log.js';
 import { PartitionStore } from './partition_store.js';
 import { LocalBlobs } from './partition_blobs.js';
 import { join } from 'node:path';
-import { jetstream } from '@nats-io/jetstream';
 import { labelStreamEnd, readLabelChanges, type LabelStreamChange } from './labels.js';
 
 /** What the node's ownership layer hands a partition's worker (ShardInit.cluster). */
@@ -61,9 +60,8 @@ export async function openPartition(k: number, init: PartitionInit): Promise<Ope
       : new LocalBlobs(join(init.blobDir, `p${k}${init.standby ? '-standby' : ''}`)));
     const state = new ShardState();
     const ids = new PartitionIds(init.partitions, k);
-    const js = jetstream(nc);
     const labels = {
-      readLabels: (from: number, to: number) => readLabelChanges(js, from, to),
+      readLabels: (from: number, to: number) => readLabelChanges(log.jsm, from, to),
       labelsEnd: () => labelStreamEnd(log),
     };
     const owned = (epoch: number, fenceSeq: number) => {
