@@ -19,7 +19,13 @@ Format.Set('logbook-uuid', (value: string) => normalizeUuid(value) !== undefined
 
 const MAX_ID = Number.MAX_SAFE_INTEGER;
 
-function fieldSchema(spec: FieldSpec): TSchema {
+/**
+ * `check`: the schema compiled to find canonical bodies (compileWriteValidators),
+ * where a timestamp or a UUID is any string: the normalizer parses it once, to
+ * convert it, and takes the slow path for it if it is not one (validate.ts).
+ * Checking the format here parsed every timestamp of a write twice.
+ */
+function fieldSchema(spec: FieldSpec, check: boolean): TSchema {
   let schema: TSchema;
   switch (spec.kind) {
     case 'string':
@@ -27,11 +33,11 @@ function fieldSchema(spec: FieldSpec): TSchema {
       break;
     case 'int': schema = Type.Integer({ minimum: -MAX_ID, maximum: MAX_ID }); break;
     case 'bool': schema = Type.Boolean(); break;
-    case 'timestamp': schema = Type.String({ format: 'logbook-timestamp' }); break;
+    case 'timestamp': schema = check ? Type.String() : Type.String({ format: 'logbook-timestamp' }); break;
     case 'choice': schema = Type.Union(spec.choices!.map((c) => Type.Literal(c))); break;
     case 'fk': schema = Type.Integer({ minimum: 1, maximum: MAX_ID }); break;
     case 'json': schema = Type.Union([Type.Object({}), Type.Array(Type.Unknown()), Type.String(), Type.Number(), Type.Boolean()]); break;
-    case 'uuid': schema = Type.String({ format: 'logbook-uuid' }); break;
+    case 'uuid': schema = check ? Type.String() : Type.String({ format: 'logbook-uuid' }); break;
     case 'labels': schema = Type.Array(Type.String({ maxLength: LIMITS.nameLength })); break;
     case 'fklist': schema = Type.Array(Type.Integer({ minimum: 1, maximum: MAX_ID })); break;
     case 'text': schema = Type.String(); break;
@@ -39,11 +45,14 @@ function fieldSchema(spec: FieldSpec): TSchema {
   return spec.nullable ? Type.Union([schema, Type.Null()]) : schema;
 }
 
-/** The canonical body of a write: required fields required except on PATCH. */
-export function writeSchema(type: ResourceType, mode: WriteMode): TSchema {
+/**
+ * The canonical body of a write: required fields required except on PATCH.
+ * `check`: for compileWriteValidators (see fieldSchema).
+ */
+export function writeSchema(type: ResourceType, mode: WriteMode, check = false): TSchema {
   const properties: Record<string, TSchema> = {};
   for (const spec of WRITE_FIELDS[type]) {
-    const schema = fieldSchema(spec);
+    const schema = fieldSchema(spec, check);
     // the alias is accepted by the normalizer; canonical bodies use the field name
     properties[spec.name] = spec.required && mode !== 'patch' && !spec.alias ? schema : Type.Optional(schema);
   }
@@ -59,7 +68,7 @@ export function compileWriteValidators(): Record<ResourceType, Record<WriteMode,
     out[type] = {} as Record<WriteMode, CompiledWrite>;
     for (const mode of ['create', 'put', 'patch'] as const) {
       try {
-        out[type][mode] = Compile(writeSchema(type, mode));
+        out[type][mode] = Compile(writeSchema(type, mode, true));
       } catch (err) {
         throw new Error(`cannot compile the ${mode} schema of ${type}: ${(err as Error).message}`);
       }

@@ -186,16 +186,24 @@ function hasLoneSurrogate(v: unknown): boolean {
   return false;
 }
 
-/** Canonical values (passed the compiled schema) need conversion only. */
+/**
+ * Canonical values (passed the compiled schema) need conversion only; a
+ * timestamp or a UUID, which the schema takes as any string, also the check
+ * that it is one (FAILED: it is not, its field takes the slow path).
+ */
 function convertCanonical(spec: FieldSpec, v: unknown): unknown {
   switch (spec.kind) {
-    case 'timestamp': return parseTimestamp(v as string);
-    case 'uuid': return normalizeUuid(v as string);
+    case 'timestamp': {
+      const us = parseTimestamp(v as string);
+      return isSupported(us) ? us : FAILED;
+    }
+    case 'uuid': return normalizeUuid(v as string) ?? FAILED;
     case 'labels': return [...new Set(v as string[])];
     case 'fklist': return [...new Set(v as number[])]; // a set, as in checkValue
     default: return v;
   }
 }
+const FAILED = Symbol('not canonical');
 
 export class BodyNormalizer {
   constructor(
@@ -242,7 +250,10 @@ export class BodyNormalizer {
         continue;
       }
       // an alias is not in the schema, so only the field's own name is known canonical
-      if (canonical && key === spec.name) { set[spec.name] = convertCanonical(spec, value); continue; }
+      if (canonical && key === spec.name) {
+        const converted = convertCanonical(spec, value);
+        if (converted !== FAILED) { set[spec.name] = converted; continue; }
+      }
       const r = checkValue(spec, value);
       if (r.ok) set[spec.name] = r.value;
       else {
