@@ -24,6 +24,7 @@
 // no error message changes.
 
 import type { ElementSpans, MemberSpan } from './json_text.js';
+import { WRITE_FIELDS } from './resources.js';
 
 // Char codes, declared here rather than imported from json_text.ts: an imported
 // binding is read through its module cell (with a check that it is initialised)
@@ -468,6 +469,37 @@ function nextEvent(spans: Int32Array, i: number): number {
   return i + 3 + (count < 0 ? 0 : count * 5);
 }
 
+/**
+ * The names events' members have, by length: every write field of every type
+ * (and its alias) and batch ingest's own keys (SPEC §13). Built here, not read
+ * through an imported binding at every use.
+ */
+const KNOWN_KEYS: string[][] = Array.from({ length: 32 }, () => []);
+for (const name of new Set([
+  ...Object.values(WRITE_FIELDS).flatMap((fields) => fields.flatMap((f) => (f.alias ? [f.name, f.alias] : [f.name]))),
+  'kind', 'playbook', 'play', 'task', 'host', 'file', 'uuid', 'delegated_to',
+])) if (name.length < KNOWN_KEYS.length) KNOWN_KEYS[name.length]!.push(name);
+
+/**
+ * The unescaped member name at text[start, end): one of KNOWN_KEYS when it is
+ * one (the same string), else a slice. A known name is a string V8 has
+ * internalized already (a literal), where a slice is a new string that every
+ * Map lookup and keyed store with it must hash and look up in V8's string table
+ * first: ~9 members per event, each stored in two objects (ingest.ts eventObject).
+ */
+function memberKey(text: string, start: number, end: number): string {
+  const length = end - start;
+  if (length < KNOWN_KEYS.length) {
+    const names = KNOWN_KEYS[length]!;
+    const first = text.charCodeAt(start);
+    for (let k = 0; k < names.length; k++) {
+      const name = names[k]!;
+      if (name.charCodeAt(0) === first && text.startsWith(name, start)) return name;
+    }
+  }
+  return text.slice(start, end);
+}
+
 /** The event at `i` of ScannedBody.spans, its positions less `base` (`text` starts at `base` of the body). */
 function elementAt(text: string, spans: Int32Array, i: number, base: number): ElementSpans {
   const start = spans[i]! - base;
@@ -480,7 +512,7 @@ function elementAt(text: string, spans: Int32Array, i: number, base: number): El
     const keyStart = spans[i]! - base;
     const keyEnd = spans[i + 1]! - base;
     const flags = spans[i + 4]!;
-    const key = flags & KEY_ESCAPED ? JSON.parse(text.slice(keyStart, keyEnd)) as string : text.slice(keyStart + 1, keyEnd - 1);
+    const key = flags & KEY_ESCAPED ? JSON.parse(text.slice(keyStart, keyEnd)) as string : memberKey(text, keyStart + 1, keyEnd - 1);
     const valueStart = spans[i + 2]! - base;
     const valueEnd = spans[i + 3]! - base;
     members.set(key, flags & VALUE_SPACED ? [valueStart, valueEnd] : [valueStart, valueEnd, true]);
