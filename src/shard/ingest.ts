@@ -162,24 +162,27 @@ class Batch {
   /** Event `index`, found at `at` in `text`: applied, or listed as rejected. */
   private one(index: number, text: string, at: ElementSpans, labelIds: number[] | undefined): void {
     const body: Obj = {};
-    const errors = this.event(eventObject(text, at, body), body, text, at, labelIds);
+    const errors = this.event(eventBody(text, at, body), body, text, at, labelIds);
     if (errors === null) this.applied++;
     else if (this.rejected.length < LIMITS.ingestRejectedListed) this.rejected.push([index, errors]);
   }
 
-  /** Apply one event (`body`: its members but `kind`, to be rewritten); null, or its errors as JSON text. */
-  private event(ev: Obj, body: Obj, text: string, span: ElementSpans, labelIds: number[] | undefined): string | null {
+  /**
+   * Apply one event (`body`: its members but `kind`, to be rewritten); null, or
+   * its errors as JSON text. The natural keys are read from `body` before the
+   * members that hold them are rewritten (a parent's key becomes its id).
+   */
+  private event(kind: unknown, body: Obj, text: string, span: ElementSpans, labelIds: number[] | undefined): string | null {
     const { agg, now, track, runner } = this;
-    const kind = ev.kind as string;
     const pid = agg.playbook.id;
-    switch (KINDS.get(kind)) {
+    switch (KINDS.get(kind as string)) {
       case 'playbook': {
         delete body.uuid; // the stream's key does not change
         const fix = labelIds ? (set: Obj) => { if (set.labels !== undefined) set.labels = labelIds; } : null;
         return runner.apply('playbook', 'patch', pid, body, text, span, fix, now, track);
       }
       case 'play': {
-        const key = playKey(ev.uuid);
+        const key = playKey(body.uuid);
         if (typeof key !== 'string') return fieldError('uuid', key.error);
         const existing = agg.playByUuid.get(key);
         body.playbook = pid;
@@ -189,61 +192,63 @@ class Batch {
         return runner.apply('play', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, fix, now, track);
       }
       case 'task': {
-        const key = streamKey(ev.uuid);
+        const key = streamKey(body.uuid);
         if (typeof key !== 'string') return fieldError('uuid', key.error);
         const existing = agg.taskByUuid.get(key);
-        if ('play' in ev) {
-          const play = typeof ev.play === 'string' ? agg.playByUuid.get(normalizeUuid(ev.play) ?? ev.play) : undefined;
-          if (!play) return fieldError('play', Errors.unknownParent('play', named(ev.play, text, span, 'play')));
+        if ('play' in body) {
+          const play = typeof body.play === 'string' ? agg.playByUuid.get(normalizeUuid(body.play) ?? body.play) : undefined;
+          if (!play) return fieldError('play', Errors.unknownParent('play', named(body.play, text, span, 'play')));
           body.play = play.id;
         }
-        if ('file' in ev) {
-          const file = typeof ev.file === 'string' ? agg.fileByPath.get(ev.file) : undefined;
-          if (!file) return fieldError('file', Errors.unknownParent('file', named(ev.file, text, span, 'file')));
+        if ('file' in body) {
+          const file = typeof body.file === 'string' ? agg.fileByPath.get(body.file) : undefined;
+          if (!file) return fieldError('file', Errors.unknownParent('file', named(body.file, text, span, 'file')));
           body.file = file.id;
         }
         body.playbook = pid;
         return runner.apply('task', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
       }
       case 'host': {
-        if (typeof ev.name !== 'string') return fieldError('name', ev.name === undefined ? Messages.required : Messages.invalidString);
-        const existing = agg.hostByName.get(ev.name);
+        if (typeof body.name !== 'string') return fieldError('name', body.name === undefined ? Messages.required : Messages.invalidString);
+        const existing = agg.hostByName.get(body.name);
         if (existing && Object.keys(body).length === 1) return null; // named only: nothing to change
         body.playbook = pid;
         return runner.apply('host', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
       }
-      case 'result': return this.result(ev, body, text, span);
+      case 'result': return this.result(body, text, span);
       case 'file': {
-        if (typeof ev.path !== 'string') return fieldError('path', ev.path === undefined ? Messages.required : Messages.invalidString);
-        const existing = agg.fileByPath.get(ev.path);
+        if (typeof body.path !== 'string') return fieldError('path', body.path === undefined ? Messages.required : Messages.invalidString);
+        const existing = agg.fileByPath.get(body.path);
         body.playbook = pid;
         return runner.apply('file', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
       }
       case 'record': {
-        if (typeof ev.key !== 'string') return fieldError('key', ev.key === undefined ? Messages.required : Messages.invalidString);
-        const existing = agg.recordByKey.get(ev.key);
+        if (typeof body.key !== 'string') return fieldError('key', body.key === undefined ? Messages.required : Messages.invalidString);
+        const existing = agg.recordByKey.get(body.key);
         body.playbook = pid;
         return runner.apply('record', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
       }
-      default: return fieldError('kind', Errors.unknownKind(kind));
+      default: return fieldError('kind', Errors.unknownKind(kind as string));
     }
   }
 
   /** A result always creates; its task by uuid, its host and delegates by name (get-or-create). */
-  private result(ev: Obj, body: Obj, text: string, span: ElementSpans): string | null {
+  private result(body: Obj, text: string, span: ElementSpans): string | null {
     const { agg, now, track, runner } = this;
-    const key = streamKey(ev.task);
+    const key = streamKey(body.task);
     const task = typeof key === 'string' ? agg.taskByUuid.get(key) : undefined;
-    if (!task) return fieldError('task', ev.task === undefined ? Messages.required : Errors.unknownParent('task', named(ev.task, text, span, 'task')));
-    if (typeof ev.host !== 'string' || ev.host === '') {
-      return fieldError('host', ev.host === undefined ? Messages.required : Messages.invalidString);
+    if (!task) return fieldError('task', body.task === undefined ? Messages.required : Errors.unknownParent('task', named(body.task, text, span, 'task')));
+    const hostName = body.host;
+    if (typeof hostName !== 'string' || hostName === '') {
+      return fieldError('host', hostName === undefined ? Messages.required : Messages.invalidString);
     }
     let delegates: string[] | null = null;
-    if (ev.delegated_to !== undefined && ev.delegated_to !== null) {
-      if (!Array.isArray(ev.delegated_to) || !ev.delegated_to.every((h) => typeof h === 'string' && h !== '')) {
+    const delegatedTo = body.delegated_to;
+    if (delegatedTo !== undefined && delegatedTo !== null) {
+      if (!Array.isArray(delegatedTo) || !delegatedTo.every((h) => typeof h === 'string' && h !== '')) {
         return fieldError('delegated_to', 'Expected a list of host names.');
       }
-      delegates = ev.delegated_to as string[];
+      delegates = delegatedTo as string[];
     }
     // Validate with placeholder ids first: hosts are created only for a result that is valid.
     body.playbook = agg.playbook.id;
@@ -251,7 +256,6 @@ class Batch {
     body.play = task.play;
     body.host = 1;
     if (delegates) body.delegated_to = [];
-    const hostName = ev.host;
     let hostError: string | null = null;
     const fix = (set: Obj): void => {
       const host = runner.host(agg, hostName, now, track);
@@ -275,39 +279,35 @@ class Batch {
 const JSON_FIELDS_OF_KIND = new Map<string, ReadonlySet<string>>([...KINDS].map(([kind, type]) => [kind, JSON_FIELDS[type]]));
 
 /**
- * One event as an object, parsed member by member from its spans: JSON-valued
- * fields (result content, host facts…) get a stand-in of the same JSON type,
- * because only their text is stored (the normalizer takes it from the spans).
- * Parsing a batch this way skips building and collecting every content object.
- * `body` gets the same members but `kind` (what the event writes), built here
- * rather than copied and trimmed: a spread and a `delete` each cost more than
- * building the object (V8's slow copy path; a delete makes a dictionary object).
+ * One event, parsed member by member from its spans: its `kind`, returned, and
+ * its other members, put in `body` (what the event writes). JSON-valued fields
+ * (result content, host facts…) get a stand-in of the same JSON type, because
+ * only their text is stored (the normalizer takes it from the spans). Parsing a
+ * batch this way skips building and collecting every content object. `body` is
+ * built here rather than copied from a parsed event and trimmed: a spread and a
+ * `delete` each cost more than building the object (V8's slow copy path; a
+ * delete makes a dictionary object); and it is the only object built (the
+ * natural keys are read from it).
  */
-function eventObject(text: string, at: ElementSpans, body: Obj): Obj {
+function eventBody(text: string, at: ElementSpans, body: Obj): unknown {
   if (at.members === undefined) {
     // not an object (the front lets none through): whatever a spread of it would give
     const ev = JSON.parse(text.slice(at.span[0], at.span[1])) as Obj;
     for (const key of Object.keys(ev ?? {})) {
       if (key !== 'kind') Object.defineProperty(body, key, { value: ev[key], enumerable: true, writable: true, configurable: true });
     }
-    return ev;
+    return ev.kind;
   }
   const kindSpan = at.members.get('kind');
   const kind = kindSpan ? parseSpan(text, kindSpan[0], kindSpan[1]) : undefined;
   const raw = typeof kind === 'string' ? JSON_FIELDS_OF_KIND.get(kind) : undefined;
-  const ev: Obj = {};
   for (const [key, [start, end]] of at.members) {
-    const value = key === 'kind' ? kind : raw?.has(key) ? jsonStandIn(text.charCodeAt(start)) : parseSpan(text, start, end);
-    if (key === '__proto__') {
-      const own = { value, enumerable: true, writable: true, configurable: true };
-      Object.defineProperty(ev, key, own);
-      Object.defineProperty(body, key, own);
-    } else {
-      ev[key] = value;
-      if (key !== 'kind') body[key] = value;
-    }
+    if (key === 'kind') continue;
+    const value = raw?.has(key) ? jsonStandIn(text.charCodeAt(start)) : parseSpan(text, start, end);
+    if (key === '__proto__') Object.defineProperty(body, key, { value, enumerable: true, writable: true, configurable: true });
+    else body[key] = value;
   }
-  return ev;
+  return kind;
 }
 
 /** An Int32Array's bytes as received (a view at any offset) → the Int32Array (copied when misaligned). */
