@@ -226,8 +226,9 @@ export class BodyNormalizer {
     let spans = members;
     for (const spec of WRITE_FIELDS[type]) {
       let key = spec.name;
-      if (!hasOwn(body, key) && spec.alias && hasOwn(body, spec.alias)) key = spec.alias;
-      if (!hasOwn(body, key)) {
+      let present = hasOwn(body, key);
+      if (!present && spec.alias && hasOwn(body, spec.alias)) { key = spec.alias; present = true; }
+      if (!present) {
         if (spec.required && mode !== 'patch') { errors[spec.name] = [Messages.required]; hasErrors = true; }
         else if (mode === 'put' && spec.resetTo !== undefined) set[spec.name] = spec.resetTo;
         continue;
