@@ -6,7 +6,8 @@
 // `logbook check` passes, and a chunk whose playbook is gone is reported.
 import test from 'ava';
 import { rmSync } from 'node:fs';
-import { open } from 'lmdb';
+import { open, type Database } from 'lmdb';
+import { ContentChunks, type ChunkKey } from '../src/store/content_chunks.js';
 import { join } from 'node:path';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
 import { runCheck } from './helpers/cli.js';
@@ -129,4 +130,47 @@ test('deleting a packed result, then its playbook: check passes and no chunk is 
   r = await runCheck(dataDir);
   t.is(r.code, 1, r.output);
   t.regex(r.output, /orphan chunk of contents of results 5000–5000: playbook 987654 does not exist/);
+});
+
+test('a chunk holds the same bytes whatever its texts: ASCII ones laid out from their lengths, others measured', (t) => {
+  // what ContentChunks.pack stored before it took ASCII texts in one pass: each text's UTF-8 length measured first
+  const reference = (texts: string[]): Buffer => {
+    const lengths = texts.map((s) => Buffer.byteLength(s, 'utf8'));
+    const head = 4 + 8 * texts.length;
+    const buf = Buffer.alloc(head + lengths.reduce((a, b) => a + b, 0));
+    buf.writeUInt32LE(texts.length, 0);
+    let end = 0;
+    texts.forEach((s, k) => {
+      buf.write(s, head + end, lengths[k]!, 'utf8');
+      end += lengths[k]!;
+      buf.writeUInt32LE(k, 4 + 8 * k);
+      buf.writeUInt32LE(end, 8 + 8 * k);
+    });
+    return buf;
+  };
+  const ascii = (i: number): string => `{"i":${i},"msg":"${'a'.repeat(i * 37 % 900)}"}`;
+  // texts beyond ASCII: 2-, 3- and 4-byte characters, a lone surrogate (3 bytes as U+FFFD), each first, inside and last
+  const others = ['{"s":"é"}', '{"s":"✓ ok"}', '{"s":"😀"}', '{"s":"\ud800"}', `{"s":"${'x'.repeat(100)}é"}`];
+  const db = { getKeys: () => [] } as unknown as Database<Buffer, ChunkKey>;
+  const cases: string[][] = [Array.from({ length: 40 }, (_, i) => ascii(i))];
+  for (const other of others) {
+    for (const at of [0, 7, 19]) {
+      const texts = Array.from({ length: 20 }, (_, i) => ascii(i));
+      texts[at] = other;
+      cases.push(texts);
+    }
+  }
+  // a chunk closes once its payload reaches CHUNK_BYTES: bytes, not characters, decide where
+  cases.push(Array.from({ length: 30 }, (_, i) => `{"s":"${(i % 2 ? 'é' : 'e').repeat(4000)}"}`));
+  for (const texts of cases) {
+    const packed = new ContentChunks(db).pack(texts.map((text, i) => ({ id: 100 + i, playbook: 1, text })));
+    let from = 0;
+    for (const [key, value] of packed) {
+      const count = value.readUInt32LE(0);
+      t.deepEqual(key, [1, 100 + from, 100 + from + count - 1]);
+      t.deepEqual(value, reference(texts.slice(from, from + count)));
+      from += count;
+    }
+    t.is(from, texts.length);
+  }
 });
