@@ -1,7 +1,8 @@
 // Builds lmdb-js's native module from its bundled sources with one fix, so that
-// a full disk does not abort logbook, and fixes a garbage-collection defect in
-// its JavaScript. Run by `npm ci` / `npm install` (the package's `prepare`), or
-// by hand: `node scripts/build_lmdb.mjs [--force]`.
+// a full disk does not abort logbook, and changes two things in its JavaScript:
+// a garbage-collection defect, and where values are compressed. Run by `npm ci`
+// / `npm install` (the package's `prepare`), or by hand:
+// `node scripts/build_lmdb.mjs [--force]`.
 //
 // 1. The native defect (lmdb 3.5.6, the newest release; liblmdb/mdb.c,
 // mdb_page_flush): when a page write fails (ENOSPC, EFBIG from a file-size
@@ -29,7 +30,24 @@
 // (nothing reads them after: the write cursor is ahead of it, and the
 // after-commit callbacks are given the range before the cursor moves).
 //
-// Drop either part once an lmdb release fixes it.
+// 3. Compression in the write thread (write.js, dist/index.cjs): a value put in
+// a table with compression (logbook's blobs and content chunks) was handed to
+// libuv's thread pool to be compressed (`compress()`: a native async task per
+// value), and lmdb's write thread took the result when its transaction reached
+// the value. Queuing the task, waking a pool thread and completing the task
+// back on the calling thread cost that thread 10-40 µs per value, less when
+// many share an event turn (a shard: 12-20 % of its CPU per result of a
+// 100-result batch, ~5 chunks of contents; ~6 % of a 1,000-result one).
+// Without it, the write thread compresses the value itself when it reaches it:
+// lmdb's own path for a value no pool thread has started (writer.cpp, "doing
+// the compression ourselves"; the only path of a synchronous transaction).
+// The same function compresses with the same dictionary, so the stored bytes
+// do not change; the compression runs inside the transaction, on one thread,
+// instead of beside it on up to four (which also shared the table's one LZ4
+// stream state).
+//
+// Drop fix 1 or 2 once an lmdb release fixes it, change 3 once lmdb-js compresses
+// in its write thread (or lets a caller choose that).
 //
 // node-gyp-build (lmdb's loader) prefers build/Release/lmdb.node over the
 // prebuilt binaries, so the built module is what `import 'lmdb'` loads. Build
@@ -53,8 +71,9 @@ const OLD = `						last_error = malloc(100);
 const NEW = `						last_error = malloc(160); /* logbook: the text needs up to 133 bytes (was malloc(100) + sprintf) */
 						snprintf(last_error, 160, "Attempting to write page at position %u, size %u, blocks %u, buffer sizes %i %i %i", wpos, wsize, n, iov[0].iov_len, iov[1].iov_len, iov[2].iov_len);`;
 
-/** The JavaScript fix: in write.js and dist/index.cjs, both loops that walk committed resolutions (resolveCommit, rejectCommit). */
+/** The JavaScript changes, each in write.js and in its bundle dist/index.cjs. */
 const JS_FILES = ['write.js', 'dist/index.cjs'];
+/** Fix 2: both loops that walk committed resolutions (resolveCommit, rejectCommit). */
 const JS_PATCH_ID = 'resolution-chain-1';
 const JS_OLD = `		} while (
 			(uncommittedResolution = uncommittedResolution.next) &&
@@ -72,6 +91,19 @@ const JS_NEW = `			/* logbook: ${JS_PATCH_ID} (scripts/build_lmdb.mjs): a passed
 		var passedTxn = txnResolution;
 		txnResolution = txnResolution.nextTxn;
 		passedTxn.nextTxn = null;`;
+/** Change 3: a compressible value is not handed to the thread pool (writeInstructions). */
+const COMPRESS_PATCH_ID = 'compress-in-writer-1';
+const COMPRESS_OLD = `					if (!writeTxn)
+						compress(env.address, uint32.address + (position << 3), () => {
+							// this is never actually called in NodeJS, just use to pin the buffer in memory until it is finished
+							// and is a no-op in Deno
+							if (!float64) throw new Error('No float64 available');
+						});`;
+const COMPRESS_NEW = `					/* logbook: ${COMPRESS_PATCH_ID} (scripts/build_lmdb.mjs): the write thread compresses the value when it reaches it */`;
+const JS_PATCHES = [
+  { id: JS_PATCH_ID, old: JS_OLD, new: JS_NEW, times: 2, without: 'committed writes can keep later ones alive: more GC work' },
+  { id: COMPRESS_PATCH_ID, old: COMPRESS_OLD, new: COMPRESS_NEW, times: 1, without: 'every compressed value costs the writing thread a pool task' },
+];
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const lmdbDir = join(root, 'node_modules', 'lmdb');
@@ -85,19 +117,23 @@ function warn(msg) {
   say('WARNING: the data directory fails (disk full, a file-size limit). See README "Storage engine".');
 }
 
-/** Fix 2, in place; true when every file carries it (already, or now). */
+/** Fix 2 and change 3, in place; true when every file carries both (already, or now). */
 function patchJs() {
-  let patched = 0;
-  for (const file of JS_FILES) {
-    const path = join(lmdbDir, file);
-    const text = readFileSync(path, 'utf8');
-    if (text.includes(JS_NEW)) { patched++; continue; }
-    if (text.split(JS_OLD).length !== 3) { say(`WARNING: ${file} does not hold the two loops the resolution-chain fix replaces: not applied (committed writes can keep later ones alive: more GC work)`); continue; }
-    writeFileSync(path, text.split(JS_OLD).join(JS_NEW));
-    patched++;
+  let all = true;
+  for (const patch of JS_PATCHES) {
+    let patched = 0;
+    for (const file of JS_FILES) {
+      const path = join(lmdbDir, file);
+      const text = readFileSync(path, 'utf8');
+      if (text.includes(patch.new)) { patched++; continue; }
+      if (text.split(patch.old).length !== patch.times + 1) { say(`WARNING: ${file} does not hold the text ${patch.id} replaces: not applied (${patch.without})`); continue; }
+      writeFileSync(path, text.split(patch.old).join(patch.new));
+      patched++;
+    }
+    if (patched === JS_FILES.length) say(`lmdb ${LMDB_VERSION} JavaScript carries ${patch.id}`);
+    else all = false;
   }
-  if (patched === JS_FILES.length) say(`lmdb ${LMDB_VERSION} JavaScript carries the fix (${JS_PATCH_ID})`);
-  return patched === JS_FILES.length;
+  return all;
 }
 
 function main() {

@@ -39,12 +39,15 @@ process.on('uncaughtException', die('uncaught exception'));
 const dieOfRejection = die('unhandled promise rejection');
 process.on('unhandledRejection', (err) => { if (!isStorageNoise(err)) dieOfRejection(err); });
 const lmdb = lmdbBinary();
-log.info('starting', { version: VERSION, node: process.version, lmdb: lmdb.patch ?? 'prebuilt', lmdbJs: lmdb.jsPatch ?? 'unpatched', config: configSummary(config) });
+log.info('starting', { version: VERSION, node: process.version, lmdb: lmdb.patch ?? 'prebuilt', lmdbJs: lmdb.jsPatch ?? 'unpatched', lmdbCompress: lmdb.jsCompress ?? 'thread pool', config: configSummary(config) });
 if (lmdb.patch === null) {
   log.warn('lmdb: the prebuilt native module is loaded; it aborts the process when a write to the data directory fails (disk full, a file-size limit). Build the fixed one: node scripts/build_lmdb.mjs (README "Storage engine")', { module: lmdb.path });
 }
 if (lmdb.jsPatch === null) {
   log.warn('lmdb: its JavaScript lacks the resolution-chain fix (a committed write can keep later ones alive through young-generation collections: more GC work). Apply it: node scripts/build_lmdb.mjs (README "Storage engine")');
+}
+if (lmdb.jsCompress === null) {
+  log.warn('lmdb: its JavaScript hands every compressed value to the thread pool (10–40 µs of the writing thread per blob or chunk of contents). Change it: node scripts/build_lmdb.mjs (README "Storage engine")');
 }
 
 const started = performance.now();

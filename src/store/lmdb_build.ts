@@ -5,8 +5,10 @@
 // would take down every shard and the front, instead of answering 503).
 // Asked of lmdb's own loader, so it names the file `import 'lmdb'` really
 // loaded (PREBUILDS_ONLY=1, for one, makes the loader skip the built one).
-// Also whether lmdb-js's write.js carries the script's other fix (committed
-// writes let go of later ones, so that they do not fill V8's old generation).
+// Also which of the script's changes lmdb-js's write.js carries: its other fix
+// (committed writes let go of later ones, so that they do not fill V8's old
+// generation), and compression in lmdb's write thread (no thread-pool task per
+// compressed value).
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, sep } from 'node:path';
@@ -21,9 +23,12 @@ export interface LmdbBinary {
   patch: string | null;
   /** the fix lmdb-js's JavaScript carries (scripts/build_lmdb.mjs: committed writes let go of later ones; null: unpatched) */
   jsPatch: string | null;
+  /** its change of where values are compressed (scripts/build_lmdb.mjs: in the write thread; null: unchanged) */
+  jsCompress: string | null;
 }
 
 const JS_PATCH = /logbook: (resolution-chain-\d+)/;
+const JS_COMPRESS = /logbook: (compress-in-writer-\d+)/;
 
 export function lmdbBinary(): LmdbBinary {
   try {
@@ -34,9 +39,11 @@ export function lmdbBinary(): LmdbBinary {
     const buildDir = join(lmdbDir, 'build');
     const marker = join(buildDir, MARKER);
     const patch = path.startsWith(buildDir + sep) && existsSync(marker) ? readFileSync(marker, 'utf8').trim() : null;
-    const jsPatch = JS_PATCH.exec(readFileSync(join(lmdbDir, 'write.js'), 'utf8'))?.[1] ?? null;
-    return { path, patch, jsPatch };
+    const writeJs = readFileSync(join(lmdbDir, 'write.js'), 'utf8');
+    const jsPatch = JS_PATCH.exec(writeJs)?.[1] ?? null;
+    const jsCompress = JS_COMPRESS.exec(writeJs)?.[1] ?? null;
+    return { path, patch, jsPatch, jsCompress };
   } catch {
-    return { path: null, patch: null, jsPatch: null };
+    return { path: null, patch: null, jsPatch: null, jsCompress: null };
   }
 }
