@@ -57,7 +57,7 @@ export class ContentChunks {
     const out: Array<[ChunkKey, Buffer]> = [];
     let from = 0;
     while (from < contents.length) {
-      const chunk = asciiChunk(contents, from) ?? anyChunk(contents, from);
+      const chunk = chunkFrom(contents, from, true) ?? chunkFrom(contents, from, false)!;
       const to = from + chunk.readUInt32LE(0);
       const key: ChunkKey = [contents[from]!.playbook, contents[from]!.id, contents[to - 1]!.id];
       out.push([key, chunk]);
@@ -134,14 +134,23 @@ export class ContentChunks {
 /**
  * The chunk of the contents from `from` on: up to CHUNK_RESULTS of one
  * playbook, closed once its payload reaches CHUNK_BYTES.
+ *
+ * `ascii`: lay it out taking each text's length as its UTF-8 length, in one
+ * pass (a batch's contents are ASCII unless its body was not: api/json_scan.ts;
+ * measuring each with Buffer.byteLength first read every content twice). The
+ * written bytes then tell whether that held: a text of n units given n bytes
+ * is all there and ASCII exactly when it filled them with ASCII (a unit beyond
+ * ASCII takes 2 or 3 bytes, not ASCII, and only whole characters are written).
+ * Null when it did not (the caller lays the chunk out again, measured).
  */
-function anyChunk(contents: PackableContent[], from: number): Buffer {
+function chunkFrom(contents: PackableContent[], from: number, ascii: boolean): Buffer | null {
   const owner = contents[from]!.playbook;
   let to = from;
   let bytes = 0;
   const lengths: number[] = [];
   while (to < contents.length && to - from < CHUNK_RESULTS && bytes < CHUNK_BYTES && contents[to]!.playbook === owner) {
-    const n = Buffer.byteLength(contents[to]!.text, 'utf8');
+    const text = contents[to]!.text;
+    const n = ascii ? text.length : Buffer.byteLength(text, 'utf8');
     lengths.push(n);
     bytes += n;
     to++;
@@ -154,47 +163,13 @@ function anyChunk(contents: PackableContent[], from: number): Buffer {
   let end = 0;
   for (let k = 0; k < count; k++) {
     const c = contents[from + k]!;
-    buf.write(c.text, head + end, lengths[k]!, 'utf8');
-    end += lengths[k]!;
-    buf.writeUInt32LE(c.id - first, 4 + 8 * k);
-    buf.writeUInt32LE(end, 8 + 8 * k);
-  }
-  return buf;
-}
-
-/**
- * anyChunk when its contents are ASCII (a batch's are, unless its body was not:
- * api/json_scan.ts), encoded in one pass: an ASCII text's UTF-8 length is its
- * length, so the chunk is laid out from the lengths and the texts written, and
- * the written bytes tell whether they were ASCII. A text of n units given n
- * bytes is all there and ASCII exactly when it filled them with ASCII (a unit
- * beyond ASCII takes 2 or 3 bytes, not ASCII, and only whole characters are
- * written). Null when they were not (the caller takes anyChunk). Measuring
- * each text with Buffer.byteLength first read every content twice.
- */
-function asciiChunk(contents: PackableContent[], from: number): Buffer | null {
-  const owner = contents[from]!.playbook;
-  let to = from;
-  let bytes = 0;
-  while (to < contents.length && to - from < CHUNK_RESULTS && bytes < CHUNK_BYTES && contents[to]!.playbook === owner) {
-    bytes += contents[to]!.text.length;
-    to++;
-  }
-  const count = to - from;
-  const head = 4 + 8 * count;
-  const buf = Buffer.allocUnsafe(head + bytes);
-  const first = contents[from]!.id;
-  buf.writeUInt32LE(count, 0);
-  let end = 0;
-  for (let k = 0; k < count; k++) {
-    const c = contents[from + k]!;
-    const n = c.text.length;
-    if (buf.write(c.text, head + end, n, 'utf8') !== n) return null;
+    const n = lengths[k]!;
+    if (buf.write(c.text, head + end, n, 'utf8') !== n) return null; // (measured: always n)
     end += n;
     buf.writeUInt32LE(c.id - first, 4 + 8 * k);
     buf.writeUInt32LE(end, 8 + 8 * k);
   }
-  return isAscii(buf.subarray(head)) ? buf : null;
+  return !ascii || isAscii(buf.subarray(head)) ? buf : null;
 }
 
 /** The content at offset `delta` from the chunk's first id, if the chunk holds one. */
