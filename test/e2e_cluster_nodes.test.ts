@@ -262,7 +262,7 @@ serial('batch ingest naming a missing, deleted or other-kind playbook: the same 
       if (p.id !== gone.body.playbook && (await api(s.url, 'GET', `/api/v1/playbooks/${p.id}`)).status === 404) { play = p.id; break; }
     }
     t.true(play > 0, 'a play id that is no playbook id');
-    return { deleted: gone.body.playbook as number, play };
+    return { deleted: gone.body.playbook as number, play, live: opened.body.playbook as number };
   }));
   const counts = () => Promise.all(servers.map(async (s) => [
     (await api(s.url, 'GET', '/api/v1/playbooks?limit=1')).body.count, (await api(s.url, 'GET', '/api/v1/plays?limit=1')).body.count,
@@ -297,6 +297,11 @@ serial('batch ingest naming a missing, deleted or other-kind playbook: the same 
     got.push(`${what}: ${many!.status} ${many!.text}`);
   }
   t.deepEqual(got, want, 'the cluster answers as the single process does');
+  // a duplicate (its seq was applied) changes nothing either, on both
+  for (const [what, named] of [['by uuid', () => ({ uuid: `${run}-live` })], ['by id', (i: number) => ({ id: setup[i]!.live })]] as const) {
+    const answers = await Promise.all(servers.map((s, i) => ingest(s, { playbook: named(i), seq: 1, events: [relabel] })));
+    t.deepEqual(answers.map((r) => r.body), servers.map((_, i) => ({ playbook: setup[i]!.live, seq: 1, applied: 0, duplicate: true })), `a duplicate named ${what}`);
+  }
   t.deepEqual(await counts(), before, 'nothing changed: no playbook, play, result or label');
   for (const n of live()) t.is((await api(n.url, 'GET', `/api/v1/labels?name=${label}`)).body.count, 0, 'no node has the label');
   // a deleted stream's uuid starts again with seq 1, on both

@@ -224,6 +224,25 @@ test('seq: a repeated batch is a duplicate that changes nothing; a gap is 409; a
   t.is((await list(url, 'results', { playbook: first.body.playbook })).count, 2);
 });
 
+test('a duplicate batch creates no label: a playbook event naming a new one, by uuid or by id, changes nothing', async (t) => {
+  const uuid = uniq('run');
+  const first = await ingest(opening(uuid).body);
+  t.is(first.status, 200);
+  const id = first.body.playbook;
+  const kept = uniq('kept');
+  const second = await ingest({ playbook: { uuid }, seq: 2, events: [{ kind: 'playbook', labels: [kept] }] });
+  t.like(second.body, { seq: 2, applied: 1, duplicate: false });
+  const labelled = async (name: string) => (await api(url, 'GET', `/api/v1/labels?name=${name}`)).body.count;
+  t.is(await labelled(kept), 1);
+  const never = uniq('never');
+  for (const [what, named, seq] of [['uuid, seq 2', { uuid }, 2], ['uuid, seq 1', { uuid }, 1], ['id, seq 2', { id }, 2], ['id as text, seq 1', { id: String(id) }, 1]] as const) {
+    const again = await ingest({ playbook: named, seq, events: [{ kind: 'playbook', labels: [never] }] });
+    t.deepEqual(again.body, { playbook: id, seq, applied: 0, duplicate: true }, what);
+  }
+  t.is(await labelled(never), 0, 'no label was created');
+  t.deepEqual((await get(url, `/api/v1/playbooks/${id}`)).labels.map((l: Json) => l.name), [kept], 'the playbook keeps its labels');
+});
+
 test('a later batch may name its playbook by id as every FK takes one: an integer or a decimal string', async (t) => {
   const uuid = uniq('run');
   const { body } = opening(uuid);

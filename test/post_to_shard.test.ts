@@ -95,7 +95,7 @@ test('a shard\'s outbox posts replies of any kind, an ingest reply too', async (
   t.teardown(() => { port1.close(); port2.close(); });
   const outbox = new Outbox<ShardToFront>(port1);
   const got = new Promise<ShardToFront[]>((resolve) => port2.once('message', (bytes: Uint8Array) => resolve(decodeAll<ShardToFront>(bytes))));
-  const reply: ShardToFront = { k: 'ingest', rid: 4, status: 200, body: '{}', created: null, exists: true };
+  const reply: ShardToFront = { k: 'ingest', rid: 4, status: 200, body: '{}', created: null, exists: true, duplicate: false };
   outbox.post(reply);
   outbox.post({ k: 'error', rid: 5, status: 503, body: '{}' });
   t.deepEqual(await got, [reply, { k: 'error', rid: 5, status: 503, body: '{}' }]);

@@ -131,11 +131,13 @@ export class Ingest {
     const cmd: IngestCommand = { playbook, uuid, seq, create, text: '', body: bytes, labels: [], spans };
     const send = (): void => this.deps.pool().send(shard, { k: 'ingest', rid: 0, cmd }, this.onReply, ctx);
     if (names.length === 0) return send();
-    // Cluster mode: the front cannot tell whether the playbook or stream is there, nor where its seq
-    // stands; a batch refused for that must leave no label behind, so before it creates one the
-    // shard is asked (a single process knows, and refuses such a batch above)
-    if (create === null && !this.deps.dir.authoritative && names.some((name) => !this.deps.labels.byName.has(name))) {
-      const probe: IngestCommand = { playbook, uuid, seq, create: null, text: '', body: null, labels: [], spans: null, probe: true };
+    // A batch that changes nothing must leave no label behind: one refused because its playbook or
+    // stream is not there or its seq leaves a gap (a single process refuses most of those above; in
+    // cluster mode only the shard can tell), and a duplicate (only the shard knows where the seq
+    // stands). So before the front creates a label the shard is asked, unless the batch opens a
+    // stream the front knows to be new.
+    if (!(create !== null && routed === null) && names.some((name) => !this.deps.labels.byName.has(name))) {
+      const probe: IngestCommand = { playbook, uuid, seq, create, text: '', body: null, labels: [], spans: null, probe: true };
       this.deps.pool().send(shard, { k: 'ingest', rid: 0, cmd: probe }, (r: Reply) => {
         if (r.k === 'ingest' && r.status === 0) this.resolved(ctx, cmd, names, eventLabels, create, send);
         else this.finish(r, ctx);
@@ -171,7 +173,8 @@ export class Ingest {
   }
 
   private finish(r: Reply, ctx: IngestContext): void {
-    const ok = r.k === 'ingest' && r.status === 200;
+    // a duplicate that raced past the probe (the same seq sent twice at once) keeps no label it created
+    const ok = r.k === 'ingest' && r.status === 200 && !r.duplicate;
     if (ctx.claims) {
       this.deps.labels.settle(ctx.claims, ok); // a label dropped leaves the replicas once its removal is durable
     }

@@ -29,6 +29,8 @@ export interface BatchOutcome {
   exists: boolean;
   /** events were staged: the batch must be committed before the reply leaves */
   staged: boolean;
+  /** its `seq` was applied before (the answer says so too) */
+  duplicate: boolean;
 }
 
 /** Event kind → resource type (the kinds SPEC §13 allows, minus `playbook`). */
@@ -357,7 +359,7 @@ function fieldError(field: string, message: string): string {
 }
 
 function refusal(status: number, body: string, exists: boolean): BatchOutcome {
-  return { status, body, created: null, exists, staged: false };
+  return { status, body, created: null, exists, staged: false, duplicate: false };
 }
 
 /** The 200 answer; a duplicate carries no `rejected` (SPEC §13: it changed nothing and reports nothing). */
@@ -367,5 +369,5 @@ function answer(playbook: number, seq: number, applied: number, rejected: Array<
   for (const [index, errors] of rejected) list += (list ? ',' : '') + '{"index":' + index + ',"errors":' + errors + '}';
   const body = '{"playbook":' + playbook + ',"seq":' + seq + ',"applied":' + applied
     + (duplicate ? '' : ',"rejected":[' + list + ']') + ',"duplicate":' + duplicate + '}';
-  return { status: 200, body, created, exists, staged };
+  return { status: 200, body, created, exists, staged, duplicate };
 }

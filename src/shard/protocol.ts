@@ -48,10 +48,11 @@ export interface IngestCommand {
    * (api/json_scan.ts, an Int32Array's bytes; only for an ASCII body); null: the shard finds them itself */
   spans?: Uint8Array | null;
   /**
-   * Only ask whether the batch is refused before its events are read (no
-   * playbook by that id, an unknown stream, a gap in `seq`): answered with that
-   * refusal, or status 0 when it would go on. Nothing is applied either way.
-   * The cluster front asks it before it creates labels a batch names (src/http/ingest.ts).
+   * Only ask where the batch stands before its events are read: answered with
+   * its refusal (no playbook by that id, an unknown stream, a gap in `seq`) or
+   * with the duplicate's answer (its `seq` was applied), or status 0 when it
+   * would go on. Nothing is applied either way. The front asks it before it
+   * creates labels a batch names (src/http/ingest.ts).
    */
   probe?: boolean;
 }
@@ -211,6 +212,8 @@ export interface IngestReply {
   created: number[][] | null;
   /** whether the stream's playbook exists after this batch (the front forgets a uuid whose playbook does not) */
   exists: boolean;
+  /** the batch's `seq` was applied before: it changed nothing (labels the front created for it are dropped) */
+  duplicate: boolean;
 }
 
 /** A request that failed as a whole: its shard is down, overloaded, or hit a bug. Any request may get it. */

@@ -210,13 +210,16 @@ export class Shard {
     const staged = new Staged();
     const runner = new BatchRunner(this.state, this.normalizer, this.ids, (events) => this.stage(staged, events));
     if (cmd.probe) {
-      const refused = runner.position(cmd);
-      const status = refused !== null && refused.status !== 200 ? refused.status : 0;
-      return this.deliver({ k: 'ingest', rid, status, body: status ? refused!.body : '', created: null, exists: refused?.exists ?? false }, null);
+      const settled = runner.position(cmd);
+      return this.deliver({
+        k: 'ingest', rid, status: settled?.status ?? 0, body: settled?.body ?? '', created: null,
+        exists: settled?.exists ?? false, duplicate: settled?.duplicate ?? false,
+      }, null);
     }
     const outcome = runner.run(cmd, this.clock());
     const reply: IngestReply = {
       k: 'ingest', rid, status: outcome.status, body: outcome.body, created: outcome.created, exists: outcome.exists,
+      duplicate: outcome.duplicate,
     };
     return this.deliver(reply, outcome.staged ? this.flush(staged).durable : null);
   }
