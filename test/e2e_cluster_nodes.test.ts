@@ -35,7 +35,8 @@ const nodes = new Map<string, Logbook>();
 
 async function startNode(name: string): Promise<Logbook> {
   const node = await startLogbook({
-    env: { LOGBOOK_CLUSTER: nats.urls.join(','), LOGBOOK_NODE: name, LOGBOOK_PARTITIONS: String(PARTITIONS), LOGBOOK_SHUTDOWN_TIMEOUT: '2' },
+    // test hooks: POST /__test__/labels/hold/<ms> (src/http/ops.ts)
+    env: { LOGBOOK_CLUSTER: nats.urls.join(','), LOGBOOK_NODE: name, LOGBOOK_PARTITIONS: String(PARTITIONS), LOGBOOK_SHUTDOWN_TIMEOUT: '2', LOGBOOK_TEST_HOOKS: '1' },
   });
   nodes.set(name, node);
   return node;
@@ -235,6 +236,45 @@ serial('labels are one catalogue: created on one node, renamed on another, delet
     t.deepEqual(mine(s.messages).map((m) => [m.data.op, m.data.row?.name ?? null]), [['create', 'cluster-wide'], ['update', 'cluster-wide-2'], ['delete', null]]);
     t.is(new Set(s.messages.map((m) => m.data.cursor)).size, s.messages.length);
   }
+});
+
+serial('a label change is read only once the label stream has it: its node\'s label reads and playbook rows show the label as stored meanwhile', async (t) => {
+  const a = live()[0]!;
+  const owned = Object.keys((await api(a.url, 'GET', '/healthz')).body.cluster.owned).map(Number);
+  t.true(owned.length > 0, 'the node owns partitions');
+  const name = `held-${randomUUID()}`;
+  const label = (await api(a.url, 'POST', '/api/v1/labels', { name })).body;
+  // a playbook carrying the label in a partition this node owns: its rows are named by this node's replica
+  let pb: any = null;
+  for (let i = 0; i < 4 * PARTITIONS && pb === null; i++) {
+    const r = await api(a.url, 'POST', '/api/v1/playbooks', { path: `/held/${i}.yml`, runner_version: '2.16.0', labels: [name] });
+    t.is(r.status, 201, r.text);
+    if (owned.includes(r.body.id % PARTITIONS)) pb = r.body;
+  }
+  t.truthy(pb, 'a playbook in a partition the node owns');
+  const named = async () => ((await api(a.url, 'GET', `/api/v1/playbooks/${pb.id}`)).body.labels as Array<{ name: string }>).map((l) => l.name);
+
+  // the node's appends to the label stream take their time to report
+  t.is((await api(a.url, 'POST', '/__test__/labels/hold/4000', {})).status, 200);
+  let answered = false;
+  const renamed = `${name}-renamed`;
+  // (a failed assertion below stops the nodes: the request then fails, and is not left unhandled)
+  const rename = api(a.url, 'PATCH', `/api/v1/labels/${label.id}`, { name: renamed }).then((r) => { answered = true; return r; }, (err) => ({ status: 0, text: String(err) }));
+  await new Promise((r) => setTimeout(r, 300));
+  const during = {
+    label: (await api(a.url, 'GET', `/api/v1/labels/${label.id}`)).body,
+    byNewName: (await api(a.url, 'GET', `/api/v1/labels?name=${renamed}`)).body.count,
+    playbook: await named(),
+  };
+  t.false(answered, 'read while the rename was on its way');
+  t.deepEqual(during.label, label, 'the label as stored');
+  t.is(during.byNewName, 0);
+  t.deepEqual(during.playbook, [name], 'the playbook names the label as stored');
+
+  const r = await rename;
+  t.is(r.status, 200, r.text);
+  t.is((await api(a.url, 'GET', `/api/v1/labels/${label.id}`)).body.name, renamed);
+  t.deepEqual(await named(), [renamed], 'answered: the playbook shows the new name');
 });
 
 serial('batch ingest naming a missing, deleted or other-kind playbook: the same answer as a single process, and nothing changes', async (t) => {

@@ -17,7 +17,8 @@ import {
 } from '../src/shard/protocol.js';
 import { MemoryStore } from '../src/store/shard_store.js';
 import { blobKey, blobKind, type BlobKey } from '../src/store/blobs.js';
-import { LabelCatalogue } from '../src/http/labels.js';
+import { LabelCatalogue, type LabelStore } from '../src/http/labels.js';
+import type { StoredLabel } from '../src/store/front_store.js';
 import { sha1 } from '../src/shard/decide.js';
 import { ResultRow } from '../src/shard/rows.js';
 import { TYPE_CODE, RESOURCE_TYPES } from '../src/api/resources.js';
@@ -1462,4 +1463,68 @@ test('the blob check detects a lost, a stale and an orphan blob (negative contro
   h.store.blobs.set(blobKey.content(999999), '{}');
   h.store.blobs.set(blobKey.file(sha1('nobody')), 'nobody');
   t.is(blobProblems(h).length, 2, 'orphans');
+});
+
+/** A label store whose writes settle when the test says (in the order issued, or not). */
+function slowStore() {
+  const stored = new Map<number, StoredLabel>();
+  const writes: Array<{ settle: (ok: boolean) => void }> = [];
+  const issue = (apply: () => void): Promise<unknown> => new Promise((resolve, reject) => {
+    writes.push({ settle: (ok) => { if (ok) { apply(); resolve(undefined); } else reject(new Error('disk full')); } });
+  });
+  const store: LabelStore = {
+    putLabel: (id, label) => issue(() => stored.set(id, { ...label })),
+    removeLabel: (id) => issue(() => stored.delete(id)),
+    labelMaxId: () => Math.max(0, ...stored.keys()),
+    allLabels: () => stored.entries(),
+    storedLabel: (id) => stored.get(id) ?? null,
+  };
+  return { store, writes, stored };
+}
+const tick = () => new Promise((r) => setImmediate(r));
+const shownNames = (labels: LabelCatalogue) => [...labels.shownAll()].map(([id, l]) => `${id}:${l.name}`).sort();
+
+test('label catalogue: reads show a label as durable, not a change still on its way (and not one set back)', async (t) => {
+  const { store, writes } = slowStore();
+  const labels = new LabelCatalogue(store);
+  const { label } = labels.create(1, 'a', T0);
+  t.is(labels.shown(1), null, 'a create on its way: not shown');
+  t.deepEqual(shownNames(labels), []);
+  writes.shift()!.settle(true); await tick();
+  t.is(labels.shown(1)?.name, 'a');
+
+  // two renames on their way: the first durable is shown, not the second
+  labels.touch(label, 'b', T0 + 1);
+  labels.touch(label, 'c', T0 + 2);
+  t.is(labels.byName.get('c'), label, 'the names are taken at once');
+  t.is(labels.shown(1)?.name, 'a');
+  writes.shift()!.settle(true); await tick();
+  t.is(labels.shown(1)?.name, 'b');
+  t.deepEqual(shownNames(labels), ['1:b']);
+  writes.shift()!.settle(true); await tick();
+  t.is(labels.shown(1)?.name, 'c');
+
+  // a rename that fails: never shown, and set back
+  labels.touch(label, 'd', T0 + 3)?.catch(() => {});
+  t.is(labels.shown(1)?.name, 'c');
+  writes.shift()!.settle(false); await tick();
+  t.is(labels.shown(1)?.name, 'c');
+  t.is(labels.byId.get(1)?.name, 'c', 'the catalogue is set back');
+
+  // a delete on its way: still shown until durable
+  labels.remove(labels.byId.get(1)!);
+  t.false(labels.byId.has(1));
+  t.is(labels.shown(1)?.name, 'c');
+  t.deepEqual(shownNames(labels), ['1:c']);
+  writes.shift()!.settle(true); await tick();
+  t.is(labels.shown(1), null);
+  t.deepEqual(shownNames(labels), []);
+
+  // a label a playbook write creates: shown once that write succeeded, not when only its create is durable
+  const r = labels.resolve(['p'], () => 2, T0);
+  writes.shift()!.settle(true); await tick();
+  t.is(labels.shown(2), null, 'its playbook write is still on its way');
+  labels.settle(r.claims, true);
+  t.is(labels.shown(2)?.name, 'p');
+  t.deepEqual(shownNames(labels), ['2:p']);
 });

@@ -391,3 +391,79 @@ test('a label rename reaches playbook rows, read or streamed, only once it is du
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+test('label reads show only durable changes: a create, rename or delete still on its way to the store is not read, by id, by name or in the list\'s order', async (t) => {
+  t.timeout(120_000);
+  const server = await startLogbook({ env: { ...SERVER_ENV, LOGBOOK_TEST_HOOKS: '1' } });
+  try {
+    const url = server.url;
+    // names in an order that a rename changes: 'b…' renamed 'd…' moves past 'c…'
+    const tag = uniq('').slice(1);
+    const a = await createLabel(url, `a-${tag}`);
+    const b = await createLabel(url, `b-${tag}`);
+    const c = await createLabel(url, `c-${tag}`);
+    const pb = await createPlaybookOnShard(url, 1, { labels: [b.name] });
+    const read = async (path: string) => (await api(url, 'GET', path)).body;
+    const byName = `/api/v1/labels?order=name&limit=100`;
+    const before = await read(byName);
+    t.deepEqual(before.results.map((l: any) => l.name), [a.name, b.name, c.name]);
+
+    // the label store takes its time to make the next writes durable
+    t.is((await api(url, 'POST', '/__test__/labels/hold/4000', {})).status, 200);
+    const answered: string[] = [];
+    const renamed = `d-${tag}`;
+    // (a failed assertion stops the server: a request then fails, and is not left unhandled)
+    const write = (what: string, method: string, path: string, body?: unknown) =>
+      api(url, method, path, body).then((r) => { answered.push(what); return r; }, (err) => ({ status: 0, text: String(err), body: null as any }));
+    const writes = [
+      write('rename', 'PATCH', `/api/v1/labels/${b.id}`, { name: renamed }),
+      write('delete', 'DELETE', `/api/v1/labels/${c.id}`),
+      write('create', 'POST', '/api/v1/labels', { name: `e-${tag}` }),
+      write('playbook', 'POST', '/api/v1/playbooks', { path: '/p.yml', runner_version: '2.16', labels: [`f-${tag}`] }),
+    ];
+    await new Promise((r) => setTimeout(r, 300));
+    // the name is taken at once: a second label of it is refused
+    const twin = await api(url, 'POST', '/api/v1/labels', { name: renamed });
+    t.is(twin.status, 400, twin.text);
+
+    // meanwhile every read shows the labels as stored
+    const during = {
+      b: await api(url, 'GET', `/api/v1/labels/${b.id}`),
+      c: await api(url, 'GET', `/api/v1/labels/${c.id}`),
+      list: await read(byName),
+      desc: await read(`/api/v1/labels?order=-name&limit=2`),
+      oldName: await read(`/api/v1/labels?name=b-${tag}`),
+      newName: await read(`/api/v1/labels?name=${renamed}`),
+      created: await read(`/api/v1/labels?name=e-${tag}`),
+      implied: await read(`/api/v1/labels?name=f-${tag}`),
+      playbook: await read(`/api/v1/playbooks/${pb.id}`),
+    };
+    t.deepEqual(answered, [], 'the reads were made while every write was still on its way');
+    t.is(during.b.status, 200);
+    t.deepEqual(during.b.body, b, 'the label by id: its name before the rename');
+    t.is(during.c.status, 200);
+    t.deepEqual(during.c.body, c, 'a label being deleted is still there');
+    t.deepEqual(during.list, before, 'the list: the same rows, in the same order, the same count');
+    t.deepEqual(during.desc.results.map((l: any) => l.name), [c.name, b.name], 'ordered and paged by the stored names');
+    t.is(during.oldName.count, 1, 'found by its stored name');
+    t.is(during.newName.count, 0, 'not by the name it is being renamed to');
+    t.is(during.created.count, 0, 'a label being created is not listed');
+    t.is(during.implied.count, 0, 'nor one created for a playbook write still on its way');
+    t.deepEqual(labelNames(during.playbook), [b.name], 'a playbook carrying the label shows its stored name');
+
+    // once stored, each write is answered and reads show it
+    const [rename, remove, create, playbook] = await Promise.all(writes);
+    t.is(rename!.status, 200, rename!.text);
+    t.is(rename!.body.name, renamed);
+    t.is(remove!.status, 204, remove!.text);
+    t.is(create!.status, 201, create!.text);
+    t.is(playbook!.status, 201, playbook!.text);
+    t.deepEqual(await read(`/api/v1/labels/${b.id}`), rename!.body);
+    t.is((await api(url, 'GET', `/api/v1/labels/${c.id}`)).status, 404);
+    t.deepEqual((await read(byName)).results.map((l: any) => l.name), [a.name, renamed, `e-${tag}`, `f-${tag}`]);
+    t.deepEqual(await read(`/api/v1/labels/${create!.body.id}`), create!.body);
+    t.deepEqual(labelNames(await read(`/api/v1/playbooks/${pb.id}`)), [renamed]);
+  } finally {
+    await server.stop();
+  }
+});

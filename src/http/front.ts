@@ -125,6 +125,7 @@ export class Front {
     this.ops = new Ops(config, version, this.metrics, {
       ready: () => this.ready, draining: () => this.draining,
       pool: () => this.pool ?? null, labelCount: () => this.labels.byId.size,
+      holdLabelWrites: (ms) => { this.labels.heldUntil = Date.now() + ms; },
       refused: () => this.admission.totals(),
     });
     this.labels = new LabelCatalogue(labelStore);
@@ -146,8 +147,6 @@ export class Front {
     const pool = () => this.pool;
     // the shards' label replicas learn a change once it is durable, from the live stream's log of label changes
     this.labelChanges.replicate = (change, shard) => this.replicate(change, shard);
-    // a label set back to what is stored after its write failed: only cluster mode sent the replicas the change before
-    this.labels.onResync = (change) => { if (!this.labelChanges.numbered) this.replicate(change, null); };
     this.reads = new Reads({ pool, dir: this.dir, origin: (ex) => this.origin(ex), maxListOffset: config.maxListOffset });
     this.labelResource = new LabelResource({
       labels: this.labels, dir: this.dir,

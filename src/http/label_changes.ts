@@ -28,8 +28,9 @@
 // streamed, shows a name before the label's message, nor one a crash could
 // lose. A create reaches the other shards' replicas after the designated shard
 // logged it, before the request is answered. Order: durable → replicas →
-// answer. (Cluster mode sends the replica change at once, as before: its label
-// stream is another store than the shards' journals.) The shards take
+// answer. (Cluster mode sends every local partition's replica the change once
+// the label stream has it, before the label's message is sent: that stream is
+// another store than the partitions' journals.) The shards take
 // these messages whatever the clients' load (Shards.send `internal`): a flood
 // of writes does not hold the stream's label messages back, and admission's
 // refusal counts stay the clients'. A change a
@@ -153,8 +154,11 @@ export class LabelChanges {
     const replica: ReplicaChange = name === null ? { upsert: [], remove: [id] } : { upsert: [[id, name]], remove: [] };
     const e = entry({ seq, op, id, row, own: true }, stored, replica);
     const logged = new Promise<void>((resolve) => { e.waiters.push(resolve); });
-    // cluster mode: the replicas learn it at once (another node's changes reach them from the label stream)
-    if (!this.numbered) this.replicateAll(e);
+    // cluster mode: the replicas learn it once the label stream has it (another node's changes reach
+    // them from its tail), before its messages are sent to the partitions (this callback comes first)
+    if (!this.numbered) {
+      if (stored === null) this.replicateAll(e); else stored.then(() => this.replicateAll(e), () => {});
+    }
     // behind a change that is being tried again: answered once stored and replicated
     if (this.stuck) this.release(e);
     this.queue.push(e);

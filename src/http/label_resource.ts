@@ -3,6 +3,8 @@
 // and answers their requests itself; a reply leaves only once the change is
 // durable, in the shards' replicas and logged for the live stream by the shards
 // (label_changes.ts, which sends the replicas each change once it is durable).
+// Reads show only what is durable (LabelCatalogue.shown): a change still on its
+// way, which may yet fail and be set back, is not shown until it is stored.
 import { compareRows } from '../api/order.js';
 import { Errors } from '../api/errors.js';
 import { WRITE_FIELDS } from '../api/resources.js';
@@ -11,7 +13,8 @@ import type { Normalized } from '../api/validate.js';
 import { log } from '../log.js';
 import type { ListRow } from '../shard/protocol.js';
 import type { Directory } from './directory.js';
-import type { Label, LabelCatalogue } from './labels.js';
+import { labelRow, type Label, type LabelCatalogue } from './labels.js';
+import type { StoredLabel } from '../store/front_store.js';
 import type { ParsedPage } from './reads.js';
 import { reply } from './respond.js';
 import type { Req } from './routes.js';
@@ -28,9 +31,10 @@ export class LabelResource {
 
   exists(id: number): boolean { return this.deps.labels.byId.has(id); }
 
+  /** A label as durable: without a change still on its way (LabelCatalogue.shown). */
   get(ex: Req, id: number): void {
-    const label = this.deps.labels.byId.get(id);
-    return label ? reply(ex, 200, label.toJSON()) : reply(ex, 404, Errors.notFound());
+    const label = this.deps.labels.shown(id);
+    return label ? reply(ex, 200, labelRow(id, label)) : reply(ex, 404, Errors.notFound());
   }
 
   /** POST (label null) or PUT/PATCH of a label. */
@@ -55,13 +59,14 @@ export class LabelResource {
     afterDurable(persisted, () => reply(ex, 204, null), ex);
   }
 
+  /** The labels as durable (LabelCatalogue.shown): filtered, ordered and paged by what they show. */
   list(ex: Req, parsed: ParsedPage): void {
-    const value = (l: Label, col: string): number | string =>
-      col === 'created' ? l.created : col === 'updated' ? l.updated : col === 'name' ? l.name : l.id;
+    const value = (id: number, l: StoredLabel, col: string): number | string =>
+      col === 'created' ? l.created : col === 'updated' ? l.updated : col === 'name' ? l.name : id;
     const rows: ListRow[] = [];
-    for (const label of this.deps.labels.byId.values()) {
+    for (const [id, label] of this.deps.labels.shownAll()) {
       const keep = parsed.filters.every((f) => {
-        const v = value(label, f.column);
+        const v = value(id, label, f.column);
         switch (f.kind) {
           case 'date_before': return (v as number) <= (f.value as number);
           case 'date_after': return (v as number) >= (f.value as number);
@@ -69,7 +74,7 @@ export class LabelResource {
           default: return true;
         }
       });
-      if (keep) rows.push([...parsed.order.map(([col]) => value(label, col)), label.id, label.toJSON()]);
+      if (keep) rows.push([...parsed.order.map(([col]) => value(id, label, col)), id, labelRow(id, label)]);
     }
     const desc = parsed.order.map(([, d]) => d);
     rows.sort((a, b) => compareRows(a, b, desc));

@@ -62,6 +62,16 @@ export interface Resolved {
   persisted: Promise<unknown> | null;
 }
 
+interface Writing {
+  pending: number;
+  failed: boolean;
+  /** what reads show: the label as its latest write that succeeded left it (null: none) */
+  shown: StoredLabel | null;
+  /** how many writes were issued / the latest one that succeeded, in the order issued */
+  issued: number;
+  shownAt: number;
+}
+
 export class LabelCatalogue {
   readonly byId = new Map<number, Label>();
   readonly byName = new Map<string, Label>();
@@ -71,8 +81,13 @@ export class LabelCatalogue {
    * again: a refused request leaves no label behind (SPEC §6).
    */
   private readonly provisional = new Map<number, { refs: number }>();
-  /** label id → its writes to the store not settled yet, and whether one of them failed */
-  private readonly writing = new Map<number, { pending: number; failed: boolean }>();
+  /**
+   * label id → its writes to the store not settled yet, whether one of them
+   * failed, and what reads show of the label meanwhile: its durable state (the
+   * catalogue has the change already), as it was before the first of them, then
+   * as each one that succeeds left it (null: not shown).
+   */
+  private readonly writing = new Map<number, Writing>();
   /**
    * label id → its latest change that is not yet durable, replicated and logged
    * (what persist/remove returned): a playbook write that names the label waits
@@ -80,17 +95,17 @@ export class LabelCatalogue {
    */
   private readonly settling = new Map<number, Promise<unknown>>();
   /**
-   * A label was set back to what the store holds after a write of it failed
-   * (set by the front: the shards' replicas must learn it where they were sent
-   * the change before it was durable, in cluster mode).
-   */
-  onResync: ((change: { upsert: Array<[number, string]>; remove: number[] }) => void) | null = null;
-  /**
    * The live stream's log of label changes (set by the front). Changes that
    * reach the catalogue from elsewhere (another node's, in cluster mode; a
    * failed write set back) are not this catalogue's to log.
    */
   changes: LabelChanges | null = null;
+  /**
+   * Test hook (LOGBOOK_TEST_HOOKS=1, POST /__test__/labels/hold/<ms>, src/http/ops.ts):
+   * until this time (ms since the epoch), a label write issued reports its
+   * outcome only then, as on a store slow to make it durable.
+   */
+  heldUntil = 0;
 
   constructor(private readonly store: LabelStore | null) {}
 
@@ -117,9 +132,43 @@ export class LabelCatalogue {
     this.byName.set(label.name, label);
   }
 
-  /** Store a created or changed label; resolves once it is stored, replicated and its change logged for the live stream. */
+  /**
+   * What a read shows of a label (GET /labels, /labels/:id): only what is
+   * durable. A change is applied to the catalogue before it is (names it takes
+   * are taken at once, a playbook write finds the label), and may still fail
+   * and be set back (tracked()); until its write has succeeded, reads show the
+   * label as it was before it. A label created by a playbook write still in
+   * flight is not shown either: it goes again if that write fails (settle()).
+   * Null: not shown.
+   */
+  shown(id: number): StoredLabel | null {
+    if (this.provisional.has(id)) return null;
+    const w = this.writing.get(id);
+    return w ? w.shown : this.byId.get(id) ?? null;
+  }
+
+  /** Every label a read shows, as shown() shows it (in no particular order). */
+  *shownAll(): Iterable<[number, StoredLabel]> {
+    for (const [id, label] of this.byId) if (!this.writing.has(id) && !this.provisional.has(id)) yield [id, label];
+    for (const [id, w] of this.writing) if (w.shown !== null && !this.provisional.has(id)) yield [id, w.shown];
+  }
+
+  /**
+   * A change of the label is about to be applied to the catalogue: if no other
+   * write of it is in flight, reads go on showing it as it is now (durable:
+   * every write before settled, and a failed one was set back).
+   */
+  private hold(id: number): void {
+    if (!this.store || this.writing.has(id)) return;
+    const label = this.byId.get(id);
+    const shown = label && !this.provisional.has(id) ? copy(label) : null;
+    this.writing.set(id, { pending: 0, failed: false, shown, issued: 0, shownAt: 0 });
+  }
+
+  /** Store a created or changed label (hold() before it changed); resolves once it is stored, replicated and its change logged for the live stream. */
   private persist(label: Label, op: number): Promise<unknown> | null {
-    const stored = this.store ? this.tracked(label.id, this.store.putLabel(label.id, { name: label.name, created: label.created, updated: label.updated }, op)) : null;
+    const value = copy(label);
+    const stored = this.store ? this.tracked(label.id, value, this.reported(this.store.putLabel(label.id, value, op))) : null;
     return this.logged(op, label.id, label.toJSON(), stored, label.name);
   }
 
@@ -134,29 +183,41 @@ export class LabelCatalogue {
   }
 
   /**
-   * A change is applied to the catalogue (and broadcast) before it is durable.
-   * If its write fails, memory no longer equals the store: once no other write
-   * of that label is in flight, the label is set back to what the store holds
-   * (a failed create disappears, a failed rename or delete is undone), before
-   * the request's 503 leaves when it was the only write of that label.
+   * A change is applied to the catalogue before it is durable (reads do not
+   * show it until it is: shown(); the shards' replicas and the live stream
+   * learn it only then, label_changes.ts). If its write fails, memory no longer
+   * equals the store: once no other write of that label is in flight, the
+   * label is set back to what the store holds (a failed create disappears, a
+   * failed rename or delete is undone), before the request's 503 leaves when
+   * it was the only write of that label.
    */
-  private tracked(id: number, write: Promise<unknown>): Promise<unknown> {
-    const w = this.writing.get(id) ?? { pending: 0, failed: false };
+  private tracked(id: number, value: StoredLabel | null, write: Promise<unknown>): Promise<unknown> {
+    let w = this.writing.get(id);
+    if (!w) { w = { pending: 0, failed: false, shown: null, issued: 0, shownAt: 0 }; this.writing.set(id, w); }
+    const n = ++w.issued;
     w.pending++;
-    this.writing.set(id, w);
     const settled = (failed: boolean): void => {
       w.pending--;
       if (failed) w.failed = true;
+      else if (n > w.shownAt) { w.shownAt = n; w.shown = value; } // durable now: reads show it
       if (w.pending > 0) return;
       this.writing.delete(id);
-      if (!w.failed || !this.store) return;
-      const change = this.applyStored(id, this.store.storedLabel(id));
-      if (change) this.onResync?.(change);
+      // the replicas never learned the failed change: nothing to tell them
+      if (w.failed && this.store) this.applyStored(id, this.store.storedLabel(id));
     };
     return write.then((v) => { settled(false); return v; }, (err: unknown) => { settled(true); throw err; });
   }
 
+  /** A write to the store, as the catalogue learns its outcome (later, while the test hook holds it). */
+  private reported<T>(write: Promise<T>): Promise<T> {
+    const wait = this.heldUntil - Date.now();
+    if (wait <= 0) return write;
+    const later = () => new Promise<void>((r) => { setTimeout(r, wait); });
+    return write.then((v) => later().then(() => v), (err: unknown) => later().then(() => { throw err; }));
+  }
+
   create(id: number, name: string, now: number): { label: Label; persisted: Promise<unknown> | null } {
+    this.hold(id);
     const label = new Label(id, name, now);
     this.add(label);
     this.provisional.delete(id);
@@ -164,6 +225,7 @@ export class LabelCatalogue {
   }
 
   touch(label: Label, name: string, now: number): Promise<unknown> | null {
+    this.hold(label.id);
     if (name !== label.name) {
       this.byName.delete(label.name);
       label.name = name;
@@ -175,10 +237,11 @@ export class LabelCatalogue {
   }
 
   remove(label: Label): Promise<unknown> | null {
+    this.hold(label.id);
     this.byId.delete(label.id);
     if (this.byName.get(label.name) === label) this.byName.delete(label.name);
     this.provisional.delete(label.id);
-    const stored = this.store ? this.tracked(label.id, this.store.removeLabel(label.id)) : null;
+    const stored = this.store ? this.tracked(label.id, null, this.reported(this.store.removeLabel(label.id))) : null;
     return this.logged(OP_DELETE, label.id, null, stored, null);
   }
 
@@ -219,6 +282,7 @@ export class LabelCatalogue {
       let label = this.byName.get(name);
       if (!label) {
         label = new Label(allocate(), name, now);
+        this.hold(label.id);
         this.add(label);
         this.provisional.set(label.id, { refs: 0 });
         out.created.push(label);
@@ -251,4 +315,8 @@ export class LabelCatalogue {
     }
     return dropped;
   }
+}
+
+function copy(label: StoredLabel): StoredLabel {
+  return { name: label.name, created: label.created, updated: label.updated };
 }

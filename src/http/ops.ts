@@ -4,6 +4,9 @@
 //   GET /metrics               Prometheus text format (src/metrics.ts)
 //   GET /api/v1/openapi.json   the OpenAPI 3.1 document (src/api/openapi.ts)
 //   POST /__test__/shards/<k>/crash   only with LOGBOOK_TEST_HOOKS=1: kill a shard worker
+//   POST /__test__/shards/<k>/stall/<ms>   the same: keep a shard worker's thread busy
+//   POST /__test__/labels/hold/<ms>   the same: label writes issued in the next <ms> report
+//                              their outcome only then (a label store slow to make them durable)
 // They answer while the shards recover (health and metrics matter most then).
 import type { Config } from '../config.js';
 import { Errors } from '../api/errors.js';
@@ -18,10 +21,12 @@ import { reply, replyAs, type Exchange } from './respond.js';
 export type OpsRoute =
   | { kind: 'ops'; op: 'healthz' | 'metrics' | 'openapi' }
   | { kind: 'ops'; op: 'crash'; shard: number }
-  | { kind: 'ops'; op: 'stall'; shard: number; ms: number };
+  | { kind: 'ops'; op: 'stall'; shard: number; ms: number }
+  | { kind: 'ops'; op: 'holdLabels'; ms: number };
 
 const TEST_CRASH = /^\/__test__\/shards\/(\d{1,2})\/crash$/;
 const TEST_STALL = /^\/__test__\/shards\/(\d{1,2})\/stall\/(\d{1,5})$/;
+const TEST_HOLD_LABELS = /^\/__test__\/labels\/hold\/(\d{1,5})$/;
 /** read once: process.env is a slow native getter, and this is checked on the request path */
 const TEST_HOOKS = process.env.LOGBOOK_TEST_HOOKS === '1';
 
@@ -37,12 +42,14 @@ export function parseOpsRoute(path: string): OpsRoute | null {
     if (m) return { kind: 'ops', op: 'crash', shard: Number(m[1]) };
     const stall = TEST_STALL.exec(path);
     if (stall) return { kind: 'ops', op: 'stall', shard: Number(stall[1]), ms: Number(stall[2]) };
+    const hold = TEST_HOLD_LABELS.exec(path);
+    if (hold) return { kind: 'ops', op: 'holdLabels', ms: Number(hold[1]) };
   }
   return null;
 }
 
 export function opsAllow(route: OpsRoute): string {
-  return route.op === 'crash' || route.op === 'stall' ? 'POST' : 'GET, HEAD';
+  return route.op === 'crash' || route.op === 'stall' || route.op === 'holdLabels' ? 'POST' : 'GET, HEAD';
 }
 
 /** The metrics route index (metrics.ts ROUTE) of an ops route. */
@@ -51,7 +58,7 @@ export function opsMetricRoute(route: OpsRoute): number {
     case 'healthz': return ROUTE.healthz;
     case 'metrics': return ROUTE.metrics;
     case 'openapi': return ROUTE.openapi;
-    case 'crash': case 'stall': return ROUTE.test;
+    case 'crash': case 'stall': case 'holdLabels': return ROUTE.test;
   }
 }
 
@@ -61,6 +68,8 @@ export interface OpsFront {
   draining(): boolean;
   pool(): Shards | null;
   labelCount(): number;
+  /** test hook: label writes issued in the next `ms` report their outcome only then (LabelCatalogue.heldUntil) */
+  holdLabelWrites(ms: number): void;
   /** requests refused for overload since start-up, by where (src/http/admission.ts) */
   refused(): Record<'front_lag' | 'shard_queue' | 'after_parse', number>;
 }
@@ -78,6 +87,11 @@ export class Ops {
 
   handle(ex: Exchange, route: OpsRoute): void {
     const read = ex.method === 'GET' || ex.method === 'HEAD';
+    if (route.op === 'holdLabels') {
+      if (ex.method !== 'POST') return reply(ex, 405, Errors.methodNotAllowed(ex.method));
+      this.front.holdLabelWrites(route.ms);
+      return reply(ex, 200, JSON.stringify({ holding: route.ms }));
+    }
     if (route.op === 'crash' || route.op === 'stall') {
       // test hooks (LOGBOOK_TEST_HOOKS=1): POST to an existing shard
       if (ex.method !== 'POST') return reply(ex, 405, Errors.methodNotAllowed(ex.method));
