@@ -1528,3 +1528,22 @@ test('label catalogue: reads show a label as durable, not a change still on its 
   t.is(labels.shown(2)?.name, 'p');
   t.deepEqual(shownNames(labels), ['2:p']);
 });
+
+test('label catalogue: a name a label is leaving stays taken until that is durable (a failed rename or delete gets it back, no twin)', async (t) => {
+  const { store, writes, stored } = slowStore();
+  const labels = new LabelCatalogue(store);
+  const { label } = labels.create(1, 'a', T0);
+  writes.shift()!.settle(true); await tick();
+  labels.touch(label, 'b', T0 + 1)?.catch(() => {});
+  t.true(labels.taken('a'), 'the old name, while the rename is on its way');
+  t.false(labels.taken('a', 1), 'but not for the label itself (renamed back)');
+  t.true(labels.taken('b'));
+  writes.shift()!.settle(false); await tick();
+  t.is(labels.byName.get('a'), label, 'the failed rename is set back');
+  t.false(labels.taken('b'));
+  labels.remove(label)?.catch(() => {});
+  t.true(labels.taken('a'), 'the name of a label being deleted');
+  writes.shift()!.settle(true); await tick();
+  t.false(labels.taken('a'), 'free once the delete is durable');
+  t.deepEqual([...stored.keys()], []);
+});

@@ -422,9 +422,12 @@ test('label reads show only durable changes: a create, rename or delete still on
       write('playbook', 'POST', '/api/v1/playbooks', { path: '/p.yml', runner_version: '2.16', labels: [`f-${tag}`] }),
     ];
     await new Promise((r) => setTimeout(r, 300));
-    // the name is taken at once: a second label of it is refused
-    const twin = await api(url, 'POST', '/api/v1/labels', { name: renamed });
-    t.is(twin.status, 400, twin.text);
+    // the name is taken at once: a second label of it is refused; and the names being left are
+    // not free yet (the rename or delete may fail and be set back)
+    for (const taken of [renamed, b.name, c.name]) {
+      const twin = await api(url, 'POST', '/api/v1/labels', { name: taken });
+      t.is(twin.status, 400, `${taken}: ${twin.text}`);
+    }
 
     // meanwhile every read shows the labels as stored
     const during = {

@@ -121,10 +121,16 @@ export class LabelCatalogue {
     return max;
   }
 
-  /** Is a name taken by another label? */
+  /**
+   * Is a name taken by another label? Also while another label is leaving it
+   * (renamed or deleted, not durable yet): that change may fail and be set
+   * back, and reads still show the label by it (shown()).
+   */
   taken(name: string, exceptId = 0): boolean {
     const label = this.byName.get(name);
-    return label !== undefined && label.id !== exceptId;
+    if (label !== undefined && label.id !== exceptId) return true;
+    for (const [id, w] of this.writing) if (id !== exceptId && w.shown !== null && w.shown.name === name) return true;
+    return false;
   }
 
   private add(label: Label): void {
