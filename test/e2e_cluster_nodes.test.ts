@@ -277,6 +277,38 @@ serial('a label change is read only once the label stream has it: its node\'s la
   t.deepEqual(await named(), [renamed], 'answered: the playbook shows the new name');
 });
 
+serial('a label change logged by a partition\'s catch-up reaches subscribers after the label\'s own message (partition 0 logs first)', async (t) => {
+  const [a] = live();
+  const owners = await Promise.all(live().map(async (n) => [n, Object.keys((await api(n.url, 'GET', '/healthz')).body.cluster.owned).map(Number)] as const));
+  const zeroOwner = owners.find(([, owned]) => owned.includes(0))![0];
+  const name = `catch-up-${randomUUID()}`;
+  t.is((await api(a!.url, 'POST', '/api/v1/labels', { name })).status, 201);
+  const label = (await api(a!.url, 'GET', `/api/v1/labels?name=${name}`)).body.results[0];
+  let pb: any = null;
+  for (let i = 0; i < 4 * PARTITIONS && pb === null; i++) {
+    const r = await api(a!.url, 'POST', '/api/v1/playbooks', { path: `/catch-up/${i}.yml`, runner_version: '2.16.0', labels: [name] });
+    t.is(r.status, 201, r.text);
+    if (r.body.id % PARTITIONS !== 0) pb = r.body;
+  }
+  t.truthy(pb, 'a playbook outside partition 0');
+  const s = await openSse(a!.url);
+  t.teardown(() => s.close());
+  await s.waitFor(1);
+
+  // partition 0 is held busy: the node making the rename waits for it before it sends the playbooks'
+  // partitions the change, but every node's catch-up (about a second later) could log it there first
+  t.is((await api(zeroOwner.url, 'POST', '/__test__/shards/0/stall/6000', {})).status, 200);
+  const renamed = `${name}-renamed`;
+  const answer = api(a!.url, 'PATCH', `/api/v1/labels/${label.id}`, { name: renamed }).catch((err) => ({ status: 0, text: String(err) }));
+  const labelMsg = (m: StreamMessage) => m.data.type === 'label' && m.data.id === label.id && m.data.op === 'update';
+  const playbookMsg = (m: StreamMessage) => m.data.type === 'playbook' && m.data.id === pb.id && m.data.op === 'update'
+    && (m.data.row?.labels ?? []).some((l: { name: string }) => l.name === renamed);
+  const ms = await s.waitFor((got) => got.some(labelMsg) && got.some(playbookMsg), 60_000);
+  t.is((await answer).status, 200);
+  const order = ms.filter((m) => labelMsg(m) || playbookMsg(m)).map((m) => `${m.data.type} ${m.data.op}`);
+  t.deepEqual(order, ['label update', 'playbook update'], 'the label\'s message first, then the playbook it changed, once each');
+});
+
 serial('batch ingest naming a missing, deleted or other-kind playbook: the same answer as a single process, and nothing changes', async (t) => {
   // the reference: a single-process logbook given the same requests
   const single = await startLogbook({ env: { LOGBOOK_SHARDS: '2' } });
