@@ -10,8 +10,9 @@
 //   UTF-8, ara_record before the first batch was answered, a batch over the
 //   server's body limit, Ctrl-C twice (the spool keeps the run; `ship` with
 //   ansible.cfg settings sends it);
-// - a run that ends without its stats (Ctrl-C, a fatal error): the playbook
-//   and what was running read back `expired`, with `ended`;
+// - a run that ends without its stats (Ctrl-C, SIGTERM, a fatal error): the
+//   playbook and what was running read back `expired`, with `ended`; after
+//   SIGTERM with the server away the run is in the spool;
 // - a server that cannot be connected to: the end of the run gives up after
 //   unreachable_timeout, not flush_timeout, and `ship` sends the run complete.
 //
@@ -511,6 +512,74 @@ withAnsible('Ctrl-C mid-run: the playbook, its running play and task read back e
   t.like(got.playbook.items, { plays: 2, tasks: 3, results: 4 }, 'the results sent before the interrupt');
   const results = await list(server.url, `/api/v1/results?playbook=${got.playbook.id}&order=id`);
   t.deepEqual(results.map((r) => r.status), ['ok', 'ok', 'changed', 'changed']);
+});
+
+// SIGTERM to the process group is how a CI runner cancels a job (and `docker stop`, systemd stop a run)
+const TERM_PLAY = (name: string) => [
+  `- name: ${name}`, '  hosts: h1,h2', '  gather_facts: false', '  tasks:',
+  '    - name: before', '      command: /bin/true',
+  '    - name: sleep', '      command: sleep 60',
+  '    - name: never', '      debug: {msg: never}'];
+
+withAnsible('SIGTERM mid-run (a cancelled CI job): ansible-playbook exits 143 and the run reads back expired at once', async (t) => {
+  t.timeout(TEST_TIMEOUT_MS);
+  const work = tempDir(t, 'logbook-cb-term-');
+  const files = writeRun(work, { 'term.yml': TERM_PLAY('cancelled') });
+  const server = await startLogbook();
+  t.teardown(() => server.stop());
+  let terminated = false;
+  const run = await runWithLogbook(server.url, join(work, 'spool'), {
+    playbook: files.path('term.yml'), inventory: files.inventory, cwd: work,
+    onOutput: (out, signal) => {
+      if (!terminated && /TASK \[sleep\]/.test(out)) { terminated = true; setTimeout(() => signal('SIGTERM'), 1000); }
+    },
+  });
+  t.true(terminated, 'terminated');
+  if (run.code !== 143) t.log(run.stdout, run.stderr);
+  t.is(run.code, 143, 'ansible-playbook: terminated');
+  t.deepEqual(run.callbackErrors, [], 'no traceback');
+  t.deepEqual(spooled(join(work, 'spool')), [], 'sent by the end of the run');
+  const got = await readBack(server.url);
+  t.is(got.playbook.status, 'expired', 'not left running');
+  t.truthy(got.playbook.ended);
+  t.deepEqual(got.plays, [['cancelled', 'expired', true]]);
+  t.deepEqual(got.tasks, [['before', 'completed', true], ['sleep', 'expired', true]]);
+  t.like(got.playbook.items, { plays: 1, tasks: 2, results: 2 }, 'the results before the signal');
+});
+
+withAnsible('SIGTERM mid-run while the server cannot be reached: what the memory queue held goes to the spool, and `ship` sends it', async (t) => {
+  t.timeout(TEST_TIMEOUT_MS);
+  const work = tempDir(t, 'logbook-cb-term-spool-');
+  const spool = join(work, 'spool');
+  const files = writeRun(work, { 'term.yml': TERM_PLAY('cancelled offline') });
+  const port = await freePort(); // nothing listens there during the run
+  let terminated = false;
+  const run = await runWithLogbook(`http://127.0.0.1:${port}`, spool, {
+    playbook: files.path('term.yml'), inventory: files.inventory, cwd: work,
+    // a long end wait: the SIGTERM one (3 s) must be what ends it
+    env: { LOGBOOK_CALLBACK_FLUSH_TIMEOUT: '300', LOGBOOK_CALLBACK_UNREACHABLE_TIMEOUT: '300' },
+    onOutput: (out, signal) => {
+      if (!terminated && /TASK \[sleep\]/.test(out)) { terminated = true; setTimeout(() => signal('SIGTERM'), 1000); }
+    },
+  });
+  t.true(terminated, 'terminated');
+  t.is(run.code, 143, 'ansible-playbook: terminated');
+  t.deepEqual(run.callbackErrors, [], 'no traceback');
+  t.regex(logbookWarnings(run).join('\n'), /logbook: interrupted; \d+ batch\(es\) wait in /);
+  t.true(spooled(spool).length > 0, 'the run is in the spool (it was only in memory when the signal came)');
+
+  const server = await startLogbook();
+  t.teardown(() => server.stop());
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(ANSIBLE_|LOGBOOK_)/.test(k)));
+  const ship = spawnSync('/usr/bin/python3', [join(process.cwd(), 'src', 'ansible', 'callback', 'logbook.py'), 'ship', '60'],
+    { cwd: work, env: { ...env, LOGBOOK_API_SERVER: server.url, LOGBOOK_CALLBACK_SPOOL_DIR: spool }, encoding: 'utf8' });
+  t.is(ship.status, 0, ship.stdout + ship.stderr);
+  t.deepEqual(spooled(spool), []);
+  const got = await readBack(server.url);
+  t.is(got.playbook.status, 'expired');
+  t.deepEqual(got.plays, [['cancelled offline', 'expired', true]]);
+  t.deepEqual(got.tasks, [['before', 'completed', true], ['sleep', 'expired', true]]);
+  t.like(got.playbook.items, { plays: 1, tasks: 2, results: 2 });
 });
 
 withAnsible('a fatal error after the playbook started: the playbook and what was running read back expired', async (t) => {

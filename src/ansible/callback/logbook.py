@@ -23,6 +23,7 @@ import random
 import re
 import shlex
 import shutil
+import signal
 import socket
 import ssl
 import struct
@@ -189,6 +190,7 @@ MAX_BATCH_EVENTS = 10000  # SPEC §13
 BACKOFF_MIN = 0.1
 BACKOFF_MAX = 5.0
 BACKOFF_MAX_UNREACHABLE_AT_END = 1.0  # retries of a server that cannot be connected to, during the end wait
+TERM_FLUSH_TIMEOUT = 3.0  # the end wait after SIGTERM (at most flush_timeout): then the rest goes to the spool
 RECORD_ACTIONS = ("ara_record", "ara.ara.ara_record", "logbook.ara_record")
 ARGUMENTS_NOTICE = "Not saved as configured by 'ignored_arguments'"
 FACTS_NOTICE = "Not saved as configured by 'ignored_facts'"
@@ -910,6 +912,7 @@ class CallbackModule(CallbackBase):
         self.shipper_options = None  # what set_options gave the Shipper: each playbook of the run gets one
         self.warned = set()
         self.at_exit = False
+        self.terminated = False  # SIGTERM reached ansible-playbook (_on_sigterm)
         self.localhost_hostname = None
         self.state = shared_state()
         self._new_playbook()
@@ -1048,6 +1051,7 @@ class CallbackModule(CallbackBase):
         if not self.at_exit:
             self.at_exit = True
             atexit.register(self._at_exit)  # a run that ends without stats (error, interrupt) still ships what it has
+            self._catch_sigterm()
         self._file(path, content)
 
     def _on_playbook_id(self, playbook_id):
@@ -1260,6 +1264,32 @@ class CallbackModule(CallbackBase):
         status = "failed" if (len(stats.failures) >= 1 or len(stats.dark) >= 1) else "completed"
         self._add({"kind": "playbook", "status": status, "ended": now_iso()})
 
+    def _catch_sigterm(self):
+        """SIGTERM (a CI job cancelled, `docker stop`, systemd) kills ansible-playbook at once by default: atexit
+        does not run, and what the queue holds (all of it while the server is away) would be lost, the playbook left
+        `running`. Unless something else already handles SIGTERM, it becomes an exit instead, which runs _at_exit."""
+        try:
+            if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+                return
+            self.pid = os.getpid()
+            signal.signal(signal.SIGTERM, self._on_sigterm)
+        except (ValueError, OSError, AttributeError):
+            pass
+
+    def _on_sigterm(self, signum, frame):
+        if os.getpid() != self.pid:
+            # a worker forked from ansible-playbook (it inherited the handler): it dies of the signal, as before
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        if self.terminated:
+            # a second SIGTERM while the rest is sent: into the spool at once, as a second Ctrl-C does
+            raise KeyboardInterrupt()
+        self.terminated = True
+        # unwinds Ansible as an exit would (its `finally` blocks stop the workers), then atexit runs _at_exit
+        # with a short end wait (TERM_FLUSH_TIMEOUT); the exit status is the shell's for SIGTERM, 143
+        raise SystemExit(128 + signum)
+
     def _at_exit(self):
         """The process exits and the playbook being recorded got no stats (Ctrl-C, a fatal error): what was running
         ends `expired`, as the server's expiry (LOGBOOK_EXPIRE_RUNNING_AFTER) would mark it much later."""
@@ -1286,7 +1316,11 @@ class CallbackModule(CallbackBase):
                         self._expire()
                     except Exception as e:
                         self._warn("logbook callback: marking the interrupted run expired failed (%s: %s)" % (type(e).__name__, e))
-                self.shipper.finish(self.flush_timeout)
+                if self.terminated:
+                    # whoever sent SIGTERM sends SIGKILL after a grace period (docker: 10 s): the spool is safer
+                    self.shipper.finish(min(self.flush_timeout, TERM_FLUSH_TIMEOUT), interrupted=True)
+                else:
+                    self.shipper.finish(self.flush_timeout)
             except KeyboardInterrupt:
                 # Ctrl-C again before the end wait began or while the rest went to the spool: spool it now
                 self.shipper.finish(0, interrupted=True)
