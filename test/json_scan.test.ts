@@ -127,12 +127,15 @@ test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) =
   const rnd = mulberry32(seed);
   const pick = <T>(a: readonly T[]): T => a[Math.floor(rnd() * a.length)]!;
   const strings = ['', 'a', 'kind', 'events', 'seq', 'labels', '__proto__', 'é', '\u2028', 'x"y', 'b\\c', '😀', '\u0001', '\ud800'];
+  // strings long enough for the scan's four-bytes-at-a-time pass, with what ends it at every offset
+  const alphabet = ['a', 'b', 'z', 'A', '0', ' ', '!', '#', '~', '/', '\u007f', '"', '\\', '\u0001', '\u001f', 'é'];
+  const long = (): string => Array.from({ length: Math.floor(rnd() * 24) }, () => (rnd() < 0.8 ? pick(alphabet.slice(0, 10)) : pick(alphabet))).join('');
   const value = (depth: number): unknown => {
     const r = rnd();
-    if (depth > 4 || r < 0.4) return pick([0, -1, 1.5, 1e21, 123456789012345678901234567890, true, false, null, pick(strings)]);
+    if (depth > 4 || r < 0.4) return pick([0, -1, 1.5, 1e21, 123456789012345678901234567890, true, false, null, pick(strings), long()]);
     if (r < 0.7) return Array.from({ length: Math.floor(rnd() * 4) }, () => value(depth + 1));
     const o: Obj = {};
-    for (let i = Math.floor(rnd() * 4); i > 0; i--) o[pick(strings)] = value(depth + 1);
+    for (let i = Math.floor(rnd() * 4); i > 0; i--) o[rnd() < 0.8 ? pick(strings) : long()] = value(depth + 1);
     return o;
   };
   const space = (): string => (rnd() < 0.2 ? ' '.repeat(1 + Math.floor(rnd() * 2)) : '');
@@ -162,7 +165,7 @@ test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) =
       const p = Math.floor(rnd() * (text.length + 1));
       const r = rnd();
       if (r < 0.3) text = text.slice(0, p) + text.slice(p + 1);
-      else if (r < 0.7) text = text.slice(0, p) + pick(['"', '\\', ',', ':', '{', '}', '[', ']', '0', '-', '.', 'e', 't', ' ', '\n', '\\u12', '\u00a0']) + text.slice(p);
+      else if (r < 0.7) text = text.slice(0, p) + pick(['"', '\\', ',', ':', '{', '}', '[', ']', '0', '-', '.', 'e', 't', ' ', '\n', '\\u12', '\u00a0', '\u0001', '\u001f', '\u007f', '\u0080']) + text.slice(p);
       else text = text.slice(0, p) + text.slice(p, p + 5) + text.slice(p);
     }
     const maxDepth = rnd() < 0.2 ? 3 : 512;

@@ -192,15 +192,29 @@ class Scanner {
 
   /** At a key's opening quote: past it, its colon and the whitespace after; whether the key has escapes. */
   private skipKey(): boolean {
+    this.escaped = false;
+    this.i = this.keyAt(this.i);
+    return this.escaped;
+  }
+
+  /**
+   * At a key's opening quote at `i`: the index of its value's first character
+   * (past the key, its colon and the spaces around it); `keyEnd` is set, and
+   * `escaped` when the key has escapes. The per-byte work of the scan takes its
+   * position as a local (here, stringAt, scalarAt, value), not the field `i`:
+   * TurboFan keeps a local in a register, where every `this.i++` is a load and
+   * a store.
+   */
+  private keyAt(i: number): number {
     const { bytes } = this;
-    if (bytes[this.i] !== QUOTE) throw INVALID;
-    const escaped = this.string();
-    this.keyEnd = this.i;
-    this.ws();
-    if (bytes[this.i] !== COLON) throw INVALID;
-    this.i++;
-    this.ws();
-    return escaped;
+    if (bytes[i] !== QUOTE) throw INVALID;
+    i = this.stringAt(i);
+    this.keyEnd = i;
+    if (bytes[i] === SPACE) i = this.spacesAt(i);
+    if (bytes[i] !== COLON) throw INVALID;
+    i++;
+    if (bytes[i] === SPACE) i = this.spacesAt(i);
+    return i;
   }
 
   /** After a member's value: true at the closing brace (consumed), false after a comma (at the next key). */
@@ -275,37 +289,39 @@ class Scanner {
    */
   private value(depth: number): void {
     const { bytes } = this;
-    const c = bytes[this.i];
-    if (c !== LBRACE && c !== LBRACKET) { this.scalar(c); return; }
+    let i = this.i;
+    let c = bytes[i];
+    if (c !== LBRACE && c !== LBRACKET) { this.i = this.scalarAt(c, i); return; }
     if (depth + 1 > this.maxDepth) throw INVALID;
     // stack[d] = 1 inside an object, 0 inside an array, for nesting below this value
     const stack = this.stack ??= new Uint8Array(this.maxDepth + 2);
     let d = 0;
     for (;;) {
-      // at the first character of a value
-      const v = bytes[this.i];
-      if (v === LBRACE || v === LBRACKET) {
+      // at the first character of a value, c
+      if (c === QUOTE) i = this.stringAt(i);
+      else if (c === LBRACE || c === LBRACKET) {
         if (depth + 1 + d > this.maxDepth) throw INVALID;
-        const inObject = v === LBRACE;
+        const inObject: boolean = c === LBRACE;
         stack[d++] = inObject ? 1 : 0;
-        this.i++;
-        this.ws();
-        const close = bytes[this.i];
-        if (close === (inObject ? RBRACE : RBRACKET)) { this.i++; d--; }
+        i++;
+        if (bytes[i] === SPACE) i = this.spacesAt(i);
+        c = bytes[i];
+        if (c === (inObject ? RBRACE : RBRACKET)) { i++; d--; }
         else {
-          if (inObject) this.skipKey();
+          if (inObject) { i = this.keyAt(i); c = bytes[i]; }
           continue;
         }
-      } else this.scalar(v);
+      } else i = this.scalarAt(c, i);
       // after a value: close containers or move to the next member/element
       for (;;) {
-        if (d === 0) return;
-        this.ws();
-        const n = bytes[this.i++];
+        if (d === 0) { this.i = i; return; }
+        if (bytes[i] === SPACE) i = this.spacesAt(i);
+        const n = bytes[i++];
         const inObject = stack[d - 1] === 1;
         if (n === COMMA) {
-          this.ws();
-          if (inObject) this.skipKey();
+          if (bytes[i] === SPACE) i = this.spacesAt(i);
+          if (inObject) i = this.keyAt(i);
+          c = bytes[i];
           break;
         }
         if (n !== (inObject ? RBRACE : RBRACKET)) throw INVALID;
@@ -314,19 +330,18 @@ class Scanner {
     }
   }
 
-  /** A string, number, true, false or null at `i`. */
-  private scalar(c: number): void {
-    if (c === QUOTE) { this.string(); return; }
+  /** A string, number, true, false or null at `i` (its first character `c`): the index past it. */
+  private scalarAt(c: number | undefined, i: number): number {
+    if (c === QUOTE) return this.stringAt(i);
     const { bytes } = this;
-    if (c === 0x74) return this.literal(TRUE);
-    if (c === 0x66) return this.literal(FALSE);
-    if (c === 0x6e) return this.literal(NULL);
+    if (c === 0x74) return this.literal(TRUE, i);
+    if (c === 0x66) return this.literal(FALSE, i);
+    if (c === 0x6e) return this.literal(NULL, i);
     // number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-    let i = this.i;
     if (c === MINUS) i++;
     let d = bytes[i];
     if (d === ZERO) i++;
-    else if (d > ZERO && d <= NINE) { do i++; while (isDigit(bytes[i])); }
+    else if (d! > ZERO && d! <= NINE) { do i++; while (isDigit(bytes[i])); }
     else throw INVALID;
     if (bytes[i] === 0x2e) {
       i++;
@@ -341,31 +356,36 @@ class Scanner {
       if (!isDigit(bytes[i])) throw INVALID;
       do i++; while (isDigit(bytes[i]));
     }
-    this.i = i;
+    return i;
   }
 
-  private literal(word: Uint8Array): void {
-    if (!startsWith(this.bytes, word, this.i)) throw INVALID;
-    this.i += word.length;
+  private literal(word: Uint8Array, i: number): number {
+    if (!startsWith(this.bytes, word, i)) throw INVALID;
+    return i + word.length;
   }
+
+  /** set by stringAt when a string has escapes (cleared by whoever asks) */
+  private escaped = false;
 
   /**
-   * At an opening quote: moves past the closing one; whether the string has
-   * escapes, each of which must be one JSON.parse accepts. A control character
-   * or a byte beyond ASCII ends the scan (outside strings, every byte is checked
-   * against the grammar anyway: this is where the scan rules out both). A plain
-   * loop over the bytes: V8 compiles it to a few instructions per byte, less
-   * than a call out to Buffer#indexOf per string.
+   * At an opening quote at `i`: the index past the closing one; sets `escaped`
+   * when the string has escapes, each of which must be one JSON.parse accepts.
+   * A control character or a byte beyond ASCII ends the scan (outside strings,
+   * every byte is checked against the grammar anyway: this is where the scan
+   * rules out both). A plain loop over the bytes: V8 compiles it to a few
+   * instructions per byte, less than a call out to Buffer#indexOf per string.
+   * Its first test passes the characters most strings are made of (past the
+   * quote, below 0x80, not a backslash) with three comparisons.
    */
-  private string(): boolean {
+  private stringAt(i: number): number {
     const { bytes } = this;
-    let i = this.i + 1;
-    let escaped = false;
+    i++;
     for (;;) {
-      const c = bytes[i];
-      if (c === QUOTE) { this.i = i + 1; return escaped; }
+      const c = bytes[i]!;
+      if (c > QUOTE && c < 0x80 && c !== BACKSLASH) { i++; continue; }
+      if (c === QUOTE) return i + 1;
       if (c === BACKSLASH) {
-        escaped = true;
+        this.escaped = true;
         const e = bytes[i + 1];
         if (e === 0x75 /* u */) {
           for (let k = i + 2; k < i + 6; k++) if (!isHex(bytes[k])) throw INVALID;
@@ -373,7 +393,7 @@ class Scanner {
         } else if (e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
           i += 2;
         } else throw INVALID;
-      } else if (c >= 0x20 && c <= 0x7f) i++;
+      } else if (c === SPACE || c === 0x21) i++;
       else throw INVALID; // a control character, a byte beyond ASCII, or the end (undefined)
     }
   }
@@ -382,10 +402,16 @@ class Scanner {
   private spaces = 0;
 
   private ws(): void {
+    this.i = this.spacesAt(this.i);
+  }
+
+  /** The index past the spaces at `i`, counted in `spaces`. */
+  private spacesAt(i: number): number {
     // tab, newline and CR never reach here (the control-character test), so JSON whitespace is a space
-    const from = this.i;
-    while (this.bytes[this.i] === SPACE) this.i++;
-    this.spaces += this.i - from;
+    const from = i;
+    while (this.bytes[i] === SPACE) i++;
+    this.spaces += i - from;
+    return i;
   }
 }
 
