@@ -128,8 +128,12 @@ class Scanner {
   private stack: Uint8Array | null = null;
   private readonly end: number;
 
+  /** the same bytes, read four at a time (stringAt) */
+  private readonly view: DataView;
+
   constructor(private readonly bytes: Buffer, private readonly maxDepth: number) {
     this.end = bytes.length;
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
   body(): ScannedBody {
@@ -378,8 +382,20 @@ class Scanner {
    * quote, below 0x80, not a backslash) with three comparisons.
    */
   private stringAt(i: number): number {
-    const { bytes } = this;
+    const { bytes, view } = this;
     i++;
+    // four bytes at a time while none of them is a quote, a backslash, a control character or beyond
+    // ASCII (SWAR: a byte of x is zero where x - 0x01 borrows into its top bit and x's top bit is
+    // clear; below 0x20 likewise with 0x20): most of a body is the inside of strings, and this
+    // passes it at a third of the per-byte loop's cost. The byte loop below takes the rest.
+    const last = this.end - 4;
+    while (i <= last) {
+      const w = view.getInt32(i, true);
+      const q = w ^ 0x22222222;
+      const b = w ^ 0x5c5c5c5c;
+      if (((((q - 0x01010101) | 0) & ~q) | (((b - 0x01010101) | 0) & ~b) | (((w - 0x20202020) | 0) & ~w) | w) & 0x80808080) break;
+      i += 4;
+    }
     for (;;) {
       const c = bytes[i]!;
       if (c > QUOTE && c < 0x80 && c !== BACKSLASH) { i++; continue; }
