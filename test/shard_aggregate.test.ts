@@ -1115,7 +1115,7 @@ function randomRun(seed: number, steps: number): RunOutcome {
   const int = (n: number) => Math.floor(rnd() * n);
   const chance = (p: number) => rnd() < p;
   const pick = <X>(xs: readonly X[]): X | undefined => (xs.length ? xs[int(xs.length)] : undefined);
-  const idsOf = (m: Map<number, unknown>) => [...m.keys()];
+  const idsOf = (m: { keys(): Iterable<number> }) => [...m.keys()];
   const time = () => T0 + int(2000) * 1_000_000 + int(1_000_000);
   const uuid = () => '5e0c9a5e-0000-4000-8000-' + String(int(1e12)).padStart(12, '0');
   const names = ['web1', 'web2', 'db1', 'db2', 'lb'];

@@ -56,7 +56,7 @@ function matcher(type: EventType, f: NormalizedFilter, state: ShardState): (row:
 export function runList(state: ShardState, serializer: Serializer, q: ListQuery): { count: number; rows: ListRow[]; beyond?: number } {
   const type = q.type;
   // A playbook filter narrows the scan to one aggregate.
-  let candidates: Map<number, any> = state.index(type);
+  let candidates: { values(): Iterable<any> } = state.index(type);
   const filters: Array<(row: any) => boolean> = [];
   for (const f of q.filters) {
     if (f.kind === 'id' && f.column === 'playbook' && type !== 'playbook') {

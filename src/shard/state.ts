@@ -6,6 +6,7 @@ import { TYPE_CODE, type ChildType } from '../api/resources.js';
 import {
   PlaybookRow, PlayRow, TaskRow, HostRow, ResultRow, FileRow, RecordRow, addToHost, setsCounter,
 } from './rows.js';
+import { ResultIndex } from './result_index.js';
 
 export type EventType = 'playbook' | ChildType;
 
@@ -102,6 +103,9 @@ export class Aggregate {
   constructor(playbook: PlaybookRow) { this.playbook = playbook; }
 }
 
+/** A shard-wide index of one type's rows by id (ShardState.index): a Map, or for results a ResultIndex. */
+export type RowIndex = Map<number, any> | ResultIndex<any>;
+
 /** Wire field name → row property, where they differ. */
 const PROP: Record<string, string> = {
   runner_version: 'runnerVersion', ignore_errors: 'ignoreErrors', delegated_to: 'delegatedTo',
@@ -117,7 +121,8 @@ export class ShardState {
   readonly plays = new Map<number, PlayRow>();
   readonly tasks = new Map<number, TaskRow>();
   readonly hosts = new Map<number, HostRow>();
-  readonly results = new Map<number, ResultRow>();
+  /** every result by id (not a Map: see result_index.ts) */
+  readonly results = new ResultIndex<ResultRow>();
   readonly files = new Map<number, FileRow>();
   readonly records = new Map<number, RecordRow>();
   /** replica of the label catalogue the front owns: id → name */
@@ -142,7 +147,7 @@ export class ShardState {
     return null;
   }
 
-  index(t: EventType): Map<number, any> {
+  index(t: EventType): RowIndex {
     switch (t) {
       case 'playbook': return this.aggregates;
       case 'play': return this.plays;
@@ -347,8 +352,9 @@ export class ShardState {
 
   /** Re-insert every shard-wide index in ascending id order, if it is not already. */
   sortIndexes(): void {
-    for (const t of ['playbook', 'play', 'task', 'host', 'result', 'file', 'record'] as const) {
-      const index = this.index(t);
+    this.results.settle();
+    for (const t of ['playbook', 'play', 'task', 'host', 'file', 'record'] as const) {
+      const index = this.index(t) as Map<number, unknown>;
       let prev = 0;
       let sorted = true;
       for (const id of index.keys()) { if (id < prev) { sorted = false; break; } prev = id; }
