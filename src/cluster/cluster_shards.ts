@@ -17,7 +17,7 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Errors } from '../api/errors.js';
 import { errText, log } from '../log.js';
 import { ShardPool, type PoolOptions, type ReplyHandler } from '../shard/pool.js';
-import { decode, encode, type ErrorReply, type FrontToShard, type MaintainReply, type ReadyMessage, type Reply } from '../shard/protocol.js';
+import { CommitChanges, decode, encode, type ErrorReply, type FrontToShard, type MaintainReply, type ReadyMessage, type Reply } from '../shard/protocol.js';
 import { poolTarget, type MaintenanceTarget } from '../retention.js';
 import type { DelayStats, Shards } from '../shard/shards.js';
 import type { StreamChange } from '../shard/changes.js';
@@ -105,7 +105,7 @@ export class ClusterShards implements Shards {
    * owner publishes each commit's changes once on `logbook.ev.<p>` (after its
    * PubAck: durable only); every node's front fans them out to its subscribers.
    */
-  onChanges: ((shard: number, changes: StreamChange[]) => void) | null = null;
+  onChanges: ((shard: number, changes: CommitChanges) => void) | null = null;
   get inFlight(): number { return this.pool.inFlight + this.remoteInFlight; }
 
   /** Join: heartbeats, then take this node's share (in the background). */
@@ -115,11 +115,11 @@ export class ClusterShards implements Shards {
       callback: (err, m) => {
         if (err) return;
         const partition = Number(m.subject.slice(CHANGES_SUBJECT.length + 1));
-        if (Number.isInteger(partition) && partition >= 0 && partition < this.size) this.onChanges?.(partition, decode<StreamChange[]>(m.data));
+        if (Number.isInteger(partition) && partition >= 0 && partition < this.size) this.onChanges?.(partition, CommitChanges.decoded(decode<StreamChange[]>(m.data)));
       },
     });
     this.pool.onChanges = (partition, changes) => {
-      try { this.nc.publish(`${CHANGES_SUBJECT}.${partition}`, encode(changes)); } catch (err) { log.warn('publishing stream changes failed', { partition, err: errText(err) }); }
+      try { this.nc.publish(`${CHANGES_SUBJECT}.${partition}`, encode(changes.list)); } catch (err) { log.warn('publishing stream changes failed', { partition, err: errText(err) }); }
     };
     void (async () => {
       for await (const s of this.nc.status()) {

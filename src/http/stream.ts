@@ -34,7 +34,7 @@ import { RESOURCE_TYPES, TYPE_CODE } from '../api/resources.js';
 import { OP_NAMES, rowJson, STREAM_TYPES, type ChangeRow, type StreamChange } from '../shard/changes.js';
 import type { Shards } from '../shard/shards.js';
 import { CommitOrder } from '../shard/commit_order.js';
-import type { ReadyMessage, Reply, ShardToFront } from '../shard/protocol.js';
+import { CommitChanges, type ReadyMessage, type Reply, type ShardToFront } from '../shard/protocol.js';
 import type { Authenticator, Denial } from './auth.js';
 import { HTTP } from '../metrics.js';
 import { log } from '../log.js';
@@ -219,7 +219,7 @@ export class Stream {
   /** the order of all shards' commits (shared with the shard workers) */
   readonly order: CommitOrder;
   /** per shard: stamped commits received and not yet sent on, oldest first */
-  private inbox: Array<Array<{ stamp: number; changes: StreamChange[] }>> = [];
+  private inbox: Array<Array<{ stamp: number; changes: CommitChanges }>> = [];
   /** per shard: the highest stamp received */
   private received: number[] = [];
   /** the stamp of the last commit sent on */
@@ -276,7 +276,7 @@ export class Stream {
     if (msg.stream[0] <= this.positions[shard]!) return;
     const from = this.positions[shard]!;
     this.pool!.send(shard, { k: 'replay', rid: 0, from, playbook: null, limit: 1_000_000 }, (r: Reply) => {
-      if (r.k === 'replay' && !r.reset) this.changes(shard, r.changes);
+      if (r.k === 'replay' && !r.reset) this.changes(shard, CommitChanges.decoded(r.changes));
       else log.warn('live stream: changes of a restarted shard could not be recovered', { shard });
     }, null);
   }
@@ -284,10 +284,10 @@ export class Stream {
   // ---- fan-out ------------------------------------------------------------------
 
   /** A shard's commit (or a failed commit's stamp, with no changes). */
-  private incoming(shard: number, changes: StreamChange[], stamp: number | undefined): void {
+  private incoming(shard: number, changes: CommitChanges, stamp: number | undefined): void {
     if (!stamp) { this.changes(shard, changes); return; }
     if (stamp > this.received[shard]!) this.received[shard] = stamp;
-    if (changes.length) { this.inbox[shard]!.push({ stamp, changes }); this.receivedCommits[shard]!++; }
+    if (!changes.empty) { this.inbox[shard]!.push({ stamp, changes }); this.receivedCommits[shard]!++; }
     this.pump(false);
   }
 
@@ -352,17 +352,16 @@ export class Stream {
     if (this.stalled !== null) { clearTimeout(this.stalled); this.stalled = null; }
   }
 
-  /** The changes of one durable commit of `shard`. */
-  changes(shard: number, changes: readonly StreamChange[]): void {
+  /** The changes of one durable commit of `shard` (decoded only for subscribers). */
+  changes(shard: number, commit: CommitChanges): void {
     const positions = this.positions;
     if (this.count === 0) {
-      const last = changes[changes.length - 1];
-      if (last && last[0] > positions[shard]!) positions[shard] = last[0];
+      if (commit.last > positions[shard]!) positions[shard] = commit.last;
       return;
     }
     const out: Outgoing[] = [];
     let single: number | null | undefined;
-    for (const c of changes) {
+    for (const c of commit.list) {
       if (c[0] <= positions[shard]!) continue; // already sent (a restarted shard's catch-up)
       positions[shard] = c[0];
       const cursor = encodeCursor(positions);

@@ -12,8 +12,7 @@ import { Errors } from '../api/errors.js';
 import { LIMITS } from '../limits.js';
 import { errText, log } from '../log.js';
 import { InFlightTable } from './in_flight.js';
-import { changesIn, decodeAll, ShardOutbox, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
-import type { StreamChange } from './changes.js';
+import { CommitChanges, decodeAll, ShardOutbox, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
 import type { DelayStats, Shards } from './shards.js';
 
 /**
@@ -87,7 +86,7 @@ export class ShardPool implements Shards {
   /** restartOnExit false: a worker exited (requests it held were answered 503) */
   onExit: ((shard: number, code: number) => void) | null = null;
   /** set by the front: a shard's committed changes (live stream), in commit order per shard */
-  onChanges: ((shard: number, changes: StreamChange[], stamp?: number) => void) | null = null;
+  onChanges: ((shard: number, changes: CommitChanges, stamp?: number) => void) | null = null;
   /**
    * set by the live stream: true when it keeps this reply until the shard's
    * earlier changes have gone out on the stream (it hands it back through
@@ -252,7 +251,7 @@ export class ShardPool implements Shards {
       const received = (msg: ShardToFront): void => {
         if (msg.k === 'ready') { started = true; resolve(msg); return; }
         if (msg.k === 'failed') { reject(new Error(`shard ${shard}: ${msg.error}`)); return; }
-        if (msg.k === 'changes') { this.onChanges?.(shard, changesIn(msg), msg.stamp); return; }
+        if (msg.k === 'changes') { this.onChanges?.(shard, CommitChanges.of(msg), msg.stamp); return; }
         if (msg.k === 'position') { this.onPosition?.(shard, msg.seq); return; }
         if (this.holdReply?.(shard, msg)) return;
         this.onReply(msg);

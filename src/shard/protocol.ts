@@ -255,11 +255,42 @@ export interface ChangesMessage {
   packed: Uint8Array | null;
   /** the commit's stamp in the order of all shards' commits (0: not stamped); a failed commit's comes with no changes */
   stamp: number;
+  /** the seq of the commit's last change (0: none, as with `packed` null) */
+  last: number;
 }
 
 /** The changes a ChangesMessage carries. */
 export function changesIn(msg: ChangesMessage): StreamChange[] {
   return msg.packed === null ? [] : decode<StreamChange[]>(msg.packed);
+}
+
+/**
+ * One commit's changes as the front gets them (Shards.onChanges), decoded when
+ * first read: with no subscriber the live stream only moves its position to
+ * `last`, and decoding a batch's thousand rows cost the front ~0.3 µs a change.
+ */
+export class CommitChanges {
+  private decoded: StreamChange[] | null;
+
+  private constructor(private readonly packed: Uint8Array | null, readonly last: number, decoded: StreamChange[] | null) {
+    this.decoded = decoded;
+  }
+
+  /** a shard's message (not decoded yet) */
+  static of(msg: ChangesMessage): CommitChanges {
+    return new CommitChanges(msg.packed, msg.packed === null ? 0 : msg.last, null);
+  }
+
+  /** changes at hand (a replay page, cluster mode's published commit) */
+  static decoded(changes: StreamChange[]): CommitChanges {
+    return new CommitChanges(null, changes.length ? changes[changes.length - 1]![0] : 0, changes);
+  }
+
+  get empty(): boolean { return this.last === 0; }
+
+  get list(): StreamChange[] {
+    return this.decoded ??= this.packed === null ? [] : decode<StreamChange[]>(this.packed);
+  }
 }
 
 /** A page of a shard's change log (answer to `replay`); it leaves behind every commit staged before it. */

@@ -352,8 +352,8 @@ export class Shard {
     const last = changes[changes.length - 1]![0];
     if (durable === null) this.changes.durableUpTo(last);
     else durable.then(() => this.changes.durableUpTo(last), () => {});
-    if (entry) { entry.replies.push({ k: 'changes', packed, stamp }); return; } // a group's: it leaves with the group
-    const now = this.deliver({ k: 'changes', packed, stamp }, durable);
+    if (entry) { entry.replies.push({ k: 'changes', packed, stamp, last }); return; } // a group's: it leaves with the group
+    const now = this.deliver({ k: 'changes', packed, stamp, last }, durable);
     if (now) this.sendChanges(now);
   }
 
@@ -493,7 +493,7 @@ export class Shard {
       // a failed commit's changes were never durable: never streamed (the rebuild renumbers from disk);
       // its stamp is sent with no changes, so the front stops waiting for it
       else for (const reply of entry.replies) {
-        this.sendChanges(reply.k === 'changes' ? { k: 'changes', packed: null, stamp: reply.stamp } : notStored(reply, entry.why));
+        this.sendChanges(reply.k === 'changes' ? { k: 'changes', packed: null, stamp: reply.stamp, last: 0 } : notStored(reply, entry.why));
       }
     }
     if (this.waitingHead === q.length) { this.waiting = []; this.waitingHead = 0; }

@@ -3,9 +3,8 @@
 // mode, the partitions of every node (src/cluster/cluster_shards.ts: local
 // workers for the partitions this node owns, NATS request/reply for the rest).
 // A shard index is a partition number in cluster mode.
-import type { FrontToShard, ReadyMessage, ShardToFront } from './protocol.js';
+import type { CommitChanges, FrontToShard, ReadyMessage, ShardToFront } from './protocol.js';
 import type { ReplyHandler } from './pool.js';
-import type { StreamChange } from './changes.js';
 import type { ClusterStatus } from '../cluster/cluster_shards.js';
 
 /** A shard's round trips since the last look, and the capacity admission reckons with. */
@@ -40,7 +39,7 @@ export interface Shards {
   /** set by the front: a shard (re)started and recovered */
   onRestart: ((ready: ReadyMessage) => void) | null;
   /** set by the front: a shard's committed changes (live stream), with the commit's stamp in the commit order if kept (src/shard/commit_order.ts) */
-  onChanges: ((shard: number, changes: StreamChange[], stamp?: number) => void) | null;
+  onChanges: ((shard: number, changes: CommitChanges, stamp?: number) => void) | null;
   /** set by the live stream where the commit order is kept (ShardPool): true when it keeps a reply until the shard's earlier changes are counted */
   holdReply?: ((shard: number, reply: ShardToFront) => boolean) | null;
   /** set by the live stream: a shard's worker exited; the replies it holds for it are handed back now */
