@@ -1,8 +1,9 @@
 // CPU per result of batch ingest (SPEC §13), in one process, without HTTP:
 // `node dist/bench/batch_cpu.js [batchSize=1000] [seconds=5] [durability=flush]`.
-// The front's part (Ingest.handle: envelope check, message encoding) and the
-// shard's part (message decoding, Shard.handle on a real LMDB store, reply
-// encoding) run in separate phases and are timed with this thread's own CPU
+// The front's part (Ingest.handle: envelope check, message encoding; then the
+// shard's reply and the commit's live-stream message as the front takes them,
+// with no subscriber) and the shard's part (message decoding, Shard.handle on a
+// real LMDB store, reply encoding) run in separate phases and are timed with this thread's own CPU
 // clock, so the numbers hold on a machine other processes load (wall-clock
 // throughput does not). The store's commits run on lmdb-js's threads; the
 // process's total CPU (all threads) is reported beside it.
@@ -15,8 +16,11 @@ import { Directory } from '../src/http/directory.js';
 import { Ingest } from '../src/http/ingest.js';
 import { LabelCatalogue } from '../src/http/labels.js';
 import type { Exchange } from '../src/http/respond.js';
-import { decode, encode, postToShard, receivedFromFront, type FrontToShard, type Posted, type ShardToFront } from '../src/shard/protocol.js';
+import {
+  CommitChanges, decode, decodeAll, encode, postToShard, receivedFromFront, type FrontToShard, type Posted, type ShardToFront,
+} from '../src/shard/protocol.js';
 import type { ShardPool } from '../src/shard/pool.js';
+import { CommitOrder } from '../src/shard/commit_order.js';
 import { Shard } from '../src/shard/shard.js';
 import { ShardState } from '../src/shard/state.js';
 import { LmdbShardStore } from '../src/store/lmdb_store.js';
@@ -101,10 +105,14 @@ function front(bytes: Buffer): Posted {
 const dataDir = mkdtempSync(join(tmpdir(), 'logbook-batch-cpu-'));
 const store = new LmdbShardStore(dataDir, 0, durability);
 const replies: Array<(r: ShardToFront) => void> = [];
+/** the last commit's live-stream message, as the worker posts it */
+let changesPosted: Uint8Array | null = null;
 const shard = new Shard({
   compat: false, store, ids: dir.ids, normalizer,
+  // as in a server (src/server.ts): every commit with changes takes a stamp of the live stream's commit order
+  order: { shard: 0, order: CommitOrder.create(1) },
   // the worker encodes every message it posts; live-stream changes go to the front too
-  onReply: (r) => { const bytes = encode(r); if (r.k !== 'changes') replies.shift()!(decode(bytes)); },
+  onReply: (r) => { const bytes = encode(r); if (r.k !== 'changes') replies.shift()!(decode(bytes)); else changesPosted = bytes; },
 });
 shard.replaceState(new ShardState());
 shard.changes.recover();
@@ -128,15 +136,40 @@ async function roundTrip(bytes: Buffer): Promise<void> {
 
 const streams = Array.from({ length: STREAMS }, (_, i) => `cpu-${i}`);
 for (const s of streams) await roundTrip(Buffer.from(first(s)));
-const seqs = streams.map(() => 2);
+// each stream's batch 2 once through the shard: its reply and its commit's changes, as posted to the front
+const posted: Array<{ reply: Uint8Array; changes: Uint8Array }> = [];
+for (const s of streams) {
+  changesPosted = null;
+  const r = await onShard(front(body(s, 2)));
+  if (r.k !== 'ingest' || r.status !== 200 || changesPosted === null) throw new Error('batch 2 was not taken');
+  posted.push({ reply: encode(r), changes: changesPosted });
+}
+const seqs = streams.map(() => 3);
 
-// front phase: the same bodies over and over (the front keeps no per-batch state)
+/** The front takes a shard's messages as ShardPool does: the reply to its request, the commit's changes (no subscriber: its last seq). */
+function fromShard(bytes: Uint8Array, done: ((r: ShardToFront) => void) | null): number {
+  let last = 0;
+  for (const msg of decodeAll<ShardToFront>(bytes)) {
+    if (msg.k === 'changes') last = CommitChanges.of(msg).last;
+    else done!(msg);
+  }
+  return last;
+}
+
+// front phase: the same bodies over and over (the front keeps no per-batch state), each answered
 async function frontPhase(ms: number): Promise<{ us: number; n: number }> {
   const bodies = streams.map((s) => body(s, 2));
   const c0 = threadCpu();
   const t0 = performance.now();
   let n = 0;
-  while (performance.now() - t0 < ms) { for (const b of bodies) { front(b); n += batchSize; } }
+  while (performance.now() - t0 < ms) {
+    for (let i = 0; i < bodies.length; i++) {
+      front(bodies[i]!);
+      fromShard(posted[i]!.reply, answer);
+      if (status !== 200 || fromShard(posted[i]!.changes, null) === 0) throw new Error('the front did not take the answer');
+      n += batchSize;
+    }
+  }
   return { us: threadCpu() - c0, n };
 }
 
