@@ -72,6 +72,31 @@ test('the first batch creates the playbook by uuid; events apply in order and na
   t.is((await list(url, 'playbooks', { uuid })).count, 1, 'a playbook can be found by its uuid');
 });
 
+test('ignored_facts redacts a result content\'s own ansible_facts in a batch, compact or spaced, and only there', async (t) => {
+  const notice = "Not saved as configured by 'ignored_facts'";
+  const uuid = uniq('facts');
+  const facts = '{"ansible_env":{"SECRET":"x"},"ansible_distribution":"Debian"}';
+  const redacted = { ansible_env: notice, ansible_distribution: 'Debian' };
+  const contents: Array<[string, unknown]> = [
+    [`{"ansible_facts":${facts},"changed":false}`, { ansible_facts: redacted, changed: false }],
+    [`{"changed":false, "ansible_facts" : ${facts.replace(/,/g, ', ')}}`, { changed: false, ansible_facts: redacted }],
+    [`{"x":{"ansible_facts":${facts}},"msg":"ansible_facts"}`, { x: { ansible_facts: JSON.parse(facts) }, msg: 'ansible_facts' }], // not its own: kept
+    [`[{"ansible_facts":${facts}}]`, [{ ansible_facts: JSON.parse(facts) }]],
+  ];
+  const { body } = opening(uuid, contents.map((_, i) => (
+    { kind: 'result', task: `${uuid}-t1`, host: 'web-01', status: 'ok', content: `CONTENT${i}`, started: '2026-01-01T00:00:01Z' })));
+  let text = JSON.stringify(body);
+  contents.forEach(([raw], i) => { text = text.replace(`"CONTENT${i}"`, raw); });
+  const r = await ingest(text);
+  t.is(r.status, 200, r.text);
+  t.like(r.body, { applied: 3 + contents.length, rejected: [] });
+  const results = (await list(url, 'results', { playbook: r.body.playbook, order: 'id' })).results;
+  t.is(results.length, contents.length);
+  for (let i = 0; i < contents.length; i++) {
+    t.deepEqual((await get(url, `/api/v1/results/${results[i].id}`)).content, contents[i]![1], contents[i]![0]);
+  }
+});
+
 test('text beyond ASCII reads back the same whether sent as UTF-8 or as \\u escapes (two ways through the shard)', async (t) => {
   // An ASCII body is read event by event from its bytes, any other as one decoded text (Shard.ingest).
   const name = 'Zürich ✓ 🚀 “quoted”';

@@ -18,6 +18,8 @@ const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null &
 const scanBatchBody = (text: string, maxDepth: number) => scanBatchBytes(Buffer.from(text, 'utf8'), maxDepth);
 const scanObjectBody = (text: string, maxDepth: number) => scanObjectBytes(Buffer.from(text, 'utf8'), maxDepth);
 const isAsciiText = (text: string): boolean => /^[\x00-\x7f]*$/.test(text);
+/** the member a content's facts are redacted in (api/validate.ts) */
+const hasFacts = (v: unknown): boolean => isObject(v) && has(v, 'ansible_facts');
 
 /** null when the scan is sound for `text`, else what it got wrong. */
 function disagreement(text: string, maxDepth: number): string | null {
@@ -46,7 +48,12 @@ function disagreement(text: string, maxDepth: number): string | null {
   });
   const got = shardView.map(([own, e]) => [own, e.span, e.members && [...e.members].map(([k, [a, b]]) => [k, a, b])]);
   if (!isDeepStrictEqual(got, rebased)) return 'asciiEventSpans differ from arrayMemberSpans';
-  for (const [own, e] of shardView) for (const [, [a, b, compact]] of e.members ?? []) if (compact && minify(own, a, b) !== own.slice(a, b)) return 'compact value that is not';
+  for (const [own, e] of shardView) {
+    for (const [, [a, b, compact, noFacts]] of e.members ?? []) {
+      if (compact && minify(own, a, b) !== own.slice(a, b)) return 'compact value that is not';
+      if (noFacts && hasFacts(JSON.parse(own.slice(a, b)))) return 'said to have no ansible_facts, has';
+    }
+  }
   for (let i = 0; i < scan.events.length; i++) {
     const ev = (events as unknown[])[i];
     const at = scan.events[i]!;
@@ -71,9 +78,10 @@ function objectDisagreement(text: string, maxDepth: number): string | null {
   if (!isObject(parsed)) return 'object scan answered for a top level that is not an object';
   if (nestedDeeperThan(text, maxDepth)) return 'object scan answered for text nested too deep';
   if (Object.keys(parsed).length !== members.size) return 'object scan member count';
-  for (const [key, [a, b, compact]] of members) {
+  for (const [key, [a, b, compact, noFacts]] of members) {
     if (!has(parsed, key) || !isDeepStrictEqual(JSON.parse(text.slice(a, b)), parsed[key])) return `object scan member ${key}`;
     if (compact && minify(text, a, b) !== text.slice(a, b)) return `object scan: member ${key} said compact, is not`;
+    if (noFacts && hasFacts(JSON.parse(text.slice(a, b)))) return `object scan: member ${key} said to have no ansible_facts, has`;
   }
   return null;
 }
@@ -103,6 +111,16 @@ test('answers for compact and spaced batch bodies, with the members JSON.parse g
   const content = (text: string) => asciiEventSpans(Buffer.from(text), scanBatchBody(text, 512)!.spans!)[0]![1].members!.get('content')!;
   t.true(content(compact)[2]);
   t.falsy(content(spaced)[2]);
+  // a content with an `ansible_facts` member of its own (as the normalizer reads keys: escapes decoded) is said to have one
+  const facts = (content: string) => {
+    const text = `{"events":[{"kind":"result","content":${content}}]}`;
+    return [
+      asciiEventSpans(Buffer.from(text), scanBatchBody(text, 512)!.spans!)[0]![1].members!.get('content')![3],
+      scanObjectBody(`{"content":${content}}`, 512)!.get('content')![3],
+    ];
+  };
+  for (const own of ['{"ansible_facts":{}}', '{"a":1, "ansible_facts" :[]}', '{"ansible\\u005ffacts":1}', '{"\\u0061nsible_facts":1}']) t.deepEqual(facts(own), [false, false], own);
+  for (const not of ['{"a":{"ansible_facts":{}}}', '[{"ansible_facts":1}]', '"ansible_facts"', '{"a":"ansible_facts"}', '{"ansible_fact":1}', '{}']) t.deepEqual(facts(not), [true, true], not);
 });
 
 test('leaves to JSON.parse what it does not handle', (t) => {
@@ -113,7 +131,7 @@ test('leaves to JSON.parse what it does not handle', (t) => {
   ]) t.is(scanBatchBody(text, 512), null, JSON.stringify(text));
   for (const text of ['{"a":\n1}', '[]', '{"a":1', '{"a":[1,]}', '{"a":"\t"}']) t.is(scanObjectBody(text, 512), null, JSON.stringify(text));
   t.is(scanObjectBody('{"a":[[[]]]}', 3), null);
-  t.deepEqual([...scanObjectBody('{"a":[[]], "b" : {"c": 1}}', 3)!], [['a', [5, 9, true]], ['b', [17, 25]]]);
+  t.deepEqual([...scanObjectBody('{"a":[[]], "b" : {"c": 1}}', 3)!], [['a', [5, 9, true, true]], ['b', [17, 25, false, true]]]);
   // nesting beyond the limit (the caller answers 400 "too deep" after JSON.parse)
   t.is(scanBatchBody('{"a":[[[]]]}', 3), null);
   t.not(scanBatchBody('{"a":[[]]}', 3), null);
@@ -126,7 +144,7 @@ test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) =
   t.log(`seed ${seed} (replay with JSON_SCAN_SEED=${seed})`);
   const rnd = mulberry32(seed);
   const pick = <T>(a: readonly T[]): T => a[Math.floor(rnd() * a.length)]!;
-  const strings = ['', 'a', 'kind', 'events', 'seq', 'labels', '__proto__', 'é', '\u2028', 'x"y', 'b\\c', '😀', '\u0001', '\ud800'];
+  const strings = ['', 'a', 'kind', 'events', 'seq', 'labels', '__proto__', 'é', '\u2028', 'x"y', 'b\\c', '😀', '\u0001', '\ud800', 'ansible_facts'];
   // strings long enough for the scan's four-bytes-at-a-time pass, with what ends it at every offset
   const alphabet = ['a', 'b', 'z', 'A', '0', ' ', '!', '#', '~', '/', '\u007f', '"', '\\', '\u0001', '\u001f', 'é'];
   const long = (): string => Array.from({ length: Math.floor(rnd() * 24) }, () => (rnd() < 0.8 ? pick(alphabet.slice(0, 10)) : pick(alphabet))).join('');
@@ -138,12 +156,14 @@ test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) =
     for (let i = Math.floor(rnd() * 4); i > 0; i--) o[rnd() < 0.8 ? pick(strings) : long()] = value(depth + 1);
     return o;
   };
+  // a letter written as an escape, in a string or a key (`ansible\u005ffacts` is `ansible_facts`)
+  const escapeSome = (s: string, p: number): string => (rnd() < p ? s.replace(/[a-z_]/, (c) => '\\u00' + c.charCodeAt(0).toString(16)) : s);
   const space = (): string => (rnd() < 0.2 ? ' '.repeat(1 + Math.floor(rnd() * 2)) : '');
   const write = (v: unknown): string => {
     if (Array.isArray(v)) return '[' + space() + v.map((x) => space() + write(x) + space()).join(',') + ']';
-    if (isObject(v)) return '{' + space() + Object.entries(v).map(([k, x]) => JSON.stringify(k) + space() + ':' + space() + write(x) + space()).join(',') + '}';
+    if (isObject(v)) return '{' + space() + Object.entries(v).map(([k, x]) => escapeSome(JSON.stringify(k), 0.1) + space() + ':' + space() + write(x) + space()).join(',') + '}';
     const s = JSON.stringify(v);
-    return typeof v === 'string' && rnd() < 0.3 ? s.replace(/[a-z]/, (c) => '\\u00' + c.charCodeAt(0).toString(16)) : s;
+    return typeof v === 'string' ? escapeSome(s, 0.3) : s;
   };
   let answered = 0;
   let objects = 0;

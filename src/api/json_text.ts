@@ -195,8 +195,12 @@ function scanElements(text: string, i: number, end: number): Array<[number, numb
   return spans;
 }
 
-/** A member value's span; `compact`: known to hold no whitespace outside strings (its minified text is itself). */
-export type MemberSpan = [start: number, end: number, compact?: boolean];
+/**
+ * A member value's span; `compact`: known to hold no whitespace outside strings
+ * (its minified text is itself); `noFacts`: known not to be an object with an
+ * `ansible_facts` member of its own (only the scans of api/json_scan.ts tell).
+ */
+export type MemberSpan = [start: number, end: number, compact?: boolean, noFacts?: boolean];
 
 /** An element of an array: its span and, when it is an object, its members' spans (as memberSpans gives them). */
 export interface ElementSpans { span: [number, number]; members: Map<string, MemberSpan> | undefined }

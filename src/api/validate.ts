@@ -272,7 +272,7 @@ export class BodyNormalizer {
   }
 
   /** The stored text of a JSON field, with the configured facts/arguments redacted. */
-  private jsonText(type: ResourceType, field: string, text: string, [start, end, compact]: MemberSpan): string {
+  private jsonText(type: ResourceType, field: string, text: string, [start, end, compact, noFacts]: MemberSpan): string {
     const { ignoredFacts, ignoredArguments } = this.redaction;
     if (type === 'host' && field === 'facts' && ignoredFacts.length) {
       return redact(text, start, end, ignoredFacts, 'ignored_facts');
@@ -280,8 +280,8 @@ export class BodyNormalizer {
     if (type === 'playbook' && field === 'arguments' && ignoredArguments.length) {
       return redact(text, start, end, ignoredArguments, 'ignored_arguments');
     }
-    // indexOf first (native): most results carry no facts, and scanning the members of every content costs a pass
-    if (type === 'result' && field === 'content' && ignoredFacts.length && hasKey(text, start, end, 'ansible_facts')) {
+    // most results carry no facts: the body scan says so (noFacts), else a search of the text (native) before a scan of its members
+    if (type === 'result' && field === 'content' && ignoredFacts.length && !noFacts && hasKey(text, start, end, 'ansible_facts')) {
       const inner = memberSpans(text, start, end)?.get('ansible_facts');
       if (inner) {
         const facts = redact(text, inner[0], inner[1], ignoredFacts, 'ignored_facts');
