@@ -11,6 +11,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileWriteValidators } from '../src/api/schemas.js';
+import { loadConfig } from '../src/config.js';
 import { BodyNormalizer } from '../src/api/validate.js';
 import { Directory } from '../src/http/directory.js';
 import { Ingest } from '../src/http/ingest.js';
@@ -52,7 +53,9 @@ function threadsCpu(): Map<string, number> {
   return out;
 }
 
-const normalizer = new BodyNormalizer(compileWriteValidators(), { ignoredFacts: [], ignoredArguments: [] });
+// a server's default redaction (LOGBOOK_IGNORED_FACTS, LOGBOOK_IGNORED_ARGUMENTS): the normalizer looks for facts in every content
+const defaults = loadConfig({}, []);
+const normalizer = new BodyNormalizer(compileWriteValidators(), { ignoredFacts: defaults.ignoredFacts, ignoredArguments: defaults.ignoredArguments });
 
 // ---- batch bodies, as the `batch` scenario sends them ----
 const content = JSON.stringify(loopedResultContent());
