@@ -128,7 +128,9 @@ test('leaves to JSON.parse what it does not handle', (t) => {
     '{"a":\n1}', '{"a":"\t"}', '[]', '1', '"x"', 'null', '', ' ', '{"a":1', '{"a":1}}', '{"a":01}', '{"a":1.}',
     '{"a":-}', '{"a":tru}', '{"a":"\\x"}', '{"a":"\\u12g4"}', '{"a":[1,]}', '{"a":1,}', '{,}', '{"a" 1}',
     '{"a":1}\u00a0', '\ufeff{}', '{"a":\'x\'}', '{"events":[{"kind":"x",}]}', '{"a":NaN}', '{"a":"x"\u2028}',
+    '{"a":fals}', '{"a":falsy}', '{"a":nul}', '{"a":nulls}', '{"a":True}', '{"a":fals', '{"a":tru', '{"a":t', '{"a":[true,f]}',
   ]) t.is(scanBatchBody(text, 512), null, JSON.stringify(text));
+  for (const text of ['{"a":true}', '{"a":false}', '{"a":null}', '{"a":[true,false,null]}', '{"a":[false]}']) t.not(scanBatchBody(text, 512), null, text);
   for (const text of ['{"a":\n1}', '[]', '{"a":1', '{"a":[1,]}', '{"a":"\t"}']) t.is(scanObjectBody(text, 512), null, JSON.stringify(text));
   t.is(scanObjectBody('{"a":[[[]]]}', 3), null);
   t.deepEqual([...scanObjectBody('{"a":[[]], "b" : {"c": 1}}', 3)!], [['a', [5, 9, true, true]], ['b', [17, 25, false, true]]]);
