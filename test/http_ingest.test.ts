@@ -82,6 +82,9 @@ test('ignored_facts redacts a result content\'s own ansible_facts in a batch, co
     [`{"changed":false, "ansible_facts" : ${facts.replace(/,/g, ', ')}}`, { changed: false, ansible_facts: redacted }],
     [`{"x":{"ansible_facts":${facts}},"msg":"ansible_facts"}`, { x: { ansible_facts: JSON.parse(facts) }, msg: 'ansible_facts' }], // not its own: kept
     [`[{"ansible_facts":${facts}}]`, [{ ansible_facts: JSON.parse(facts) }]],
+    // a key spelled with escapes is the same key
+    [`{"ansible\\u005ffacts":${facts}}`, { ansible_facts: redacted }],
+    [`{"msg":"caf\\u00e9","ansible_facts":{"ansible\\u005fenv":{"SECRET":"x"}}}`, { msg: 'café', ansible_facts: { ansible_env: notice } }],
   ];
   const { body } = opening(uuid, contents.map((_, i) => (
     { kind: 'result', task: `${uuid}-t1`, host: 'web-01', status: 'ok', content: `CONTENT${i}`, started: '2026-01-01T00:00:01Z' })));

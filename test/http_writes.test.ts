@@ -545,6 +545,16 @@ test('ignored_facts redacts content.ansible_facts of results (only there)', asyn
   const patched = await patch(url, `/api/v1/results/${result.id}`, { content: { ansible_facts: { ansible_env: [1] } } });
   t.deepEqual(patched.content, { ansible_facts: { ansible_env: FACTS_NOTICE } });
   t.deepEqual((await get(url, `/api/v1/results/${result.id}`)).content, { ansible_facts: { ansible_env: FACTS_NOTICE } });
+  // a key spelled with escapes is the same key, at either level
+  for (const raw of ['{"ansible\\u005ffacts":{"ansible_env":{"SECRET":"x"}}}', '{"\\u0061nsible_facts":{"ansible\\u005fenv":{"SECRET":"x"}}}']) {
+    const r = await api(url, 'PATCH', `/api/v1/results/${result.id}`, `{"content":${raw}}`);
+    t.is(r.status, 200, r.text);
+    t.false(r.text.includes('SECRET'), r.text);
+    t.deepEqual((await get(url, `/api/v1/results/${result.id}`)).content, { ansible_facts: { ansible_env: FACTS_NOTICE } }, raw);
+  }
+  const host = await post(url, '/api/v1/hosts', { name: 'escaped', playbook: tree.playbook, facts: { a: 1 } });
+  const r = await api(url, 'PATCH', `/api/v1/hosts/${host.id}`, '{"facts":{"ansible\\u005fenv":{"SECRET":"x"}}}');
+  t.deepEqual(r.body.facts, { ansible_env: FACTS_NOTICE }, r.text);
 });
 
 test('ignored_arguments (default extra_vars) redacts playbook arguments on POST, PATCH and PUT', async (t) => {

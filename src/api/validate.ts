@@ -280,8 +280,10 @@ export class BodyNormalizer {
     if (type === 'playbook' && field === 'arguments' && ignoredArguments.length) {
       return redact(text, start, end, ignoredArguments, 'ignored_arguments');
     }
-    // most results carry no facts: the body scan says so (noFacts), else a search of the text (native) before a scan of its members
-    if (type === 'result' && field === 'content' && ignoredFacts.length && !noFacts && hasKey(text, start, end, 'ansible_facts')) {
+    // most results carry no facts: the body scan says so (noFacts false: it saw the key, or an escaped key that may be it),
+    // else (no scan flags) a search of the text (native) before a scan of its members
+    if (type === 'result' && field === 'content' && ignoredFacts.length &&
+        (noFacts === false || (noFacts === undefined && mayHaveKey(text, start, end, 'ansible_facts')))) {
       const inner = memberSpans(text, start, end)?.get('ansible_facts');
       if (inner) {
         const facts = redact(text, inner[0], inner[1], ignoredFacts, 'ignored_facts');
@@ -303,9 +305,15 @@ function numberText(text: string, member: MemberSpan | undefined, at: number): s
   return element && text.slice(element[0], element[1]);
 }
 
-/** Whether `"key"` appears in text[start, end) at all (a cheap test before a scan; a slice is a view, not a copy). */
-function hasKey(text: string, start: number, end: number, key: string): boolean {
-  return text.slice(start, end).includes(`"${key}"`);
+/**
+ * Whether text[start, end) may hold the member name `key`: it appears as
+ * written, or the text has a `\u` escape, which can spell any of its letters
+ * (`"ansible\u005ffacts"` is `"ansible_facts"`). A cheap test before a scan;
+ * a slice is a view, not a copy.
+ */
+function mayHaveKey(text: string, start: number, end: number, key: string): boolean {
+  const slice = text.slice(start, end);
+  return slice.includes(`"${key}"`) || slice.includes('\\u');
 }
 
 /** Replace the values of the named members of an object, if present (SPEC §3). */
