@@ -470,3 +470,55 @@ test('label reads show only durable changes: a create, rename or delete still on
     await server.stop();
   }
 });
+
+test('a playbook write naming a label that a rename is moving waits for it: a failed rename leaves one label of each name, never two', async (t) => {
+  t.timeout(120_000);
+  const server = await startLogbook({ env: { ...SERVER_ENV, LOGBOOK_TEST_HOOKS: '1' }, keepData: true });
+  t.teardown(() => rmSync(server.dataDir, { recursive: true, force: true }));
+  try {
+    const url = server.url;
+    const tag = uniq('').slice(1);
+    const count = async (name: string) => (await api(url, 'GET', `/api/v1/labels?name=${encodeURIComponent(name)}`)).body.count;
+    // each way a playbook write names labels: POST /playbooks, and a batch's playbook
+    const ways: Array<[string, number, (name: string) => Promise<{ status: number; text: string; labels: () => Promise<any[]> }>]> = [
+      ['POST /playbooks', 201, async (name) => {
+        const r = await api(url, 'POST', '/api/v1/playbooks', { path: '/p.yml', runner_version: '2.16', labels: [name] });
+        return { status: r.status, text: r.text, labels: async () => r.body.labels };
+      }],
+      ['POST /ingest', 200, async (name) => {
+        const uuid = uniq('leaving');
+        const r = await api(url, 'POST', '/api/v1/ingest', { playbook: { uuid, path: '/p.yml', runner_version: '2.16', status: 'running', labels: [name] }, seq: 1, events: [] });
+        return { status: r.status, text: r.text, labels: async () => (await api(url, 'GET', `/api/v1/playbooks/${r.body.playbook}`)).body.labels };
+      }],
+    ];
+    for (const [way, ok, write] of ways) {
+      const old = `old-${ok}-${tag}`;
+      const renamed = `new-${ok}-${tag}`;
+      const label = await createLabel(url, old);
+      // the rename is not stored: it fails 1.5 s later, and the label is set back to its old name
+      t.is((await api(url, 'POST', '/__test__/labels/fail/1500', {})).status, 200);
+      const rename = api(url, 'PATCH', `/api/v1/labels/${label.id}`, { name: renamed });
+      await new Promise((r) => setTimeout(r, 300));
+      // meanwhile a playbook names both: the label's old name (being left) and its new one (being taken)
+      const [leaving, arriving] = await Promise.all([write(old), write(renamed), rename.then((r) => t.is(r.status, 503, `${way}: ${r.text}`))]);
+      t.is(leaving!.status, ok, `${way}: ${leaving!.text}`);
+      t.is(arriving!.status, ok, `${way}: ${arriving!.text}`);
+      t.is(await count(old), 1, `${way}: one label named ${old}`);
+      t.is(await count(renamed), 1, `${way}: one label named ${renamed}`);
+      t.deepEqual((await leaving!.labels()).map((l: any) => [l.id, l.name]), [[label.id, old]], `${way}: the old name is the label's again`);
+      const [got] = await arriving!.labels();
+      t.not(got.id, label.id, `${way}: the new name is a label of its own`);
+      t.is(got.name, renamed);
+    }
+    // and after a restart the store holds the same
+    await server.stop();
+    const again = await startLogbook({ env: SERVER_ENV, dataDir: server.dataDir });
+    try {
+      const names = (await api(again.url, 'GET', '/api/v1/labels?limit=1000')).body.results.map((l: any) => l.name).filter((n: string) => n.endsWith(tag));
+      t.deepEqual([...names].sort(), [...new Set(names)].sort(), 'no name twice');
+      t.is(names.length, 4);
+    } finally { await again.stop(); }
+  } finally {
+    await server.stop();
+  }
+});

@@ -125,7 +125,7 @@ export class Front {
     this.ops = new Ops(config, version, this.metrics, {
       ready: () => this.ready, draining: () => this.draining,
       pool: () => this.pool ?? null, labelCount: () => this.labels.byId.size,
-      holdLabelWrites: (ms) => { this.labels.heldUntil = Date.now() + ms; },
+      holdLabelWrites: (ms, fail) => { if (fail) this.labels.failNext = ms; else this.labels.heldUntil = Date.now() + ms; },
       refused: () => this.admission.totals(),
     });
     this.labels = new LabelCatalogue(labelStore);

@@ -151,6 +151,10 @@ export class Ingest {
   private resolved(ctx: IngestContext, cmd: IngestCommand, names: string[], eventLabels: Array<[number, string[]]>,
     create: Obj | null, send: () => void): void {
     const resolved = this.deps.labels.resolve([...new Set(names)], () => this.deps.dir.allocate('label'), nowMicros());
+    if (resolved.retry) {
+      resolved.retry.then(() => this.resolved(ctx, cmd, names, eventLabels, create, send));
+      return;
+    }
     const byName = new Map<string, number>();
     [...new Set(names)].forEach((name, i) => byName.set(name, resolved.ids[i]!));
     if (create && Array.isArray(create.labels)) create.labels = [...new Set((create.labels as string[]).map((n) => byName.get(n)!))];

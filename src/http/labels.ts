@@ -60,6 +60,12 @@ export interface Resolved {
    * request's change of is still on its way (null: nothing to wait for)
    */
   persisted: Promise<unknown> | null;
+  /**
+   * not null: nothing was resolved, because a name is being left by another
+   * label (its rename or delete is on its way, and may fail and be set back);
+   * resolve again once this settles (it never rejects)
+   */
+  retry: Promise<unknown> | null;
 }
 
 interface Writing {
@@ -106,6 +112,12 @@ export class LabelCatalogue {
    * outcome only then, as on a store slow to make it durable.
    */
   heldUntil = 0;
+  /**
+   * Test hook (POST /__test__/labels/fail/<ms>): the next label write does not
+   * reach the store and fails this many ms later, as on a store that could not
+   * write it (null: none).
+   */
+  failNext: number | null = null;
 
   constructor(private readonly store: LabelStore | null) {}
 
@@ -174,7 +186,7 @@ export class LabelCatalogue {
   /** Store a created or changed label (hold() before it changed); resolves once it is stored, replicated and its change logged for the live stream. */
   private persist(label: Label, op: number): Promise<unknown> | null {
     const value = copy(label);
-    const stored = this.store ? this.tracked(label.id, value, this.reported(this.store.putLabel(label.id, value, op))) : null;
+    const stored = this.store ? this.tracked(label.id, value, this.reported(() => this.store!.putLabel(label.id, value, op))) : null;
     return this.logged(op, label.id, label.toJSON(), stored, label.name);
   }
 
@@ -214,8 +226,14 @@ export class LabelCatalogue {
     return write.then((v) => { settled(false); return v; }, (err: unknown) => { settled(true); throw err; });
   }
 
-  /** A write to the store, as the catalogue learns its outcome (later, while the test hook holds it). */
-  private reported<T>(write: Promise<T>): Promise<T> {
+  /** A write to the store, as the catalogue learns its outcome (later, while a test hook holds it; failed, when one fails it). */
+  private reported<T>(issue: () => Promise<T>): Promise<T> {
+    if (this.failNext !== null) {
+      const ms = this.failNext;
+      this.failNext = null;
+      return new Promise<T>((_, reject) => { setTimeout(() => reject(new Error('the label store could not write the change (test hook)')), ms); });
+    }
+    const write = issue();
     const wait = this.heldUntil - Date.now();
     if (wait <= 0) return write;
     const later = () => new Promise<void>((r) => { setTimeout(r, wait); });
@@ -247,7 +265,7 @@ export class LabelCatalogue {
     this.byId.delete(label.id);
     if (this.byName.get(label.name) === label) this.byName.delete(label.name);
     this.provisional.delete(label.id);
-    const stored = this.store ? this.tracked(label.id, null, this.reported(this.store.removeLabel(label.id))) : null;
+    const stored = this.store ? this.tracked(label.id, null, this.reported(() => this.store!.removeLabel(label.id))) : null;
     return this.logged(OP_DELETE, label.id, null, stored, null);
   }
 
@@ -282,7 +300,15 @@ export class LabelCatalogue {
    * shards' replicas, the playbook would be shown without it or by its old name.
    */
   resolve(names: string[], allocate: () => number, now: number): Resolved {
-    const out: Resolved = { ids: [], created: [], claims: [], persisted: null };
+    const out: Resolved = { ids: [], created: [], claims: [], persisted: null, retry: null };
+    // Which label a name belongs to is not known while a change that moves it is on its way:
+    // wait for that change, then resolve again (see unsettled())
+    let waits: Promise<unknown>[] | null = null;
+    for (const name of names) {
+      const wait = this.unsettled(name);
+      if (wait) (waits ??= []).push(wait);
+    }
+    if (waits) { out.retry = Promise.all(waits); return out; }
     const writes: Promise<unknown>[] = [];
     for (const name of names) {
       let label = this.byName.get(name);
@@ -304,6 +330,29 @@ export class LabelCatalogue {
     }
     if (writes.length) out.persisted = Promise.all(writes);
     return out;
+  }
+
+  /**
+   * A change on its way (not durable yet) that moves `name` between labels, so
+   * that which label a playbook naming it gets depends on whether the change
+   * succeeds: a label is leaving the name (renamed or deleted; were a label
+   * created by it now, that change failing and set back would leave two
+   * labels of one name, in the store too), or took it by a rename or a create
+   * of its own (if that fails, the name is free again). Settles when the
+   * change does, either way. Null: none (a label created for another playbook
+   * write is shared instead: resolve() claims it).
+   */
+  private unsettled(name: string): Promise<void> | null {
+    const label = this.byName.get(name);
+    let id: number | undefined;
+    if (label) {
+      const w = this.writing.get(label.id);
+      if (w && w.shown?.name !== name && !this.provisional.has(label.id)) id = label.id;
+    } else {
+      for (const [other, w] of this.writing) if (w.shown?.name === name) { id = other; break; }
+    }
+    const done = id === undefined ? undefined : this.settling.get(id);
+    return done ? done.then(() => {}, () => {}) : null;
   }
 
   /** The write holding `claims` finished; returns the labels removed because nothing used them. */

@@ -7,6 +7,8 @@
 //   POST /__test__/shards/<k>/stall/<ms>   the same: keep a shard worker's thread busy
 //   POST /__test__/labels/hold/<ms>   the same: label writes issued in the next <ms> report
 //                              their outcome only then (a label store slow to make them durable)
+//   POST /__test__/labels/fail/<ms>   the same: the next label write is not stored and fails
+//                              <ms> later (a label store that could not write it)
 // They answer while the shards recover (health and metrics matter most then).
 import type { Config } from '../config.js';
 import { Errors } from '../api/errors.js';
@@ -22,11 +24,11 @@ export type OpsRoute =
   | { kind: 'ops'; op: 'healthz' | 'metrics' | 'openapi' }
   | { kind: 'ops'; op: 'crash'; shard: number }
   | { kind: 'ops'; op: 'stall'; shard: number; ms: number }
-  | { kind: 'ops'; op: 'holdLabels'; ms: number };
+  | { kind: 'ops'; op: 'holdLabels'; ms: number; fail: boolean };
 
 const TEST_CRASH = /^\/__test__\/shards\/(\d{1,2})\/crash$/;
 const TEST_STALL = /^\/__test__\/shards\/(\d{1,2})\/stall\/(\d{1,5})$/;
-const TEST_HOLD_LABELS = /^\/__test__\/labels\/hold\/(\d{1,5})$/;
+const TEST_HOLD_LABELS = /^\/__test__\/labels\/(hold|fail)\/(\d{1,5})$/;
 /** read once: process.env is a slow native getter, and this is checked on the request path */
 const TEST_HOOKS = process.env.LOGBOOK_TEST_HOOKS === '1';
 
@@ -43,7 +45,7 @@ export function parseOpsRoute(path: string): OpsRoute | null {
     const stall = TEST_STALL.exec(path);
     if (stall) return { kind: 'ops', op: 'stall', shard: Number(stall[1]), ms: Number(stall[2]) };
     const hold = TEST_HOLD_LABELS.exec(path);
-    if (hold) return { kind: 'ops', op: 'holdLabels', ms: Number(hold[1]) };
+    if (hold) return { kind: 'ops', op: 'holdLabels', ms: Number(hold[2]), fail: hold[1] === 'fail' };
   }
   return null;
 }
@@ -68,8 +70,11 @@ export interface OpsFront {
   draining(): boolean;
   pool(): Shards | null;
   labelCount(): number;
-  /** test hook: label writes issued in the next `ms` report their outcome only then (LabelCatalogue.heldUntil) */
-  holdLabelWrites(ms: number): void;
+  /**
+   * test hook: label writes issued in the next `ms` report their outcome only then (LabelCatalogue.heldUntil);
+   * `fail`: the next one instead is not stored and fails `ms` later (LabelCatalogue.failNext)
+   */
+  holdLabelWrites(ms: number, fail: boolean): void;
   /** requests refused for overload since start-up, by where (src/http/admission.ts) */
   refused(): Record<'front_lag' | 'shard_queue' | 'after_parse', number>;
 }
@@ -89,7 +94,7 @@ export class Ops {
     const read = ex.method === 'GET' || ex.method === 'HEAD';
     if (route.op === 'holdLabels') {
       if (ex.method !== 'POST') return reply(ex, 405, Errors.methodNotAllowed(ex.method));
-      this.front.holdLabelWrites(route.ms);
+      this.front.holdLabelWrites(route.ms, route.fail);
       return reply(ex, 200, JSON.stringify({ holding: route.ms }));
     }
     if (route.op === 'crash' || route.op === 'stall') {

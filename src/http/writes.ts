@@ -107,6 +107,10 @@ export class Writes {
       // New label names become labels first (durably), so a committed playbook
       // never names a label that a crash could lose.
       const resolved = labels.resolve(n.set.labels as string[], () => dir.allocate('label'), nowMicros());
+      if (resolved.retry) {
+        resolved.retry.then(() => this.send(ex, shard, op, type, id, put, n));
+        return;
+      }
       n.set.labels = resolved.ids;
       ctx.claims = resolved.claims.length ? resolved.claims : null;
       if (resolved.persisted) {
