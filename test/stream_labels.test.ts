@@ -17,6 +17,7 @@ import {
   del, patch, serveForFile, uniq,
 } from './helpers/fixtures.js';
 import { openSse, openWs, type StreamClient, type StreamMessage } from './helpers/stream.js';
+import { parseProm, sample } from './helpers/prom.js';
 
 let lb: Logbook;
 serveForFile((l) => { lb = l; }, SERVER_ENV);
@@ -407,6 +408,8 @@ test('label reads show only durable changes: a create, rename or delete still on
     const byName = `/api/v1/labels?order=name&limit=100`;
     const before = await read(byName);
     t.deepEqual(before.results.map((l: any) => l.name), [a.name, b.name, c.name]);
+    const counted = async () => sample(parseProm((await api(url, 'GET', '/metrics')).text), 'logbook_records', { type: 'label' });
+    t.is(await counted(), 3);
 
     // the label store takes its time to make the next writes durable
     t.is((await api(url, 'POST', '/__test__/labels/hold/4000', {})).status, 200);
@@ -440,6 +443,7 @@ test('label reads show only durable changes: a create, rename or delete still on
       created: await read(`/api/v1/labels?name=e-${tag}`),
       implied: await read(`/api/v1/labels?name=f-${tag}`),
       playbook: await read(`/api/v1/playbooks/${pb.id}`),
+      counted: await counted(),
     };
     t.deepEqual(answered, [], 'the reads were made while every write was still on its way');
     t.is(during.b.status, 200);
@@ -453,6 +457,7 @@ test('label reads show only durable changes: a create, rename or delete still on
     t.is(during.created.count, 0, 'a label being created is not listed');
     t.is(during.implied.count, 0, 'nor one created for a playbook write still on its way');
     t.deepEqual(labelNames(during.playbook), [b.name], 'a playbook carrying the label shows its stored name');
+    t.is(during.counted, 3, 'the metric counts the labels as stored');
 
     // once stored, each write is answered and reads show it
     const [rename, remove, create, playbook] = await Promise.all(writes);
@@ -466,6 +471,7 @@ test('label reads show only durable changes: a create, rename or delete still on
     t.deepEqual((await read(byName)).results.map((l: any) => l.name), [a.name, renamed, `e-${tag}`, `f-${tag}`]);
     t.deepEqual(await read(`/api/v1/labels/${create!.body.id}`), create!.body);
     t.deepEqual(labelNames(await read(`/api/v1/playbooks/${pb.id}`)), [renamed]);
+    t.is(await counted(), 4);
   } finally {
     await server.stop();
   }

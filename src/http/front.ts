@@ -124,7 +124,7 @@ export class Front {
     this.dir = dir ?? new Directory();
     this.ops = new Ops(config, version, this.metrics, {
       ready: () => this.ready, draining: () => this.draining,
-      pool: () => this.pool ?? null, labelCount: () => this.labels.byId.size,
+      pool: () => this.pool ?? null, labelCount: () => this.labels.shownCount(),
       holdLabelWrites: (ms, fail) => { if (fail) this.labels.failNext = ms; else this.labels.heldUntil = Date.now() + ms; },
       refused: () => this.admission.totals(),
     });

@@ -171,6 +171,13 @@ export class LabelCatalogue {
     for (const [id, w] of this.writing) if (w.shown !== null && !this.provisional.has(id)) yield [id, w.shown];
   }
 
+  /** How many labels a read shows (the `logbook_records{type="label"}` metric). */
+  shownCount(): number {
+    let n = 0;
+    for (const _ of this.shownAll()) n++;
+    return n;
+  }
+
   /**
    * A change of the label is about to be applied to the catalogue: if no other
    * write of it is in flight, reads go on showing it as it is now (durable:
