@@ -277,6 +277,40 @@ serial('a label change is read only once the label stream has it: its node\'s la
   t.deepEqual(await named(), [renamed], 'answered: the playbook shows the new name');
 });
 
+serial('a node reading back its own earlier rename while a later one is on its way keeps the later name taken; a failed rename is set back everywhere', async (t) => {
+  const [a, b] = live();
+  const name = `twice-${randomUUID()}`;
+  const label = (await api(a!.url, 'POST', '/api/v1/labels', { name })).body;
+  // two renames sent at once: the first to arrive is stored at once but reported late, the second
+  // is not stored and fails later; both are applied to the node's catalogue before it reads the
+  // first back from the label stream
+  t.is((await api(a!.url, 'POST', '/__test__/labels/hold/3000', {})).status, 200);
+  t.is((await api(a!.url, 'POST', '/__test__/labels/fail/2000/1', {})).status, 200);
+  const renames = [`${name}-x`, `${name}-y`].map((to) => ({ to, reply: api(a!.url, 'PATCH', `/api/v1/labels/${label.id}`, { name: to }) }));
+  await new Promise((r) => setTimeout(r, 500));
+  // meanwhile: both names stay taken (the first read back from the stream does not free the second's)
+  for (const { to } of renames) {
+    const twin = await api(a!.url, 'POST', '/api/v1/labels', { name: to });
+    t.is(twin.status, 400, `a second label of the name a rename on its way takes: ${twin.text}`);
+  }
+  const statuses = await Promise.all(renames.map(async ({ reply }) => (await reply).status));
+  t.deepEqual([...statuses].sort(), [200, 503]);
+  const stored = renames[statuses.indexOf(200)]!.to;
+  const failed = renames[statuses.indexOf(503)]!.to;
+  // set back to what the stream holds, on every node
+  for (const node of [a!, b!]) {
+    const deadline = Date.now() + 30_000;
+    let shown: any;
+    for (;;) {
+      shown = (await api(node.url, 'GET', `/api/v1/labels/${label.id}`)).body;
+      if (shown.name === stored || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    t.is(shown.name, stored, nodeName(node));
+    t.is((await api(node.url, 'GET', `/api/v1/labels?name=${failed}`)).body.count, 0, nodeName(node));
+  }
+});
+
 serial('a label change logged by a partition\'s catch-up reaches subscribers after the label\'s own message (partition 0 logs first)', async (t) => {
   const [a] = live();
   const owners = await Promise.all(live().map(async (n) => [n, Object.keys((await api(n.url, 'GET', '/healthz')).body.cluster.owned).map(Number)] as const));

@@ -125,7 +125,7 @@ export class Front {
     this.ops = new Ops(config, version, this.metrics, {
       ready: () => this.ready, draining: () => this.draining,
       pool: () => this.pool ?? null, labelCount: () => this.labels.shownCount(),
-      holdLabelWrites: (ms, fail) => { if (fail) this.labels.failNext = ms; else this.labels.heldUntil = Date.now() + ms; },
+      holdLabelWrites: (ms, fail, skip) => { if (fail) this.labels.failNext = { ms, skip }; else this.labels.heldUntil = Date.now() + ms; },
       refused: () => this.admission.totals(),
     });
     this.labels = new LabelCatalogue(labelStore);
@@ -134,6 +134,7 @@ export class Front {
     const changeStore = labelStore !== null && 'putLabelChange' in labelStore ? labelStore as LabelStore & LabelChangeStore : null;
     this.labelChanges = new LabelChanges(changeStore, labelStore !== null && !this.dir.authoritative);
     this.labels.changes = this.labelChanges;
+    this.labels.replicasMissed = (change) => this.replicate(change, null);
     this.normalizer = new BodyNormalizer(compileWriteValidators(), {
       ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments,
     });
@@ -206,7 +207,7 @@ export class Front {
 
   /** Cluster mode: another node changed a label (the label stream): the catalogue and the local shards' replicas follow. */
   labelChanged(id: number, stored: StoredLabel | null): void {
-    const change = this.labels.applyStored(id, stored);
+    const change = this.labels.applyStreamed(id, stored);
     if (change) this.replicate(change, null);
   }
 

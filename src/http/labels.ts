@@ -73,9 +73,13 @@ interface Writing {
   failed: boolean;
   /** what reads show: the label as its latest write that succeeded left it (null: none) */
   shown: StoredLabel | null;
+  /** the names its writes in flight give it (one per write; a delete gives none): any of them may end up stored */
+  names: string[];
   /** how many writes were issued / the latest one that succeeded, in the order issued */
   issued: number;
   shownAt: number;
+  /** cluster mode: a change of the label read from the label stream meanwhile was not applied (applyStreamed()) */
+  streamed: boolean;
 }
 
 export class LabelCatalogue {
@@ -107,17 +111,23 @@ export class LabelCatalogue {
    */
   changes: LabelChanges | null = null;
   /**
+   * Cluster mode: the shards' replicas must learn a label set back after a
+   * failed write when a change read from the label stream meanwhile was not
+   * applied (applyStreamed()); set by the front.
+   */
+  replicasMissed: ((change: { upsert: Array<[number, string]>; remove: number[] }) => void) | null = null;
+  /**
    * Test hook (LOGBOOK_TEST_HOOKS=1, POST /__test__/labels/hold/<ms>, src/http/ops.ts):
    * until this time (ms since the epoch), a label write issued reports its
    * outcome only then, as on a store slow to make it durable.
    */
   heldUntil = 0;
   /**
-   * Test hook (POST /__test__/labels/fail/<ms>): the next label write does not
-   * reach the store and fails this many ms later, as on a store that could not
-   * write it (null: none).
+   * Test hook (POST /__test__/labels/fail/<ms>/<skip>): the next label write
+   * after `skip` more does not reach the store and fails `ms` later, as on a
+   * store that could not write it (null: none).
    */
-  failNext: number | null = null;
+  failNext: { ms: number; skip: number } | null = null;
 
   constructor(private readonly store: LabelStore | null) {}
 
@@ -136,12 +146,14 @@ export class LabelCatalogue {
   /**
    * Is a name taken by another label? Also while another label is leaving it
    * (renamed or deleted, not durable yet): that change may fail and be set
-   * back, and reads still show the label by it (shown()).
+   * back, and reads still show the label by it (shown()); and while a rename
+   * to it is in flight, though a later one renamed the label on (that one may
+   * fail, and the label be set back to it).
    */
   taken(name: string, exceptId = 0): boolean {
     const label = this.byName.get(name);
     if (label !== undefined && label.id !== exceptId) return true;
-    for (const [id, w] of this.writing) if (id !== exceptId && w.shown !== null && w.shown.name === name) return true;
+    for (const [id, w] of this.writing) if (id !== exceptId && isNamed(w, name)) return true;
     return false;
   }
 
@@ -187,7 +199,7 @@ export class LabelCatalogue {
     if (!this.store || this.writing.has(id)) return;
     const label = this.byId.get(id);
     const shown = label && !this.provisional.has(id) ? copy(label) : null;
-    this.writing.set(id, { pending: 0, failed: false, shown, issued: 0, shownAt: 0 });
+    this.writing.set(id, { pending: 0, failed: false, shown, issued: 0, shownAt: 0, streamed: false, names: [] });
   }
 
   /** Store a created or changed label (hold() before it changed); resolves once it is stored, replicated and its change logged for the live stream. */
@@ -218,25 +230,33 @@ export class LabelCatalogue {
    */
   private tracked(id: number, value: StoredLabel | null, write: Promise<unknown>): Promise<unknown> {
     let w = this.writing.get(id);
-    if (!w) { w = { pending: 0, failed: false, shown: null, issued: 0, shownAt: 0 }; this.writing.set(id, w); }
+    if (!w) { w = { pending: 0, failed: false, shown: null, issued: 0, shownAt: 0, streamed: false, names: [] }; this.writing.set(id, w); }
     const n = ++w.issued;
     w.pending++;
+    if (value !== null) w.names.push(value.name);
     const settled = (failed: boolean): void => {
       w.pending--;
+      if (value !== null) w.names.splice(w.names.indexOf(value.name), 1);
       if (failed) w.failed = true;
       else if (n > w.shownAt) { w.shownAt = n; w.shown = value; } // durable now: reads show it
       if (w.pending > 0) return;
       this.writing.delete(id);
-      // the replicas never learned the failed change: nothing to tell them
-      if (w.failed && this.store) this.applyStored(id, this.store.storedLabel(id));
+      // the replicas never learned the failed change: nothing to tell them, unless the catalogue
+      // did not apply a change from the label stream meanwhile (applyStreamed(): their source too).
+      // Without a failure, what it did not apply is older than this node's own changes (each append
+      // expects the stream's last sequence: another node's change in between fails it)
+      if (w.failed && this.store) {
+        const change = this.applyStored(id, this.store.storedLabel(id));
+        if (change && w.streamed) this.replicasMissed?.(change);
+      }
     };
     return write.then((v) => { settled(false); return v; }, (err: unknown) => { settled(true); throw err; });
   }
 
   /** A write to the store, as the catalogue learns its outcome (later, while a test hook holds it; failed, when one fails it). */
   private reported<T>(issue: () => Promise<T>): Promise<T> {
-    if (this.failNext !== null) {
-      const ms = this.failNext;
+    if (this.failNext !== null && this.failNext.skip-- === 0) {
+      const { ms } = this.failNext;
       this.failNext = null;
       return new Promise<T>((_, reject) => { setTimeout(() => reject(new Error('the label store could not write the change (test hook)')), ms); });
     }
@@ -274,6 +294,21 @@ export class LabelCatalogue {
     this.provisional.delete(label.id);
     const stored = this.store ? this.tracked(label.id, null, this.reported(() => this.store!.removeLabel(label.id))) : null;
     return this.logged(OP_DELETE, label.id, null, stored, null);
+  }
+
+  /**
+   * Cluster mode: a change read from the label stream (this node's own, or
+   * another node's): applied, unless this node has a write of the label in
+   * flight. The catalogue has that write's change already, newer than what
+   * the stream delivers meanwhile (this node's earlier change, read back after
+   * a later one was applied: setting it would give the name the later change
+   * took back, for another label to take); if the write fails, the label is
+   * set back to what the stream holds by then (tracked()).
+   */
+  applyStreamed(id: number, stored: StoredLabel | null): { upsert: Array<[number, string]>; remove: number[] } | null {
+    const w = this.writing.get(id);
+    if (w && w.pending > 0) { w.streamed = true; return null; }
+    return this.applyStored(id, stored);
   }
 
   /**
@@ -356,7 +391,7 @@ export class LabelCatalogue {
       const w = this.writing.get(label.id);
       if (w && w.shown?.name !== name && !this.provisional.has(label.id)) id = label.id;
     } else {
-      for (const [other, w] of this.writing) if (w.shown?.name === name) { id = other; break; }
+      for (const [other, w] of this.writing) if (isNamed(w, name)) { id = other; break; }
     }
     const done = id === undefined ? undefined : this.settling.get(id);
     return done ? done.then(() => {}, () => {}) : null;
@@ -377,6 +412,11 @@ export class LabelCatalogue {
     }
     return dropped;
   }
+}
+
+/** Does a label with writes in flight have, or may it end up with, this name (shown, or given by a write in flight)? */
+function isNamed(w: Writing, name: string): boolean {
+  return w.shown?.name === name || w.names.includes(name);
 }
 
 function copy(label: StoredLabel): StoredLabel {

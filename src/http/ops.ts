@@ -7,8 +7,9 @@
 //   POST /__test__/shards/<k>/stall/<ms>   the same: keep a shard worker's thread busy
 //   POST /__test__/labels/hold/<ms>   the same: label writes issued in the next <ms> report
 //                              their outcome only then (a label store slow to make them durable)
-//   POST /__test__/labels/fail/<ms>   the same: the next label write is not stored and fails
-//                              <ms> later (a label store that could not write it)
+//   POST /__test__/labels/fail/<ms>[/<n>]   the same: the next label write (or the one after
+//                              the next n) is not stored and fails <ms> later (a label store
+//                              that could not write it)
 // They answer while the shards recover (health and metrics matter most then).
 import type { Config } from '../config.js';
 import { Errors } from '../api/errors.js';
@@ -24,11 +25,11 @@ export type OpsRoute =
   | { kind: 'ops'; op: 'healthz' | 'metrics' | 'openapi' }
   | { kind: 'ops'; op: 'crash'; shard: number }
   | { kind: 'ops'; op: 'stall'; shard: number; ms: number }
-  | { kind: 'ops'; op: 'holdLabels'; ms: number; fail: boolean };
+  | { kind: 'ops'; op: 'holdLabels'; ms: number; fail: boolean; skip: number };
 
 const TEST_CRASH = /^\/__test__\/shards\/(\d{1,2})\/crash$/;
 const TEST_STALL = /^\/__test__\/shards\/(\d{1,2})\/stall\/(\d{1,5})$/;
-const TEST_HOLD_LABELS = /^\/__test__\/labels\/(hold|fail)\/(\d{1,5})$/;
+const TEST_HOLD_LABELS = /^\/__test__\/labels\/(hold|fail)\/(\d{1,5})(?:\/(\d{1,2}))?$/;
 /** read once: process.env is a slow native getter, and this is checked on the request path */
 const TEST_HOOKS = process.env.LOGBOOK_TEST_HOOKS === '1';
 
@@ -45,7 +46,7 @@ export function parseOpsRoute(path: string): OpsRoute | null {
     const stall = TEST_STALL.exec(path);
     if (stall) return { kind: 'ops', op: 'stall', shard: Number(stall[1]), ms: Number(stall[2]) };
     const hold = TEST_HOLD_LABELS.exec(path);
-    if (hold) return { kind: 'ops', op: 'holdLabels', ms: Number(hold[2]), fail: hold[1] === 'fail' };
+    if (hold) return { kind: 'ops', op: 'holdLabels', ms: Number(hold[2]), fail: hold[1] === 'fail', skip: Number(hold[3] ?? 0) };
   }
   return null;
 }
@@ -72,9 +73,9 @@ export interface OpsFront {
   labelCount(): number;
   /**
    * test hook: label writes issued in the next `ms` report their outcome only then (LabelCatalogue.heldUntil);
-   * `fail`: the next one instead is not stored and fails `ms` later (LabelCatalogue.failNext)
+   * `fail`: the next one (after `skip` more) instead is not stored and fails `ms` later (LabelCatalogue.failNext)
    */
-  holdLabelWrites(ms: number, fail: boolean): void;
+  holdLabelWrites(ms: number, fail: boolean, skip: number): void;
   /** requests refused for overload since start-up, by where (src/http/admission.ts) */
   refused(): Record<'front_lag' | 'shard_queue' | 'after_parse', number>;
 }
@@ -94,7 +95,7 @@ export class Ops {
     const read = ex.method === 'GET' || ex.method === 'HEAD';
     if (route.op === 'holdLabels') {
       if (ex.method !== 'POST') return reply(ex, 405, Errors.methodNotAllowed(ex.method));
-      this.front.holdLabelWrites(route.ms, route.fail);
+      this.front.holdLabelWrites(route.ms, route.fail, route.skip);
       return reply(ex, 200, JSON.stringify({ holding: route.ms }));
     }
     if (route.op === 'crash' || route.op === 'stall') {
