@@ -516,13 +516,27 @@ test('a playbook write naming a label that a rename is moving waits for it: a fa
       t.not(got.id, label.id, `${way}: the new name is a label of its own`);
       t.is(got.name, renamed);
     }
+    // two renames at once, the first stored (reported late), the second failing: both names are
+    // taken meanwhile (the first's too, though the label was renamed on), and one label keeps the first
+    const label = await createLabel(url, `twice-${tag}`);
+    t.is((await api(url, 'POST', '/__test__/labels/hold/2000', {})).status, 200);
+    t.is((await api(url, 'POST', '/__test__/labels/fail/1500/1', {})).status, 200);
+    const renames = [`twice-x-${tag}`, `twice-y-${tag}`].map((to) => ({ to, reply: api(url, 'PATCH', `/api/v1/labels/${label.id}`, { name: to }) }));
+    await new Promise((r) => setTimeout(r, 300));
+    for (const { to } of renames) t.is((await api(url, 'POST', '/api/v1/labels', { name: to })).status, 400, `${to} is taken`);
+    const statuses = await Promise.all(renames.map(async ({ reply }) => (await reply).status));
+    t.deepEqual([...statuses].sort(), [200, 503]);
+    const stored = renames[statuses.indexOf(200)]!.to;
+    t.is((await api(url, 'GET', `/api/v1/labels/${label.id}`)).body.name, stored);
+    for (const { to } of renames) t.is(await count(to), to === stored ? 1 : 0, to);
+
     // and after a restart the store holds the same
     await server.stop();
     const again = await startLogbook({ env: SERVER_ENV, dataDir: server.dataDir });
     try {
       const names = (await api(again.url, 'GET', '/api/v1/labels?limit=1000')).body.results.map((l: any) => l.name).filter((n: string) => n.endsWith(tag));
       t.deepEqual([...names].sort(), [...new Set(names)].sort(), 'no name twice');
-      t.is(names.length, 4);
+      t.is(names.length, 5);
     } finally { await again.stop(); }
   } finally {
     await server.stop();
