@@ -119,7 +119,7 @@ export class ClusterShards implements Shards {
       },
     });
     this.pool.onChanges = (partition, changes) => {
-      try { this.nc.publish(`${CHANGES_SUBJECT}.${partition}`, encode(changes.list)); } catch (err) { log.warn('publishing stream changes failed', { partition, err: errText(err) }); }
+      try { this.nc.publish(`${CHANGES_SUBJECT}.${partition}`, changes.bytes); } catch (err) { log.warn('publishing stream changes failed', { partition, err: errText(err) }); }
     };
     void (async () => {
       for await (const s of this.nc.status()) {

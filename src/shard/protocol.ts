@@ -291,6 +291,11 @@ export class CommitChanges {
   get list(): StreamChange[] {
     return this.decoded ??= this.packed === null ? [] : decode<StreamChange[]>(this.packed);
   }
+
+  /** msgpack of `list`: the shard's own bytes when it sent them (cluster mode publishes them without decoding) */
+  get bytes(): Uint8Array {
+    return this.packed ?? encode(this.list);
+  }
 }
 
 /** A page of a shard's change log (answer to `replay`); it leaves behind every commit staged before it. */
