@@ -28,6 +28,7 @@ import { CHUNK_ALONE_BYTES, CHUNK_MIN_CONTENTS, ContentChunks, type ChunkKey, ty
 import { log } from '../log.js';
 import { closeEnv } from './lmdb_close.js';
 import { failureCause, flushedOf } from './lmdb_commit.js';
+import { encodeJournalEntry } from './msgpack_writer.js';
 import { PendingValues } from './pending_values.js';
 import { recoverShard } from './recovery.js';
 import { encodeAggregate, joinResults, keptParts, partSeqOf, resultPartsOf, splitResults, type AggregateSnapshot, type PartRef, type ShardMeta } from './snapshot_format.js';
@@ -199,6 +200,8 @@ export class LmdbShardStore implements DurableShardStore {
       const reset = removes.length ? this.packedResets(events, removes) : null;
       if (reset) alone = alone.concat(reset);
       const droppedChunks = droppedPlaybooks.length ? this.chunks.drop(new Set(droppedPlaybooks)) : null;
+      // the entry as lmdb-js's encoder writes it, by a faster writer (msgpack_writer.ts); null: by lmdb-js's
+      const entry = encodeJournalEntry(events);
       stored = this.afterHead(after, () => {
         for (const key of removes) void this.blobWriter.remove(key);
         for (const [key, value] of alone) void this.blobWriter.put(key, value);
@@ -210,7 +213,7 @@ export class LmdbShardStore implements DurableShardStore {
           this.partsToClean.add(id); // parts a round has in flight now: removed once it is durable
           this.layouts.delete(id);
         }
-        void this.journal.put(seq, events);
+        void this.journal.put(seq, entry === null ? events : asBinary(entry) as unknown as Event[]);
         void this.heads.put(HEAD_KEY, null, seq);
       });
       this.lastIssued = stored;
