@@ -109,7 +109,7 @@ function writeNumber(v: number): void {
 function writeString(s: string): void {
   const n = s.length;
   if (n < 0x20) {
-    // short: ASCII by hand (a name, a status, a path's tail)
+    // short and ASCII (a name, a status, a path's tail): one byte a character after a 1-byte header
     room(1 + n);
     const at = pos + 1;
     let i = 0;
@@ -120,10 +120,37 @@ function writeString(s: string): void {
     }
     if (i === n) { buf[pos] = 0xa0 | n; pos = at + n; return; }
   }
+  if (n < 0x40) {
+    // as msgpackr encodes a string this short: by hand, a lone surrogate as the
+    // 3 bytes of its code unit (not U+FFFD as Buffer#write would), written after
+    // a 2-byte header's room and moved back when 1 byte is enough
+    room(2 + 3 * n);
+    let at = pos + 2;
+    for (let i = 0; i < n; i++) {
+      let c = s.charCodeAt(i);
+      if (c < 0x80) buf[at++] = c;
+      else if (c < 0x800) { buf[at++] = c >> 6 | 0xc0; buf[at++] = c & 0x3f | 0x80; }
+      else {
+        const c2 = (c & 0xfc00) === 0xd800 ? s.charCodeAt(i + 1) : 0;
+        if ((c2 & 0xfc00) === 0xdc00) {
+          c = 0x10000 + ((c & 0x03ff) << 10) + (c2 & 0x03ff);
+          i++;
+          buf[at++] = c >> 18 | 0xf0; buf[at++] = c >> 12 & 0x3f | 0x80; buf[at++] = c >> 6 & 0x3f | 0x80; buf[at++] = c & 0x3f | 0x80;
+        } else { buf[at++] = c >> 12 | 0xe0; buf[at++] = c >> 6 & 0x3f | 0x80; buf[at++] = c & 0x3f | 0x80; }
+      }
+    }
+    const length = at - pos - 2;
+    if (length < 0x20) {
+      buf[pos] = 0xa0 | length;
+      buf.copyWithin(pos + 1, pos + 2, at);
+      pos = at - 1;
+    } else { buf[pos] = 0xd9; buf[pos + 1] = length; pos = at; }
+    return;
+  }
+  // longer: as msgpackr's encodeUtf8 (Buffer#write) does
   const bytes = Buffer.byteLength(s, 'utf8');
   room(5 + bytes);
-  if (bytes < 0x20) buf[pos++] = 0xa0 | bytes;
-  else if (bytes < 0x100) { buf[pos++] = 0xd9; buf[pos++] = bytes; }
+  if (bytes < 0x100) { buf[pos++] = 0xd9; buf[pos++] = bytes; }
   else if (bytes < 0x10000) { buf[pos++] = 0xda; buf[pos++] = bytes >> 8; buf[pos++] = bytes & 0xff; }
   else { buf[pos++] = 0xdb; view.setUint32(pos, bytes); pos += 4; }
   pos += buf.write(s, pos, bytes, 'utf8');
