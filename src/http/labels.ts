@@ -61,9 +61,9 @@ export interface Resolved {
    */
   persisted: Promise<unknown> | null;
   /**
-   * not null: nothing was resolved, because a name is being left by another
-   * label (its rename or delete is on its way, and may fail and be set back);
-   * resolve again once this settles (it never rejects)
+   * not null: nothing was resolved, because a change on its way moves one of
+   * the names between labels (unsettled()); resolve again once this settles
+   * (it never rejects)
    */
   retry: Promise<unknown> | null;
 }
