@@ -37,6 +37,9 @@ async function startNode(name: string): Promise<Logbook> {
   const node = await startLogbook({
     // test hooks: POST /__test__/labels/hold/<ms> (src/http/ops.ts)
     env: { LOGBOOK_CLUSTER: nats.urls.join(','), LOGBOOK_NODE: name, LOGBOOK_PARTITIONS: String(PARTITIONS), LOGBOOK_SHUTDOWN_TIMEOUT: '2', LOGBOOK_TEST_HOOKS: '1' },
+    // a node starts once the label stream is read to its end: after a NATS server died, on a loaded
+    // machine, that waited through leader elections for more than 30 s once (CI, session 27)
+    startTimeoutMs: 120_000,
   });
   nodes.set(name, node);
   return node;

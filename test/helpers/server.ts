@@ -26,6 +26,12 @@ export interface StartOptions {
   keepData?: boolean;
   /** run node under this command, e.g. ['prlimit', '--fsize=1000000'] (fault tests) */
   wrap?: string[];
+  /**
+   * how long to wait for "listening" before the process is killed (ms; default
+   * 30 s): a bound for a start that hangs, longer where a start waits on others
+   * (a cluster node on a NATS cluster that is electing leaders)
+   */
+  startTimeoutMs?: number;
 }
 
 export async function startLogbook(options: StartOptions = {}): Promise<Logbook> {
@@ -46,7 +52,11 @@ export async function startLogbook(options: StartOptions = {}): Promise<Logbook>
   child.stderr!.on('data', (d: string) => { out += d; });
   const port = await new Promise<number>((resolve, reject) => {
     // a server that did not start in time is killed, not left running behind the failed test
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`logbook did not start:\n${out}`)); }, 30_000);
+    // the log's end says where the start stopped (its first line is the whole configuration)
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`logbook did not start in ${(options.startTimeoutMs ?? 30_000) / 1000} s; its log ends:\n${out.slice(-4000)}`));
+    }, options.startTimeoutMs ?? 30_000);
     child.stdout!.on('data', (d: string) => {
       out += d;
       const m = /"msg":"listening"[^\n]*"port":(\d+)/.exec(out);
