@@ -7,7 +7,7 @@
 import { formatTimestamp } from '../api/time.js';
 import { OP_CREATE, OP_DELETE, OP_UPDATE } from '../shard/changes.js';
 import type { StoredLabel } from '../store/front_store.js';
-import type { LabelChanges } from './label_changes.js';
+import type { LabelChanges, ReplicaChange } from './label_changes.js';
 
 /** Where the catalogue keeps its labels: front.mdb (FrontStore), or the cluster's label stream (src/cluster/labels.ts). */
 export interface LabelStore {
@@ -115,7 +115,7 @@ export class LabelCatalogue {
    * failed write when a change read from the label stream meanwhile was not
    * applied (applyStreamed()); set by the front.
    */
-  replicasMissed: ((change: { upsert: Array<[number, string]>; remove: number[] }) => void) | null = null;
+  replicasMissed: ((change: ReplicaChange) => void) | null = null;
   /**
    * Test hook (LOGBOOK_TEST_HOOKS=1, POST /__test__/labels/hold/<ms>, src/http/ops.ts):
    * until this time (ms since the epoch), a label write issued reports its
@@ -305,7 +305,7 @@ export class LabelCatalogue {
    * took back, for another label to take); if the write fails, the label is
    * set back to what the stream holds by then (tracked()).
    */
-  applyStreamed(id: number, stored: StoredLabel | null): { upsert: Array<[number, string]>; remove: number[] } | null {
+  applyStreamed(id: number, stored: StoredLabel | null): ReplicaChange | null {
     const w = this.writing.get(id);
     if (w && w.pending > 0) { w.streamed = true; return null; }
     return this.applyStored(id, stored);
@@ -315,7 +315,7 @@ export class LabelCatalogue {
    * A change another node made (cluster mode: the label stream): apply it here.
    * Returns what the shards' replicas must learn, or null when nothing changed.
    */
-  applyStored(id: number, stored: StoredLabel | null): { upsert: Array<[number, string]>; remove: number[] } | null {
+  applyStored(id: number, stored: StoredLabel | null): ReplicaChange | null {
     const label = this.byId.get(id);
     if (stored === null) {
       if (!label) return null;
