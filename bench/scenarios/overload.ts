@@ -7,16 +7,19 @@
 // return to normal once the offered load drops to half the sustainable rate.
 // Run once per admission policy (LOGBOOK_SHARD_QUEUE_DELAY: 0 = queue length
 // only; 10 ms, the default; 25 ms), so the report shows the trade-off. The
-// generator runs at nice -10 when allowed (the server at 0; see GENERATOR_NICE)
-// and its CPU is reported: on a 2-core machine it competes with the server it
-// loads (OVERLOAD_PIN=1 gives each its own core instead). The server's `shedding`
+// generator is a C program (bench/lib/open_loop.c, built with `cc` on first use;
+// OVERLOAD_GENERATOR=node takes the Node one, bench/lib/open_loop.ts), runs at
+// nice -10 when allowed (the server at 0; see GENERATOR_NICE) and its CPU is
+// reported: on a 2-core machine it competes with the server it loads
+// (OVERLOAD_PIN=1 gives each its own core instead). The server's `shedding`
 // log lines say where admitted requests waited (front event-loop lag, shard
 // round trip) and where refusals happened (at the head, after parsing).
 import { execFileSync } from 'node:child_process';
 import { availableParallelism, getPriority, setPriority } from 'node:os';
 import type { Context } from '../lib/context.js';
 import { fmt } from '../lib/context.js';
-import { LoadGenerator, percentile, type Sample } from '../lib/open_loop.js';
+import { LoadGenerator, percentile, type LoadSpec, type Sample } from '../lib/open_loop.js';
+import { NativeLoadGenerator, nativeGenerator } from '../lib/open_loop_native.js';
 import { createTree, loopedResultContent, resultBody } from '../lib/payloads.js';
 import { startLogbook, startRaw, type Running } from '../lib/servers.js';
 
@@ -48,6 +51,33 @@ const GENERATOR_NICE = Number(process.env.OVERLOAD_GENERATOR_NICE ?? -10);
  * generator's as much as the server's.
  */
 const PIN = process.env.OVERLOAD_PIN === '1';
+
+/**
+ * Which load generator offers the load: `native` (bench/lib/open_loop.c, built
+ * with the machine's C compiler; the default when one is there) or `node`
+ * (bench/lib/open_loop.ts, this process). OVERLOAD_GENERATOR picks one.
+ * Measured on the 2-core machine (2026-11-25, 2× for 60 s, default policy): the
+ * Node generator took 0.67–0.78 of a core, the C one 0.54–0.58 (most of what
+ * is left is the kernel's loopback TCP work, charged to the sender). The C one
+ * also dates each request at its exact point of the schedule; the Node one
+ * dates it at the timer tick that sends it, so a stall of its own event loop
+ * did not count in "latency from due".
+ */
+type Generator = LoadGenerator | NativeLoadGenerator;
+
+function generator(spec: LoadSpec, maxConnections: number): Generator {
+  const wanted = process.env.OVERLOAD_GENERATOR ?? 'native';
+  const binary = wanted === 'node' ? null : nativeGenerator();
+  if (wanted === 'native' && binary === null && process.env.OVERLOAD_GENERATOR) throw new Error('OVERLOAD_GENERATOR=native: no C compiler (cc) built bench/lib/open_loop.c');
+  return binary === null ? new LoadGenerator(spec, maxConnections) : new NativeLoadGenerator(binary, spec, maxConnections, GENERATOR_NICE);
+}
+
+/** CPU seconds the generator has used: this process's, or the C program's. */
+function generatorCpu(gen: Generator): number {
+  if (gen instanceof NativeLoadGenerator) return gen.cpuSeconds();
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
 
 /** Set the CPU affinity of every thread of `pid` (taskset from util-linux); false if it could not. */
 function pin(pid: number, cpus: string): boolean {
@@ -271,29 +301,34 @@ function pinBoth(ctx: Context, label: string, serverPid: number): (() => void) |
  * GENERATOR_NICE: the samples, and both sides' CPU seconds before and after
  * `splitAt` seconds (the end of the overload phase).
  */
-async function offer(gen: LoadGenerator, server: Running, rate: (t: number) => number, secs: number, splitAt: number) {
+async function offer(gen: Generator, server: Running, rate: (t: number) => number, secs: number, splitAt: number) {
   const samples: Sample[] = [];
+  const native = gen instanceof NativeLoadGenerator;
   const niceBefore = getPriority(0);
-  // the generator gets ahead of the server (this thread only; the server was spawned before)
-  try { setPriority(0, GENERATOR_NICE); } catch { /* not allowed: runs at the same priority */ }
-  const generatorNice = getPriority(0);
-  const cpu0 = { server: server.cpuSeconds(), generator: process.cpuUsage() };
+  // the generator gets ahead of the server (this thread only, the server was spawned before; the C program is started at it)
+  if (!native) try { setPriority(0, GENERATOR_NICE); } catch { /* not allowed: runs at the same priority */ }
+  const cpu0 = { server: server.cpuSeconds(), generator: 0 };
   let cpu1 = cpu0;
-  const cpuTimer = setTimeout(() => { cpu1 = { server: server.cpuSeconds(), generator: process.cpuUsage() }; }, splitAt * 1000);
+  let generatorNice = getPriority(0);
+  const cpuTimer = setTimeout(() => { cpu1 = { server: server.cpuSeconds(), generator: generatorCpu(gen) }; }, splitAt * 1000);
   const wall0 = Date.now();
-  const t0 = performance.now();
-  const { settled } = await gen.openLoop(rate, secs, (s) => { samples.push(s); });
-  const cpu2 = { server: server.cpuSeconds(), generator: process.cpuUsage() };
+  let t0 = performance.now();
+  const genStart = native ? 0 : generatorCpu(gen);
+  const loop = gen.openLoop(rate, secs, (s) => { samples.push(s); });
+  if (native) setTimeout(() => { generatorNice = gen.niceOf() ?? generatorNice; }, 100);
+  const { settled, start } = await loop as { settled: Promise<void>; start?: number };
+  // the C program's schedule starts a few ms after it is spawned: phases count from its t = 0
+  if (start !== undefined) t0 = start;
+  const cpu2 = { server: server.cpuSeconds(), generator: generatorCpu(gen) };
   clearTimeout(cpuTimer);
-  try { setPriority(0, niceBefore); } catch { /* lowering is one-way without privileges */ }
+  if (!native) try { setPriority(0, niceBefore); } catch { /* lowering is one-way without privileges */ }
   let giveUp: NodeJS.Timeout | undefined;
   await Promise.race([settled, new Promise((r) => { giveUp = setTimeout(r, 120_000); })]);
   clearTimeout(giveUp); // else the process lingers two minutes after the report
-  const genSeconds = (a: NodeJS.CpuUsage, b: NodeJS.CpuUsage) => (b.user - a.user + b.system - a.system) / 1e6;
   return {
     samples, t0, wall0, generatorNice,
-    cpuBefore: { server: cpu1.server - cpu0.server, generator: genSeconds(cpu0.generator, cpu1.generator) },
-    cpuAfter: { server: cpu2.server - cpu1.server, generator: genSeconds(cpu1.generator, cpu2.generator) },
+    cpuBefore: { server: cpu1.server - cpu0.server, generator: cpu1.generator - genStart },
+    cpuAfter: { server: cpu2.server - cpu1.server, generator: cpu2.generator - cpu1.generator },
   };
 }
 
@@ -303,10 +338,10 @@ async function floorRun(ctx: Context, policy: string, offeredRps: number, admitR
   ctx.step(`overload floor: bare uWS + LMDB admitting ${fmt.int(admitRps)}/s (token bucket), 503 at the head beyond; offering ${fmt.int(offeredRps)}/s for ${secs.overload} s`);
   const raw = await startRaw(undefined, { RAW_ADMIT_RPS: String(Math.round(admitRps)) });
   const unpin = pinBoth(ctx, 'overload floor', raw.pid);
-  let gen: LoadGenerator | null = null;
+  let gen: Generator | null = null;
   try {
     // the raw server stores any JSON: the same result body as logbook's run, with made-up parents
-    gen = new LoadGenerator({ port: Number(new URL(raw.url).port), path: '/', bodies: [resultBody({ playbook: 1, play: 1, file: 1, task: 1, host: 1 }, loopedResultContent())] }, 4000);
+    gen = generator({ port: Number(new URL(raw.url).port), path: '/', bodies: [resultBody({ playbook: 1, play: 1, file: 1, task: 1, host: 1 }, loopedResultContent())] }, 4000);
     await gen.closedLoop(32, secs.warmup);
     const o = await offer(gen, raw, () => offeredRps, secs.overload, secs.overload);
     const overload = phase(o.samples, o.t0, o.t0 + secs.overload * 1000, offeredRps, o.cpuBefore);
@@ -323,7 +358,7 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
   const secs = seconds(ctx);
   ctx.step(`overload [${policy}]: starting a fresh logbook (${ctx.shards} shard(s), durability flush)`);
   const lb: Running = await startLogbook({ env: { LOGBOOK_SHARDS: String(ctx.shards), ...env } });
-  let gen: LoadGenerator | null = null;
+  let gen: Generator | null = null;
   let rssTimer: NodeJS.Timeout | null = null;
   const unpin = pinBoth(ctx, `overload [${policy}]`, lb.pid);
   try {
@@ -336,7 +371,7 @@ async function runOnce(ctx: Context, policy: string, env: Record<string, string>
     }
     const content = loopedResultContent();
     const acked = new Set<number>();
-    gen = new LoadGenerator({
+    gen = generator({
       port: Number(new URL(lb.url).port), path: '/api/v1/results',
       bodies: tasks.map((task) => resultBody({ ...tree, task }, content)),
       onAck: (body) => { const m = /"id":(\d+)/.exec(body); if (m) acked.add(Number(m[1])); },
