@@ -127,6 +127,8 @@ export class NativeLoadGenerator {
       child.on('exit', (code, signal) => {
         this.cpuSeconds();
         this.child = null;
+        // a program that failed before its schedule started: openLoop goes on to `settled`, which rejects
+        started(performance.now());
         ended();
         if (code !== 0) { reject(new Error(`the load generator exited with ${code ?? signal}`)); return; }
         const offset = monotonicOffset();
