@@ -127,8 +127,10 @@ async function run(url: string, batchSize: number, streams: number, seconds: num
       const start = performance.now();
       let answer: string;
       try { answer = await post(url, body); } catch { errors++; seq--; continue; }
-      // a duplicate applied nothing: counting it would measure the duplicate check, not ingest
-      if (!answer.includes('"duplicate":false')) throw new Error(`batch ${seq} was not applied as new: ${answer.slice(0, 200)}`);
+      // a duplicate (or a batch whose events were refused) applied nothing: counting it would measure the checks, not ingest
+      if (!answer.includes('"duplicate":false') || !answer.includes(`"applied":${batchSize},`)) {
+        throw new Error(`batch ${seq} was not applied whole as new: ${answer.slice(0, 200)}`);
+      }
       batches++;
       latencies.push(performance.now() - start);
     }
