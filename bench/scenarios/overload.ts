@@ -305,7 +305,7 @@ async function offer(gen: Generator, server: Running, rate: (t: number) => numbe
   const samples: Sample[] = [];
   const native = gen instanceof NativeLoadGenerator;
   const niceBefore = getPriority(0);
-  // the generator gets ahead of the server (this thread only, the server was spawned before; the C program is started at it)
+  // the generator gets ahead of the server: this thread (the server was spawned before), or the C program as it starts
   if (!native) try { setPriority(0, GENERATOR_NICE); } catch { /* not allowed: runs at the same priority */ }
   const cpu0 = { server: server.cpuSeconds(), generator: 0 };
   let cpu1 = cpu0;
