@@ -94,10 +94,7 @@ export class LoadGenerator {
   connectFailures = 0;
 
   constructor(private readonly spec: LoadSpec, private readonly maxConnections = 2000) {
-    this.requests = spec.bodies.map((text) => {
-      const body = Buffer.from(text);
-      return Buffer.concat([Buffer.from(`POST ${spec.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`), body]);
-    });
+    this.requests = requestBytes(spec);
   }
 
   get openConnections(): number { return this.all.size; }
@@ -267,6 +264,14 @@ export class LoadGenerator {
     this.all.clear();
     this.idle.length = 0;
   }
+}
+
+/** Each of the spec's bodies as the whole HTTP request that sends it (POST to its path), ready to write. */
+export function requestBytes(spec: LoadSpec): Buffer[] {
+  return spec.bodies.map((text) => {
+    const body = Buffer.from(text);
+    return Buffer.concat([Buffer.from(`POST ${spec.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`), body]);
+  });
 }
 
 /** Percentile of a list of numbers (sorted copy; 0 ≤ q ≤ 1). */

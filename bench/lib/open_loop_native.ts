@@ -9,7 +9,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LoadSpec, Sample } from './open_loop.js';
+import { requestBytes, type LoadSpec, type Sample } from './open_loop.js';
 import { cpuSecondsOf, SOURCE_ROOT } from './servers.js';
 
 const SOURCE = join(SOURCE_ROOT, 'bench', 'lib', 'open_loop.c');
@@ -43,9 +43,7 @@ export class NativeLoadGenerator {
     /** nice value of the program (null: the same as this process) */
     private readonly nice: number | null = null) {
     const parts: Buffer[] = [];
-    for (const text of spec.bodies) {
-      const body = Buffer.from(text);
-      const request = Buffer.concat([Buffer.from(`POST ${spec.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`), body]);
+    for (const request of requestBytes(spec)) {
       const length = Buffer.alloc(4);
       length.writeUInt32LE(request.length);
       parts.push(length, request);
@@ -53,11 +51,10 @@ export class NativeLoadGenerator {
     writeFileSync(this.requestsFile, Buffer.concat(parts));
   }
 
-  /** CPU seconds the running program has used so far (0 when none runs). */
+  /** CPU seconds the program of the current loop has used so far (its last reading once it has ended). */
   cpuSeconds(): number {
     const pid = this.child?.pid;
-    if (pid === undefined || this.child?.exitCode !== null) return this.lastCpu;
-    try { this.lastCpu = cpuSecondsOf(pid); } catch { /* it just ended */ }
+    if (pid !== undefined) try { this.lastCpu = cpuSecondsOf(pid); } catch { /* it just ended */ }
     return this.lastCpu;
   }
   private lastCpu = 0;
