@@ -5,7 +5,13 @@
 // two on random bodies, valid and mutated (replay with JSON_SCAN_SEED=<seed>).
 import test from 'ava';
 import { isDeepStrictEqual } from 'node:util';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { asciiEventSpans, scanBatchBody as scanBatchBytes, scanObjectBody as scanObjectBytes } from '../src/api/json_scan.js';
+import { useValueSkip, valueSkip } from '../src/api/json_skip.js';
+import { JSON_SKIP_SOURCE_SHA256 } from '../src/api/json_skip_wasm.js';
 import { arrayMemberSpans, minify, type ElementSpans } from '../src/api/json_text.js';
 import { nestedDeeperThan } from '../src/api/json_body.js';
 import { mulberry32, seedFrom } from './helpers/random.js';
@@ -141,15 +147,17 @@ test('leaves to JSON.parse what it does not handle', (t) => {
   t.not(scanBatchBody('{"events":[{"a":1}]}', 3), null);
 });
 
-test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) => {
-  const seed = seedFrom('JSON_SCAN_SEED');
-  t.log(`seed ${seed} (replay with JSON_SCAN_SEED=${seed})`);
+/**
+ * Random batch bodies, valid and broken (`longest`: the longest plain string
+ * run, to pass the scans' word-at-a-time and 16-byte passes at every offset).
+ */
+function randomBodies(seed: number, longest: number): () => string {
   const rnd = mulberry32(seed);
   const pick = <T>(a: readonly T[]): T => a[Math.floor(rnd() * a.length)]!;
   const strings = ['', 'a', 'kind', 'events', 'seq', 'labels', '__proto__', 'é', '\u2028', 'x"y', 'b\\c', '😀', '\u0001', '\ud800', 'ansible_facts'];
   // strings long enough for the scan's four-bytes-at-a-time pass, with what ends it at every offset
   const alphabet = ['a', 'b', 'z', 'A', '0', ' ', '!', '#', '~', '/', '\u007f', '"', '\\', '\u0001', '\u001f', 'é'];
-  const long = (): string => Array.from({ length: Math.floor(rnd() * 24) }, () => (rnd() < 0.8 ? pick(alphabet.slice(0, 10)) : pick(alphabet))).join('');
+  const long = (): string => Array.from({ length: Math.floor(rnd() * longest) }, () => (rnd() < 0.8 ? pick(alphabet.slice(0, 10)) : pick(alphabet))).join('');
   const value = (depth: number): unknown => {
     const r = rnd();
     if (depth > 4 || r < 0.4) return pick([0, -1, 1.5, 1e21, 123456789012345678901234567890, true, false, null, pick(strings), long()]);
@@ -167,9 +175,7 @@ test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) =
     const s = JSON.stringify(v);
     return typeof v === 'string' ? escapeSome(s, 0.3) : s;
   };
-  let answered = 0;
-  let objects = 0;
-  for (let n = 0; n < 20_000; n++) {
+  return () => {
     const top: Obj = {};
     if (rnd() < 0.9) top.seq = pick([1, 2, '3', null]);
     if (rnd() < 0.9) top.playbook = rnd() < 0.8 ? { uuid: 'u', x: value(2) } : value(1);
@@ -190,6 +196,19 @@ test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) =
       else if (r < 0.7) text = text.slice(0, p) + pick(['"', '\\', ',', ':', '{', '}', '[', ']', '0', '-', '.', 'e', 't', ' ', '\n', '\\u12', '\u00a0', '\u0001', '\u001f', '\u007f', '\u0080']) + text.slice(p);
       else text = text.slice(0, p) + text.slice(p, p + 5) + text.slice(p);
     }
+    return text;
+  };
+}
+
+test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) => {
+  const seed = seedFrom('JSON_SCAN_SEED');
+  t.log(`seed ${seed} (replay with JSON_SCAN_SEED=${seed})`);
+  const rnd = mulberry32(seed + 1);
+  const next = randomBodies(seed, 24);
+  let answered = 0;
+  let objects = 0;
+  for (let n = 0; n < 20_000; n++) {
+    const text = next();
     const maxDepth = rnd() < 0.2 ? 3 : 512;
     const wrong = disagreement(text, maxDepth) ?? objectDisagreement(text, maxDepth);
     if (wrong !== null) return t.fail(`${wrong}: ${JSON.stringify(text)} (depth ${maxDepth})`);
@@ -199,3 +218,74 @@ test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) =
   t.true(answered > 5_000, `answered ${answered} of 20000`); // the fast path is taken, not just safe
   t.true(objects > 5_000, `object scan answered ${objects} of 20000`);
 });
+
+test('the WebAssembly skip of member values gives the scan the answer JS gives (seeded)', (t) => {
+  t.true(useValueSkip(true), 'this Node runs the WebAssembly skip');
+  const seed = seedFrom('JSON_SCAN_SEED');
+  t.log(`seed ${seed} (replay with JSON_SCAN_SEED=${seed})`);
+  const rnd = mulberry32(seed + 2);
+  // strings up to 64 characters: the skip passes 16 bytes at a time, ending at every offset
+  const next = randomBodies(seed + 3, 64);
+  // values nested to around a depth limit, closed or not, with spaces or not
+  const nested = (): string => {
+    const depth = 1 + Math.floor(rnd() * 12);
+    let v = rnd() < 0.5 ? '1' : '"' + 'x'.repeat(Math.floor(rnd() * 40)) + '"';
+    for (let d = 0; d < depth; d++) v = rnd() < 0.5 ? `[${rnd() < 0.2 ? ' ' : ''}${v}]` : `{"ansible_facts"${rnd() < 0.2 ? ' ' : ''}:${v}}`;
+    const text = `{"seq":2,"events":[{"kind":"result","content":${v}}]}`;
+    return rnd() < 0.2 ? text.slice(0, Math.floor(rnd() * text.length)) : text;
+  };
+  let answered = 0;
+  try {
+    for (let n = 0; n < 20_000; n++) {
+      const bytes = Buffer.from(n % 5 === 4 ? nested() : next());
+      const maxDepth = pick(rnd, [3, 5, 8, 512]);
+      useValueSkip(true);
+      const withSkip = scanBatchBytes(bytes, maxDepth);
+      useValueSkip(false);
+      const jsAlone = scanBatchBytes(bytes, maxDepth);
+      if (!isDeepStrictEqual(withSkip, jsAlone)) return t.fail(`scans differ: ${JSON.stringify(bytes.toString())} (depth ${maxDepth})`);
+      if (withSkip !== null) answered++;
+    }
+  } finally { useValueSkip(true); }
+  t.true(answered > 5_000, `answered ${answered} of 20000`);
+});
+
+test('the WebAssembly skip takes the values the JS scan accepts: same end, same flags', (t) => {
+  t.true(useValueSkip(true));
+  const next = randomBodies(seedFrom('JSON_SCAN_SEED') + 4, 64);
+  let taken = 0;
+  let containers = 0;
+  for (let n = 0; n < 5_000; n++) {
+    const bytes = Buffer.from(next());
+    useValueSkip(false);
+    const scan = scanBatchBytes(bytes, 512);
+    useValueSkip(true);
+    if (scan?.spans == null) continue;
+    const skip = valueSkip!.load(bytes, 512)!;
+    const spans = scan.spans;
+    for (let i = 0; i < spans.length;) {
+      const count = spans[i + 2]!;
+      i += 3;
+      for (let m = 0; m < Math.max(count, 0); m++, i += 5) {
+        const at = spans[i + 2]!;
+        if (bytes[at] !== 0x7b && bytes[at] !== 0x5b) continue;
+        containers++;
+        const end = skip.skip(at, bytes.length, 3, 512);
+        if (end !== spans[i + 3]) return t.fail(`skip ended at ${end}, the scan at ${spans[i + 3]}: ${JSON.stringify(bytes.toString())}`);
+        if (skip.flags() !== (spans[i + 4]! & 6)) return t.fail(`flags ${skip.flags()}, the scan's ${spans[i + 4]! & 6}: ${JSON.stringify(bytes.toString())}`);
+        taken++;
+      }
+    }
+  }
+  t.true(containers > 1_000, `${containers} container values`);
+  t.is(taken, containers);
+});
+
+test('the WebAssembly module was built from json_skip.c as it is (node scripts/build_json_skip.mjs)', (t) => {
+  const source = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'api', 'json_skip.c');
+  t.is(createHash('sha256').update(readFileSync(source)).digest('hex'), JSON_SKIP_SOURCE_SHA256);
+});
+
+function pick<T>(rnd: () => number, a: readonly T[]): T {
+  return a[Math.floor(rnd() * a.length)]!;
+}

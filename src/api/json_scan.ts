@@ -23,6 +23,7 @@
 // gives the exact error. So a pretty-printed body costs what it did before, and
 // no error message changes.
 
+import { valueSkip, type LoadedSkip } from './json_skip.js';
 import type { ElementSpans, MemberSpan } from './json_text.js';
 import { WRITE_FIELDS } from './resources.js';
 
@@ -83,7 +84,7 @@ const INVALID = new Invalid();
  * `maxDepth` deep whose members are `members`.
  */
 export function scanBatchBody(bytes: Buffer, maxDepth: number): ScannedBody | null {
-  return scanned(bytes, maxDepth, (scanner) => scanner.body());
+  return scanned(bytes, maxDepth, (scanner) => scanner.body(valueSkip?.load(bytes, maxDepth) ?? null));
 }
 
 /**
@@ -138,14 +139,15 @@ class Scanner {
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
-  body(): ScannedBody {
+  /** `skip`: the WebAssembly skip of the events' member values, with the body in its memory (null: value() walks them) */
+  body(skip: LoadedSkip | null): ScannedBody {
     const { bytes } = this;
     const members = new Map<string, [number, number]>();
     // the last `events` member's elements (and their spans), when it is an array
     const last: { events: ScannedEvent[] | null; spans: SpanWriter | null } = { events: null, spans: null };
     this.topObject((key) => {
       const start = this.i;
-      if (key === 'events' && bytes[start] === LBRACKET) { last.spans = new SpanWriter(); last.events = this.events(last.spans); }
+      if (key === 'events' && bytes[start] === LBRACKET) { last.spans = new SpanWriter(); last.events = this.events(last.spans, skip); }
       else {
         if (key === 'events') { last.events = null; last.spans = null; }
         this.value(1);
@@ -237,7 +239,7 @@ class Scanner {
    * At `[` of the top-level `events`: each element, with the spans of an object
    * element's `kind` and `labels`; every member's spans go to `spans`.
    */
-  private events(spans: SpanWriter): ScannedEvent[] {
+  private events(spans: SpanWriter, skip: LoadedSkip | null): ScannedEvent[] {
     const { bytes } = this;
     const out: ScannedEvent[] = [];
     if (2 > this.maxDepth) throw INVALID;
@@ -262,10 +264,20 @@ class Scanner {
             const escaped = this.skipKey();
             const keyEnd = this.keyEnd;
             const at = this.i;
-            const spaces = this.spaces;
-            this.value(3);
-            spans.push5(keyStart, keyEnd, at, this.i,
-              (escaped ? KEY_ESCAPED : 0) | (this.spaces !== spaces ? VALUE_SPACED : 0) | (this.factsKey ? VALUE_FACTS : 0));
+            const c = bytes[at];
+            let skipped = -1;
+            if (skip !== null && (c === LBRACE || c === LBRACKET)) skipped = skip.skip(at, this.end, 3, this.maxDepth);
+            let flags: number;
+            if (skipped >= 0) {
+              this.i = skipped;
+              flags = skip!.flags();
+            } else {
+              // a scalar, or a value the skip turned away: value() walks it and is the judge of it
+              const spaces = this.spaces;
+              this.value(3);
+              flags = (this.spaces !== spaces ? VALUE_SPACED : 0) | (this.factsKey ? VALUE_FACTS : 0);
+            }
+            spans.push5(keyStart, keyEnd, at, this.i, (escaped ? KEY_ESCAPED : 0) | flags);
             count++;
             // only `kind` and `labels` matter here (a key without escapes is compared in place)
             const key = escaped ? JSON.parse(bytes.toString('latin1', keyStart, keyEnd)) as string
