@@ -9,6 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { api, startLogbook } from './helpers/server.js';
 import { createPlaybook, get, list, post, randomUuid, serveForFile, uniq, type Json } from './helpers/fixtures.js';
 import { hashSecret } from '../src/http/password.js';
+import { rawExchange } from './helpers/raw_http.js';
 
 let url: string;
 serveForFile((server) => { url = server.url; }, { LOGBOOK_SHARDS: '3', LOGBOOK_MAX_BODY_BYTES: String(4 * 1024 * 1024) });
@@ -125,6 +126,34 @@ test('text beyond ASCII reads back the same whether sent as UTF-8 or as \\u esca
   const escaped = await read(ascii(JSON.stringify(events(uniq('escaped')))));
   t.deepEqual(utf8, { host: name, content, record: [name, content] });
   t.deepEqual(escaped, utf8);
+});
+
+test('a large batch arriving in pieces, with a Content-Length or chunked, is read whole', async (t) => {
+  const port = Number(new URL(url).port);
+  for (const framing of ['content-length', 'chunked'] as const) {
+    const uuid = `pieces-${framing}-${uniq()}`;
+    const { body: first } = opening(uuid);
+    t.is((await ingest(first)).status, 200);
+    // ~1.2 MB: 600 results of 2 KB contents, each different
+    const events = Array.from({ length: 600 }, (_, i) => ({
+      kind: 'result', task: `${uuid}-t1`, host: `h${i % 7}`, status: 'ok', content: { i, msg: `${i}-`.padEnd(2000, String.fromCharCode(97 + (i % 26))) },
+    }));
+    const body = Buffer.from(JSON.stringify({ playbook: { uuid }, seq: 2, events }));
+    const pieces: Buffer[] = [];
+    for (let at = 0; at < body.length; at += 200_000) pieces.push(body.subarray(at, at + 200_000));
+    const head = `POST /api/v1/ingest HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n`
+      + (framing === 'content-length' ? `Content-Length: ${body.length}\r\n\r\n` : 'Transfer-Encoding: chunked\r\n\r\n');
+    const sent = framing === 'content-length' ? pieces
+      : [...pieces.map((p) => Buffer.concat([Buffer.from(p.length.toString(16) + '\r\n'), p, Buffer.from('\r\n')])), Buffer.from('0\r\n\r\n')];
+    const r = await rawExchange(port, [head, ...sent], { gapMs: 20, waitMs: 20_000 });
+    t.is(r.responses[0]?.status, 200, framing);
+    t.like(JSON.parse(r.responses[0]!.body), { seq: 2, applied: 600, rejected: [], duplicate: false });
+    const results = (await list(url, 'results', { playbook: JSON.parse(r.responses[0]!.body).playbook, order: 'id', limit: 600 })).results as Json[];
+    t.is(results.length, 600);
+    for (const i of [0, 1, 299, 599]) {
+      t.deepEqual((await get(url, `/api/v1/results/${results[i]!.id}`)).content, events[i]!.content, `${framing}: result ${i}`);
+    }
+  }
 });
 
 test('later batches upsert by natural key: existing play, task, host, file, record are patched, not duplicated', async (t) => {

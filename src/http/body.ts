@@ -29,21 +29,46 @@ export class BodyReader {
  * body of 4 KiB or more is an ArrayBuffer of its own, exactly sized (a batch
  * body is moved to its shard's worker, possibly after `done` returned:
  * src/shard/protocol.ts postToShard), a smaller one a view of Node's pool.
+ * `announced`: the Content-Length (NaN without one). A body that comes in
+ * several chunks with its length announced is copied once, each chunk into its
+ * place in one buffer of that length, whose bytes count against the budget
+ * from its first chunk; without a length the chunks are copied and then joined
+ * (a batch of 1,000 results is ~1.6 MB in ~25 chunks: the second copy and the
+ * chunks' own ArrayBuffers cost the front ~0.3 µs per result).
  * The caller releases the reader if the request is aborted, or answered before
  * its body has arrived (uWS then closes without calling onAborted).
  */
-export function readBody(res: HttpResponse, limit: number, done: (bytes: Buffer) => void, tooLarge: () => void, busy: () => void): BodyReader {
+export function readBody(res: HttpResponse, limit: number, announced: number, done: (bytes: Buffer) => void, tooLarge: () => void,
+  busy: () => void): BodyReader {
   const reader = new BodyReader();
   const budget = LIMITS.bodiesInFlight * limit;
   let parts: Buffer[] | null = null;
+  /** the body's buffer, of the announced length, while the chunks fit in it */
+  let whole: Buffer | null = null;
   let size = 0;
   res.onData((chunk, isLast) => {
     if (reader.finished) return;
+    const at = size;
     size += chunk.byteLength;
     if (size > limit) { reader.release(); tooLarge(); return; }
-    reader.held += chunk.byteLength;
-    bodyBytesInFlight += chunk.byteLength;
-    if (bodyBytesInFlight > budget) { reader.release(); busy(); return; }
+    if (whole !== null && size > whole.length) {
+      // more than announced (uWS frames a body by its Content-Length: not expected): joined as parts
+      parts = [whole.subarray(0, at)];
+      whole = null;
+    }
+    if (whole === null) {
+      // the bytes the budget holds for this body: what arrived, or the whole announced length
+      const hold = parts === null && !isLast && announced > size && announced <= limit ? announced : size;
+      bodyBytesInFlight += hold - reader.held;
+      reader.held = hold;
+      if (bodyBytesInFlight > budget) { reader.release(); busy(); return; }
+      if (hold > size) whole = Buffer.allocUnsafeSlow(hold);
+    }
+    if (whole !== null) {
+      whole.set(new Uint8Array(chunk), at);
+      if (isLast) { reader.release(); done(size === whole.length ? whole : whole.subarray(0, size)); }
+      return;
+    }
     if (isLast) {
       reader.release();
       if (parts === null) done(copyOf(chunk));
