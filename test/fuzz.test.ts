@@ -608,7 +608,7 @@ test.serial('a full shard queue answers 503 + Retry-After instead of queueing wi
   }
 });
 
-test.serial('bodies being received share a bounded budget: past it 503 + close; abandoned or refused bodies give their share back', async (t) => {
+test.serial('bodies being received share a bounded budget (announced lengths held from the first chunk): past it 503 + close; abandoned or refused bodies give their share back', async (t) => {
   const maxBody = 64 * 1024; // budget: LIMITS.bodiesInFlight (8) × 64 KiB
   const dir = mkdtempSync(join(tmpdir(), 'logbook-budget-'));
   writeFileSync(join(dir, 'users'), `alice:${await hashSecret(Buffer.from('pw'), 12)}:write\n`);
@@ -643,6 +643,12 @@ test.serial('bodies being received share a bounded budget: past it 503 + close; 
     t.true(statuses.every((s) => s === 401 || s === 503) && statuses.includes(401), JSON.stringify(statuses));
     t.true(rs.every((r) => r.closed), 'refused with the body unread: closed');
     t.deepEqual(await nearLimit(), [400, 400, 400], 'refused bodies gave their share back');
+    // 3. announced but barely sent: a body's announced length is allocated at its first chunk, so it is what the budget holds
+    rs = await Promise.all(Array.from({ length: 12 }, () => rawExchange(small.port, [head(''), '{"name":"'], { waitMs: 3000 })));
+    refused = rs.filter((r) => r.responses[0]?.status === 503);
+    t.log(`12 connections announcing ${maxBody - 10} bytes, sending 9: ${refused.length} refused`);
+    t.true(refused.length >= 1 && refused.length <= 12 - 7, 'about 8 announced bodies fit, the rest are refused');
+    t.deepEqual(await nearLimit(), [400, 400, 400], 'their share came back when they went');
     const ok = await Promise.all(Array.from({ length: 6 }, (_, i) => api(small.url, 'POST', '/api/v1/labels', { name: `${i}-${'n'.repeat(200)}` })));
     t.deepEqual(ok.map((r) => r.status), [201, 201, 201, 201, 201, 201]);
     t.is((await api(small.url, 'GET', '/api/v1/labels?limit=1')).body.count, 6);
