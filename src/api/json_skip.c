@@ -127,12 +127,16 @@ static void own_key(const u8 *b, int start, int key_end) {
   }
 }
 
-/** At a key's opening quote: the index of its value's first character, or -1; `*key_end` past its closing quote. */
-static int key_at(const u8 *b, int i, int end, int *key_end) {
+/**
+ * At a key's opening quote: the index of its value's first character, or -1.
+ * `own`: the key is one of the value's own (nesting 1), noted by own_key().
+ */
+static int key_at(const u8 *b, int i, int end, int own) {
   if (i >= end || b[i] != '"') return -1;
+  int key = i;
   i = string_at(b, i, end);
   if (i < 0) return -1;
-  *key_end = i;
+  if (own) own_key(b, key, i);
   i = spaces_at(b, i, end);
   if (i >= end || b[i] != ':') return -1;
   return spaces_at(b, i + 1, end);
@@ -149,7 +153,6 @@ int skip_value(int i, int end, int depth, int max_depth) {
   u8 c = b[i];
   if (c != '{' && c != '[') return scalar_at(b, i, end);
   int d = 0;
-  int key_end = 0;
   for (;;) {
     // at the first character of a value, c
     if (c == '{' || c == '[') {
@@ -160,12 +163,7 @@ int skip_value(int i, int end, int depth, int max_depth) {
       if (i >= end) return -1;
       if (b[i] == (in_object ? '}' : ']')) { i++; d--; }
       else {
-        if (in_object) {
-          int key = i;
-          i = key_at(b, i, end, &key_end);
-          if (i < 0) return -1;
-          if (d == 1) own_key(b, key, key_end);
-        }
+        if (in_object && (i = key_at(b, i, end, d == 1)) < 0) return -1;
         if (i >= end) return -1;
         c = b[i];
         continue;
@@ -183,12 +181,7 @@ int skip_value(int i, int end, int depth, int max_depth) {
       int in_object = stack[d - 1];
       if (n == ',') {
         i = spaces_at(b, i, end);
-        if (in_object) {
-          int key = i;
-          i = key_at(b, i, end, &key_end);
-          if (i < 0) return -1;
-          if (d == 1) own_key(b, key, key_end);
-        }
+        if (in_object && (i = key_at(b, i, end, d == 1)) < 0) return -1;
         if (i >= end) return -1;
         c = b[i];
         break;

@@ -257,8 +257,9 @@ export class Front {
     // ----
     if (!hasBody) { this.afterGate(gate, ex, null); return; }
     const limit = this.config.maxBodyBytes;
-    if (length !== '' && Number(length) > limit) { this.tooLarge(ex); return; }
-    reader = readBody(res, limit, length === '' ? NaN : Number(length), (bytes) => this.afterGate(gate, ex, bytes), () => this.tooLarge(ex), () => this.overloaded(ex));
+    const announced = length === '' ? NaN : Number(length);
+    if (announced > limit) { this.tooLarge(ex); return; }
+    reader = readBody(res, limit, announced, (bytes) => this.afterGate(gate, ex, bytes), () => this.tooLarge(ex), () => this.overloaded(ex));
     // refused while its body was still arriving: the connection closes without onAborted
     if (gate !== true) gate.then((ok) => { if (!ok) reader!.release(); }, () => reader!.release());
   }
