@@ -76,16 +76,30 @@ export class BatchRunner {
     return cmd.playbook === 0 && cmd.uuid !== null ? this.state.playbookByUuid(cmd.uuid) ?? 0 : cmd.playbook;
   }
 
+  /** The whole batch, applied in one go. */
   run(cmd: IngestCommand, now: number): BatchOutcome {
+    const started = this.start(cmd, now);
+    if (!(started instanceof RunningBatch)) return started;
+    started.step(Infinity);
+    return started.finish();
+  }
+
+  /**
+   * Start a batch: its refusal or duplicate answer, or the batch to apply, a
+   * slice of events at a time (RunningBatch.step) and then finish. Between
+   * slices nothing else may read or change this state (the shard finishes an
+   * open batch before it handles anything else).
+   */
+  start(cmd: IngestCommand, now: number): BatchOutcome | RunningBatch {
     const settled = this.position(cmd);
     if (settled !== null) return settled;
     let pid = this.playbookOf(cmd);
     let agg = this.state.aggregates.get(pid);
 
-    let created: number[][] | null = null;
+    const created: { ids: number[][] | null } = { ids: null };
     const track = (type: EventType, id: number): void => {
-      created ??= [[], [], [], [], [], [], [], []];
-      created[TYPE_CODE[type]]!.push(id);
+      created.ids ??= [[], [], [], [], [], [], [], []];
+      created.ids[TYPE_CODE[type]]!.push(id);
     };
     if (agg === undefined) {
       const set = { ...cmd.create!, uuid: cmd.uuid, ingest_seq: cmd.seq };
@@ -95,14 +109,17 @@ export class BatchRunner {
       pid = decision.id;
       agg = this.state.aggregates.get(pid)!;
     }
+    return new RunningBatch(this, new Batch(this, agg, cmd, now, track), created);
+  }
 
-    const batch = new Batch(this, agg, cmd, now, track);
-    batch.run();
-    if (agg.playbook.ingestSeq !== cmd.seq) {
-      // the stream's position moves with the batch, in the same journal entry
-      this.stage([{ e: 'update', t: 'playbook', p: pid, id: pid, d: { ingest_seq: cmd.seq } }]);
+  /** The end of a batch: the stream's position moves with it, in the same journal entry. */
+  end(batch: Batch, created: number[][] | null): BatchOutcome {
+    const pid = batch.agg.playbook.id;
+    const seq = batch.cmd.seq;
+    if (batch.agg.playbook.ingestSeq !== seq) {
+      this.stage([{ e: 'update', t: 'playbook', p: pid, id: pid, d: { ingest_seq: seq } }]);
     }
-    return answer(pid, cmd.seq, batch.applied, batch.rejected, false, created, true, true);
+    return answer(pid, seq, batch.applied, batch.rejected, false, created, true, true);
   }
 
   /** Normalize, decide and apply one command; its field errors (JSON text) on refusal. */
@@ -132,6 +149,17 @@ export class BatchRunner {
   }
 }
 
+/** A batch being applied a slice at a time. */
+export class RunningBatch {
+  constructor(private readonly runner: BatchRunner, private readonly batch: Batch, private readonly created: { ids: number[][] | null }) {}
+
+  /** Apply up to `max` more events; true once all are. */
+  step(max: number): boolean { return this.batch.step(max); }
+
+  /** Every event applied (step returned true): the answer. */
+  finish(): BatchOutcome { return this.runner.end(this.batch, this.created.ids); }
+}
+
 /** One batch's events, in order. */
 class Batch {
   applied = 0;
@@ -140,25 +168,37 @@ class Batch {
 
   constructor(
     private readonly runner: BatchRunner,
-    private readonly agg: Aggregate,
-    private readonly cmd: IngestCommand,
+    readonly agg: Aggregate,
+    readonly cmd: IngestCommand,
     private readonly now: number,
     private readonly track: (type: EventType, id: number) => void,
   ) {}
 
-  run(): void {
-    const labels = new Map(this.cmd.labels);
-    const ascii = this.cmd.body;
-    if (ascii) {
-      // Shard.ingest left an ASCII body as bytes: each event gets a text of its own
-      const events = asciiEventSpans(Buffer.from(ascii.buffer, ascii.byteOffset, ascii.byteLength), int32s(this.cmd.spans!));
-      for (let i = 0; i < events.length; i++) this.one(i, events[i]![0], events[i]![1], labels.get(i));
-      return;
+  /** the batch's events, found at the first step */
+  private spans: Array<readonly [string, ElementSpans]> | null = null;
+  private labels: Map<number, number[]> | null = null;
+  /** the next event to apply */
+  private next = 0;
+
+  /** Apply up to `max` more events; true once every event is applied. */
+  step(max: number): boolean {
+    if (this.spans === null) {
+      this.labels = new Map(this.cmd.labels);
+      const ascii = this.cmd.body;
+      if (ascii) {
+        // Shard.ingest left an ASCII body as bytes: each event gets a text of its own
+        this.spans = asciiEventSpans(Buffer.from(ascii.buffer, ascii.byteOffset, ascii.byteLength), int32s(this.cmd.spans!));
+      } else {
+        const { text } = this.cmd;
+        // The front checked the envelope (an object with an `events` array of objects with known kinds).
+        this.spans = arrayMemberSpans(text, 'events')!.map((at) => [text, at] as const);
+      }
     }
-    const { text } = this.cmd;
-    // The front checked the envelope (an object with an `events` array of objects with known kinds).
-    const spans = arrayMemberSpans(text, 'events')!;
-    for (let i = 0; i < spans.length; i++) this.one(i, text, spans[i]!, labels.get(i));
+    const spans = this.spans;
+    const end = Math.min(spans.length, this.next + max);
+    for (let i = this.next; i < end; i++) this.one(i, spans[i]![0], spans[i]![1], this.labels!.get(i));
+    this.next = end;
+    return end === spans.length;
   }
 
   /** Event `index`, found at `at` in `text`: applied, or listed as rejected. */
