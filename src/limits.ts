@@ -62,6 +62,12 @@ export const LIMITS = {
   ingestEvents: 10_000,
   /** Rejected events listed in a batch's answer (the first ones; `applied` counts all). */
   ingestRejectedListed: 100,
+  /**
+   * Events of a batch a shard applies per event-loop turn. Between slices the
+   * shard's thread takes in the commits that became durable meanwhile, so their
+   * replies are not held for the whole of a large batch (src/shard/shard.ts ingest).
+   */
+  ingestSliceEvents: 128,
 
   /** Default LOGBOOK_PAGE_SIZE (ARA's PAGE_SIZE). */
   pageSize: 100,

@@ -5,7 +5,8 @@
 // process died is either whole or absent, and re-sending it with its seq then
 // applies it exactly once. Host counters must equal a recount.
 //
-// Each batch opens its own task (uuid w<writer>-s<seq>) with RESULTS results,
+// Each batch opens its own task (uuid w<writer>-s<seq>) with RESULTS results
+// (a large batch is applied a slice per turn: the kill may land between two),
 // so which batches landed, and whether whole, reads straight off the task list.
 // Rerun a failure with CRASH_SEED=<seed>.
 import test from 'ava';
@@ -19,7 +20,8 @@ import { randomUuid, type Json } from './helpers/fixtures.js';
 
 const CYCLES = 3;
 const WRITERS = 6;
-const RESULTS = 20;
+/** more than a shard applies per turn (LIMITS.ingestSliceEvents): a kill can land between two slices of a batch */
+const RESULTS = 200;
 const HOSTS = ['h0', 'h1', 'h2', 'h3'];
 const ENV = { LOGBOOK_SHARDS: '3', LOGBOOK_SNAPSHOT_EVERY: '50', LOGBOOK_SNAPSHOT_INTERVAL: '1' };
 

@@ -17,7 +17,7 @@ import {
   encode, type FrontToShard, type IngestCommand, type IngestReply, type LabelChangeCommand, type LabelReply, type MaintainReply,
   type MaintenanceTask, type ShardToFront, type StatsReply, type WriteCommand, type WriteReply,
 } from './protocol.js';
-import { BatchRunner } from './ingest.js';
+import { BatchRunner, RunningBatch, type BatchOutcome } from './ingest.js';
 import { IdAllocator, type Ids } from './ids.js';
 import type { BodyNormalizer } from '../api/validate.js';
 import { Maintenance } from './maintenance.js';
@@ -27,6 +27,7 @@ import { errText, log } from '../log.js';
 import { getHeapStatistics } from 'node:v8';
 import { isAscii } from 'node:buffer';
 import { decodeUtf8 } from '../api/utf8.js';
+import { LIMITS } from '../limits.js';
 
 export interface ShardOptions {
   compat: boolean;
@@ -54,6 +55,8 @@ export interface ShardOptions {
    * write is its own commit (tests that drive a Shard by hand).
    */
   schedule?: (flush: () => void) => void;
+  /** events of a batch applied per turn (default LIMITS.ingestSliceEvents) */
+  batchSlice?: number;
 }
 
 /** Changes of one command (or one ingest batch) on their way to one journal entry. */
@@ -102,6 +105,11 @@ export class Shard {
   /** the open group commit (options.schedule), null when none */
   private group: Group | null = null;
   private readonly flushGroupNow = (): void => this.flushGroup();
+  /** the batch being applied a slice at a time (ingest), null when none */
+  private openBatch: { rid: number; running: RunningBatch; staged: Staged } | null = null;
+  private readonly stepBatchNow = (): void => this.stepBatch();
+  /** events of a batch applied per event-loop turn */
+  private readonly batchSlice: number;
 
   constructor(options: ShardOptions) {
     this.compat = options.compat;
@@ -117,6 +125,7 @@ export class Shard {
     this.changes = new ChangeLog(changeStore, options.streamRetention ?? 50_000);
     this.order = options.order ?? null;
     this.schedule = options.schedule ?? null;
+    this.batchSlice = options.batchSlice ?? LIMITS.ingestSliceEvents;
   }
 
   /** Blobs as replies must show them: an open group's values (not yet handed to the store) first. */
@@ -137,6 +146,8 @@ export class Shard {
 
   /** Handle one message; returns the reply if it can leave now, else it leaves via onReply. */
   handle(msg: FrontToShard): ShardToFront | null {
+    // a batch being applied is finished before anything else (reads included) sees the state
+    if (this.openBatch !== null) this.finishBatch();
     // writes and reads join the open group; anything else is ordered after it (a
     // label replica change too: the group's rows, taken at its flush, show the names before it)
     if (this.group !== null && msg.k !== 'write' && msg.k !== 'get' && msg.k !== 'list' && msg.k !== 'stats') this.flushGroup();
@@ -201,7 +212,15 @@ export class Shard {
     return this.deliver(reply, durable);
   }
 
-  /** One batch of one playbook's events (SPEC §13): decided and applied in one pass, one journal entry. */
+  /**
+   * One batch of one playbook's events (SPEC §13): decided and applied in one
+   * pass, one journal entry. With a scheduler (a worker), a large batch is
+   * applied a slice of events per event-loop turn: between slices the thread
+   * takes in commits that became durable (their replies leave) instead of
+   * holding them until the whole batch is applied. Nothing else reads or
+   * changes the state meanwhile: any message, and any flush, finishes the open
+   * batch first (finishBatch).
+   */
   ingest(rid: number, cmd: IngestCommand): ShardToFront | null {
     if (this.normalizer === null) throw new Error('batch ingest needs a normalizer');
     // the front sent the body's bytes (protocol.ts postToShard): an ASCII body with the
@@ -216,7 +235,45 @@ export class Shard {
         exists: settled?.exists ?? false, duplicate: settled?.duplicate ?? false,
       }, null);
     }
-    const outcome = runner.run(cmd, this.clock());
+    const started = runner.start(cmd, this.clock());
+    if (!(started instanceof RunningBatch)) return this.ingested(rid, started, staged);
+    if (this.schedule === null || started.step(this.batchSlice)) return this.ingested(rid, started.finish(), staged);
+    this.openBatch = { rid, running: started, staged };
+    this.schedule(this.stepBatchNow);
+    return null;
+  }
+
+  /** The open batch's next slice (scheduled); the last one answers it. */
+  private stepBatch(): void {
+    const open = this.openBatch;
+    if (open === null) return;
+    let done: boolean;
+    try { done = open.running.step(this.batchSlice); } catch (err) { this.openBatch = null; this.batchBroke(open.rid, err); return; }
+    if (done) this.finishBatch(); else this.schedule!(this.stepBatchNow);
+  }
+
+  /** Apply what is left of the open batch now and stage its journal entry; its reply leaves as any other. */
+  finishBatch(): void {
+    const open = this.openBatch;
+    if (open === null) return;
+    // closed first: staging it may flush (a snapshot round that starts flushes first)
+    this.openBatch = null;
+    let reply: ShardToFront | null;
+    try {
+      open.running.step(Infinity);
+      reply = this.ingested(open.rid, open.running.finish(), open.staged);
+    } catch (err) { this.batchBroke(open.rid, err); return; }
+    if (reply) this.onReply(reply);
+  }
+
+  /** A bug while applying a batch a slice at a time: answered 500 (as the worker answers a message that threw), in order. */
+  private batchBroke(rid: number, err: unknown): void {
+    log.error('shard failed to handle a message', { err: errText(err) });
+    const reply = this.deliver({ k: 'error', rid, status: 500, body: Errors.internal() }, null);
+    if (reply) this.onReply(reply);
+  }
+
+  private ingested(rid: number, outcome: BatchOutcome, staged: Staged): ShardToFront | null {
     const reply: IngestReply = {
       k: 'ingest', rid, status: outcome.status, body: outcome.body, created: outcome.created, exists: outcome.exists,
       duplicate: outcome.duplicate,
@@ -278,6 +335,7 @@ export class Shard {
 
   /** Hand the open group to the store (one journal entry); its replies leave once it is durable. */
   flushGroup(): void {
+    if (this.openBatch !== null) this.finishBatch();
     const group = this.group;
     if (group === null) return;
     this.group = null;
@@ -388,8 +446,8 @@ export class Shard {
    */
   labelChanges(rid: number, list: readonly LabelChangeCommand[]): ShardToFront | null {
     const reply: LabelReply = { k: 'label', rid, status: 200 };
-    // writes and reads of the open group are ordered before these changes
-    if (this.group !== null) this.flushGroup();
+    // writes and reads of the open group, and an open batch, are ordered before these changes
+    this.flushGroup();
     const changes: StreamChange[] = [];
     let seq = this.changes.seq;
     let noted = 0;
@@ -518,7 +576,16 @@ export class Shard {
         open.entry.outcome = 'failed';
         open.entry.why = entry.why;
       }
+      // so was a batch being applied: it is not stored; answered 503 after the commits before it
+      const batch = this.openBatch;
+      this.openBatch = null;
       this.onStorageFailure(err);
+      this.drain();
+      if (batch !== null) {
+        const reply: IngestReply = { k: 'ingest', rid: batch.rid, status: 0, body: '', created: null, exists: false, duplicate: false };
+        this.onReply(notStored(reply, entry.why));
+      }
+      return;
     }
     this.drain();
   }
