@@ -45,7 +45,7 @@ class Store extends MemoryStore {
   }
 }
 
-function harness(slice: number, options: { snapshotEvery?: number } = {}) {
+function harness(slice: number, options: { snapshotEvery?: number; unscheduled?: boolean } = {}) {
   const store = new Store();
   if (options.snapshotEvery) {
     // a store that snapshots: its journal length counts entries, and it has snapshot rounds
@@ -59,7 +59,7 @@ function harness(slice: number, options: { snapshotEvery?: number } = {}) {
     compat: false, store, clock: () => T0, normalizer, batchSlice: slice, snapshotEvery: options.snapshotEvery,
     onReply: (r) => replies.push(r),
     onStorageFailure: () => { failures++; },
-    schedule: (f) => { scheduled.push(f); },
+    ...(options.unscheduled ? {} : { schedule: (f: () => void) => { scheduled.push(f); } }),
   });
   let rid = 0;
   const send = (msg: Parameters<Shard['handle']>[0]): number => {
@@ -155,6 +155,16 @@ test('a batch whose journal entry starts a snapshot round is stored once and ans
   await h.store.commit();
   t.is(h.reply(batch)?.status, 200);
   t.is(JSON.parse(h.reply(batch)!.body).applied, 10);
+});
+
+test('a shard without a scheduler (driven by hand) applies a batch in one go', async (t) => {
+  const h = harness(4, { unscheduled: true });
+  await opened(h);
+  const batch = h.ingest(2, results(10, 'a'));
+  t.is(h.store.unsettled, 1, 'staged in the turn it arrived');
+  await h.store.commit();
+  t.is(JSON.parse(h.reply(batch)!.body).applied, 10);
+  t.is(h.shard.state.results.size, 10);
 });
 
 test('a storage failure while a batch is open answers it 503 and stores none of it', async (t) => {

@@ -237,9 +237,11 @@ export class Shard {
     }
     const started = runner.start(cmd, this.clock());
     if (!(started instanceof RunningBatch)) return this.ingested(rid, started, staged);
-    if (this.schedule === null || started.step(this.batchSlice)) return this.ingested(rid, started.finish(), staged);
+    // without a scheduler (a shard driven by hand) a batch is applied in one go
+    const schedule = this.schedule;
+    if (started.step(schedule === null ? Infinity : this.batchSlice)) return this.ingested(rid, started.finish(), staged);
     this.openBatch = { rid, running: started, staged };
-    this.schedule(this.stepBatchNow);
+    schedule!(this.stepBatchNow);
     return null;
   }
 
