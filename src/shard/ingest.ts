@@ -76,14 +76,6 @@ export class BatchRunner {
     return cmd.playbook === 0 && cmd.uuid !== null ? this.state.playbookByUuid(cmd.uuid) ?? 0 : cmd.playbook;
   }
 
-  /** The whole batch, applied in one go. */
-  run(cmd: IngestCommand, now: number): BatchOutcome {
-    const started = this.start(cmd, now);
-    if (!(started instanceof RunningBatch)) return started;
-    started.step(Infinity);
-    return started.finish();
-  }
-
   /**
    * Start a batch: its refusal or duplicate answer, or the batch to apply, a
    * slice of events at a time (RunningBatch.step) and then finish. Between

@@ -1,5 +1,7 @@
 // A shard: one thread's worth of playbook aggregates. It handles one message at a
 // time (no locks): decide → apply → journal (with blobs) → reply once durable.
+// A large batch is applied over several turns, but nothing else is handled
+// until it is whole (ingest, finishBatch).
 // Replies leave in order: a read or a refusal that arrives while writes are
 // committing waits behind them, so no client ever sees data that could still
 // be lost (read-your-durable-writes).
