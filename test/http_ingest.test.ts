@@ -128,6 +128,32 @@ test('text beyond ASCII reads back the same whether sent as UTF-8 or as \\u esca
   t.deepEqual(escaped, utf8);
 });
 
+test('reads while a large batch is applied see none of it or all of it, never a part', async (t) => {
+  const uuid = `whole-${uniq()}`;
+  const opened = await ingest(opening(uuid).body);
+  t.is(opened.status, 200, opened.text);
+  const id = opened.body.playbook as number;
+  // a shard applies a large batch over several turns (LIMITS.ingestSliceEvents per turn)
+  const N = 5_000;
+  const events = Array.from({ length: N }, (_, i) => ({ kind: 'result', task: `${uuid}-t1`, host: `h${i % 10}`, status: 'ok', content: { i } }));
+  let answered = false;
+  const seen: number[] = [];
+  const readers = Array.from({ length: 4 }, async () => {
+    while (!answered) {
+      const r = await api(url, 'GET', `/api/v1/playbooks/${id}`);
+      seen.push(r.body.items.results as number);
+    }
+  });
+  const batch = await ingest({ playbook: { uuid }, seq: 2, events });
+  answered = true;
+  await Promise.all(readers);
+  t.is(batch.status, 200, batch.text);
+  t.is(batch.body.applied, N);
+  t.true(seen.length > 0);
+  t.deepEqual([...new Set(seen)].filter((n) => n !== 0 && n !== N), [], `counts seen while the batch was applied: ${[...new Set(seen)].join(', ')}`);
+  t.is((await get(url, `/api/v1/playbooks/${id}`)).items.results, N);
+});
+
 test('a large batch arriving in pieces, with a Content-Length or chunked, is read whole', async (t) => {
   const port = Number(new URL(url).port);
   for (const framing of ['content-length', 'chunked'] as const) {
