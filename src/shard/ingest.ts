@@ -85,33 +85,26 @@ export class BatchRunner {
   start(cmd: IngestCommand, now: number): BatchOutcome | RunningBatch {
     const settled = this.position(cmd);
     if (settled !== null) return settled;
-    let pid = this.playbookOf(cmd);
+    const pid = this.playbookOf(cmd);
     let agg = this.state.aggregates.get(pid);
-
-    const created: { ids: number[][] | null } = { ids: null };
-    const track = (type: EventType, id: number): void => {
-      created.ids ??= [[], [], [], [], [], [], [], []];
-      created.ids[TYPE_CODE[type]]!.push(id);
-    };
     if (agg === undefined) {
       const set = { ...cmd.create!, uuid: cmd.uuid, ingest_seq: cmd.seq };
       const decision = decide(this.state, command('create', 'playbook', pid, set), now, this.ids);
       if (!decision.ok) return refusal(400, JSON.stringify({ playbook: JSON.parse(decision.body) }), false);
       this.stage(decision.events);
-      pid = decision.id;
-      agg = this.state.aggregates.get(pid)!;
+      agg = this.state.aggregates.get(decision.id)!;
     }
-    return new RunningBatch(this, new Batch(this, agg, cmd, now, track), created);
+    return new RunningBatch(this, agg, cmd, now);
   }
 
   /** The end of a batch: the stream's position moves with it, in the same journal entry. */
-  end(batch: Batch, created: number[][] | null): BatchOutcome {
+  end(batch: RunningBatch): BatchOutcome {
     const pid = batch.agg.playbook.id;
     const seq = batch.cmd.seq;
     if (batch.agg.playbook.ingestSeq !== seq) {
       this.stage([{ e: 'update', t: 'playbook', p: pid, id: pid, d: { ingest_seq: seq } }]);
     }
-    return answer(pid, seq, batch.applied, batch.rejected, false, created, true, true);
+    return answer(pid, seq, batch.applied, batch.rejected, false, batch.created, true, true);
   }
 
   /** Normalize, decide and apply one command; its field errors (JSON text) on refusal. */
@@ -141,30 +134,25 @@ export class BatchRunner {
   }
 }
 
-/** A batch being applied a slice at a time. */
+/** One batch's events, in order, applied a slice at a time (step), then answered (finish). */
 export class RunningBatch {
-  constructor(private readonly runner: BatchRunner, private readonly batch: Batch, private readonly created: { ids: number[][] | null }) {}
-
-  /** Apply up to `max` more events; true once all are. */
-  step(max: number): boolean { return this.batch.step(max); }
-
-  /** Every event applied (step returned true): the answer. */
-  finish(): BatchOutcome { return this.runner.end(this.batch, this.created.ids); }
-}
-
-/** One batch's events, in order. */
-class Batch {
   applied = 0;
   /** the first rejected events with their errors (JSON text); `applied` counts the rest */
   readonly rejected: Array<[number, string]> = [];
+  /** ids created per type code (for the front's directory), null if none */
+  created: number[][] | null = null;
 
   constructor(
     private readonly runner: BatchRunner,
     readonly agg: Aggregate,
     readonly cmd: IngestCommand,
     private readonly now: number,
-    private readonly track: (type: EventType, id: number) => void,
   ) {}
+
+  private readonly track = (type: EventType, id: number): void => {
+    this.created ??= [[], [], [], [], [], [], [], []];
+    this.created[TYPE_CODE[type]]!.push(id);
+  };
 
   /** the batch's events, found at the first step */
   private spans: Array<readonly [string, ElementSpans]> | null = null;
@@ -192,6 +180,9 @@ class Batch {
     this.next = end;
     return end === spans.length;
   }
+
+  /** Every event applied (step returned true): the answer. */
+  finish(): BatchOutcome { return this.runner.end(this); }
 
   /** Event `index`, found at `at` in `text`: applied, or listed as rejected. */
   private one(index: number, text: string, at: ElementSpans, labelIds: number[] | undefined): void {
