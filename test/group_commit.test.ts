@@ -7,7 +7,7 @@
 // answers the whole group 503 and stores none of it.
 import test from 'ava';
 import { parseTimestamp } from '../src/api/time.js';
-import { blobKey, type BlobKey } from '../src/store/blobs.js';
+import { blobKey, type BlobKey, type BlobValue } from '../src/store/blobs.js';
 import { MemoryStore } from '../src/store/memory_store.js';
 import { Shard } from '../src/shard/shard.js';
 import { changesIn, type ShardToFront, type WriteCommand } from '../src/shard/protocol.js';
@@ -19,7 +19,7 @@ const T0 = parseTimestamp('2026-01-01T00:00:00Z')!;
 class Store extends MemoryStore {
   entries: Event[][] = [];
   failNext = false;
-  override write(events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[]): null {
+  override write(events: Event[], puts: Array<[BlobKey, BlobValue]>, removes: BlobKey[]): null {
     if (this.failNext) { this.failNext = false; return Promise.reject(new Error('disk full (test)')) as unknown as null; }
     this.entries.push(events);
     return super.write(events, puts, removes);

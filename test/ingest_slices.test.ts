@@ -9,7 +9,7 @@ import test from 'ava';
 import { parseTimestamp } from '../src/api/time.js';
 import { compileWriteValidators } from '../src/api/schemas.js';
 import { BodyNormalizer } from '../src/api/validate.js';
-import type { BlobKey } from '../src/store/blobs.js';
+import type { BlobKey, BlobValue } from '../src/store/blobs.js';
 import { MemoryStore } from '../src/store/memory_store.js';
 import { Shard } from '../src/shard/shard.js';
 import type { IngestCommand, ShardToFront } from '../src/shard/protocol.js';
@@ -22,7 +22,7 @@ const normalizer = new BodyNormalizer(compileWriteValidators(), { ignoredFacts: 
 class Store extends MemoryStore {
   entries: Event[][] = [];
   private settle: Array<{ resolve: () => void; reject: (err: Error) => void }> = [];
-  override write(events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[]): null {
+  override write(events: Event[], puts: Array<[BlobKey, BlobValue]>, removes: BlobKey[]): null {
     super.write(events, puts, removes);
     this.entries.push(events);
     return new Promise<void>((resolve, reject) => this.settle.push({ resolve, reject })) as unknown as null;

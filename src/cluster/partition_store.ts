@@ -10,7 +10,8 @@
 // replicas tailing the stream, so that failover replays a short tail rather
 // than the partition's whole history.
 import { Packr } from 'msgpackr';
-import type { BlobKey } from '../store/blobs.js';
+import { jsonTextOf } from '../api/json_bytes.js';
+import type { BlobKey, BlobValue } from '../store/blobs.js';
 import type { RecoveryStats, ShardStore } from '../store/types.js';
 import type { Event, ShardState } from '../shard/state.js';
 import type { PartitionLog, PartitionWriter } from './partition_log.js';
@@ -67,7 +68,9 @@ export class PartitionStore implements ShardStore {
 
   getBlob(key: BlobKey): string | undefined { return this.blobs.get(key); }
 
-  write(events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[]): Promise<void> {
+  write(events: Event[], values: Array<[BlobKey, BlobValue]>, removes: BlobKey[]): Promise<void> {
+    // the stream's entries and the blob map hold text
+    const puts = values.map(([key, value]): [BlobKey, string] => [key, jsonTextOf(value)]);
     this.applyBlobs(puts, removes);
     const writer = this.writer;
     if (writer === null) return Promise.reject(new Error('partition is not owned by this node'));

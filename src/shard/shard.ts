@@ -8,7 +8,8 @@
 import { TYPE_CODE } from '../api/resources.js';
 import { Errors } from '../api/errors.js';
 import { nowMicros } from '../api/time.js';
-import { BLOB_DEFAULT, BLOB_FIELDS, blobKey, type BlobKey } from '../store/blobs.js';
+import { jsonTextOf } from '../api/json_bytes.js';
+import { BLOB_DEFAULT, BLOB_FIELDS, blobKey, type BlobKey, type BlobValue } from '../store/blobs.js';
 import { MemoryStore } from '../store/memory_store.js';
 import type { ShardStore } from '../store/types.js';
 import { decide } from './decide.js';
@@ -64,7 +65,7 @@ export interface ShardOptions {
 /** Changes of one command (or one ingest batch) on their way to one journal entry. */
 class Staged {
   readonly events: Event[] = [];
-  readonly puts: Array<[BlobKey, string]> = [];
+  readonly puts: Array<[BlobKey, BlobValue]> = [];
   readonly removes: BlobKey[] = [];
   readonly files: Array<[string, string]> = [];
   removed: Removed | null = null;
@@ -73,7 +74,7 @@ class Staged {
 }
 
 /** Writes staged in this event-loop pass, committed together; their replies wait in `entry`. */
-interface Group { staged: Staged; entry: Waiting; blobs: Map<BlobKey, string | null> }
+interface Group { staged: Staged; entry: Waiting; blobs: Map<BlobKey, BlobValue | null> }
 
 /**
  * Replies held behind one commit. `generation`: how many storage failures the
@@ -134,7 +135,7 @@ export class Shard {
   private readonly blobReader = {
     getBlob: (key: BlobKey): string | undefined => {
       const pending = this.group?.blobs.get(key);
-      if (pending !== undefined) return pending ?? undefined;
+      if (pending !== undefined) return pending === null ? undefined : jsonTextOf(pending);
       return this.store.getBlob(key);
     },
   };
@@ -303,7 +304,7 @@ export class Shard {
    * group's view of the blob values it staged (replies are serialized before
    * the group reaches the store).
    */
-  private stage(staged: Staged, events: Event[], blobs?: Map<BlobKey, string | null>): Removed | null {
+  private stage(staged: Staged, events: Event[], blobs?: Map<BlobKey, BlobValue | null>): Removed | null {
     const puts = staged.puts.length;
     const removes = staged.removes.length;
     const files = staged.files.length;
@@ -612,17 +613,17 @@ function mergeRemoved(into: Removed, more: Removed): Removed {
   return into;
 }
 
-function withoutRemoved(puts: Array<[BlobKey, string]>, removes: BlobKey[]): Array<[BlobKey, string]> {
+function withoutRemoved(puts: Array<[BlobKey, BlobValue]>, removes: BlobKey[]): Array<[BlobKey, BlobValue]> {
   const gone = new Set(removes);
   return puts.filter(([key]) => !gone.has(key));
 }
 
 /** Move an event's large JSON values out into blob puts/removes (the journal keeps the rest). */
-function takeBlobs(ev: Event, puts: Array<[BlobKey, string]>, removes: BlobKey[], files: Array<[string, string]>): void {
+function takeBlobs(ev: Event, puts: Array<[BlobKey, BlobValue]>, removes: BlobKey[], files: Array<[string, string]>): void {
   if (ev.e === 'delete') return;
   const spec = BLOB_FIELDS[ev.t];
   if (spec && spec.field in ev.d) {
-    const text = ev.d[spec.field] as string;
+    const text = ev.d[spec.field] as BlobValue;
     ev.d = without(ev.d, spec.field);
     const key = spec.key(ev.e === 'create' ? ev.d.id : ev.id);
     if (text !== BLOB_DEFAULT[spec.field]) puts.push([key, text]);

@@ -1,6 +1,7 @@
 // Large JSON values live outside the JS heap, in LMDB, and are read on demand
 // (DESIGN.md "Persistence"). Aggregates keep only what lists, filters, counters
 // and ordering need; the serializer asks a BlobReader for the rest.
+import type { JsonBytes } from '../api/json_bytes.js';
 
 /**
  * Which stored field of which row a blob holds. Row blobs have numeric keys,
@@ -32,6 +33,12 @@ export function blobKind(key: BlobKey): 'content' | 'facts' | 'arguments' | 'val
 
 /** Value of a field whose blob was never written (the field's default). */
 export const BLOB_DEFAULT = { content: '{}', facts: '{}', arguments: '{}', value: '""' } as const;
+
+/**
+ * A blob value on its way to the store: its text, or (batch ingest of an ASCII
+ * body) the body's bytes that hold it (api/json_bytes.ts). Reads get text.
+ */
+export type BlobValue = string | JsonBytes;
 
 export interface BlobReader {
   getBlob(key: BlobKey): string | undefined;

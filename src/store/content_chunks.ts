@@ -20,6 +20,7 @@
 // of its UTF-8 bytes in the payload, then the payload. Little-endian.
 import { isAscii } from 'node:buffer';
 import type { Database } from 'lmdb';
+import type { BlobValue } from './blobs.js';
 
 export type ChunkKey = [playbook: number, first: number, last: number];
 
@@ -32,8 +33,8 @@ export const CHUNK_ALONE_BYTES = 16 * 1024;
 /** a command with fewer packable contents stores them alone (per-record writes: as before) */
 export const CHUNK_MIN_CONTENTS = 4;
 
-/** One content to pack: result id, its playbook, its text. */
-export interface PackableContent { id: number; playbook: number; text: string }
+/** One content to pack: result id, its playbook, its text (or the ASCII bytes of it). */
+export interface PackableContent { id: number; playbook: number; text: BlobValue }
 
 export class ContentChunks {
   // the index, sorted by first id (ids only grow, so new chunks append)
@@ -142,15 +143,22 @@ export class ContentChunks {
  * is all there and ASCII exactly when it filled them with ASCII (a unit beyond
  * ASCII takes 2 or 3 bytes, not ASCII, and only whole characters are written).
  * Null when it did not (the caller lays the chunk out again, measured).
+ * Contents kept as bytes (api/json_bytes.ts) are ASCII: copied, not checked.
  */
 function chunkFrom(contents: PackableContent[], from: number, ascii: boolean): Buffer | null {
   const owner = contents[from]!.playbook;
   let to = from;
   let bytes = 0;
   const lengths: number[] = [];
+  let strings = false;
   while (to < contents.length && to - from < CHUNK_RESULTS && bytes < CHUNK_BYTES && contents[to]!.playbook === owner) {
     const text = contents[to]!.text;
-    const n = ascii ? text.length : Buffer.byteLength(text, 'utf8');
+    let n: number;
+    if (typeof text !== 'string') n = text.length;
+    else {
+      strings = true;
+      n = ascii ? text.length : Buffer.byteLength(text, 'utf8');
+    }
     lengths.push(n);
     bytes += n;
     to++;
@@ -164,12 +172,14 @@ function chunkFrom(contents: PackableContent[], from: number, ascii: boolean): B
   for (let k = 0; k < count; k++) {
     const c = contents[from + k]!;
     const n = lengths[k]!;
-    if (buf.write(c.text, head + end, n, 'utf8') !== n) return null; // (measured: always n)
+    const text = c.text;
+    if (typeof text !== 'string') text.copyTo(buf, head + end);
+    else if (buf.write(text, head + end, n, 'utf8') !== n) return null; // (measured: always n)
     end += n;
     buf.writeUInt32LE(c.id - first, 4 + 8 * k);
     buf.writeUInt32LE(end, 8 + 8 * k);
   }
-  return !ascii || isAscii(buf.subarray(head)) ? buf : null;
+  return !ascii || !strings || isAscii(buf.subarray(head)) ? buf : null;
 }
 
 /** The content at offset `delta` from the chunk's first id, if the chunk holds one. */

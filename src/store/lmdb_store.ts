@@ -23,7 +23,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Event, ShardState } from '../shard/state.js';
 import type { StreamChange } from '../shard/changes.js';
-import { BLOB_DEFAULT, contentResultId, type BlobKey } from './blobs.js';
+import { jsonTextOf } from '../api/json_bytes.js';
+import { BLOB_DEFAULT, contentResultId, type BlobKey, type BlobValue } from './blobs.js';
 import { CHUNK_ALONE_BYTES, CHUNK_MIN_CONTENTS, ContentChunks, type ChunkKey, type PackableContent } from './content_chunks.js';
 import { log } from '../log.js';
 import { closeEnv } from './lmdb_close.js';
@@ -103,7 +104,7 @@ export class LmdbShardStore implements DurableShardStore {
   /** bumped by recover(): a snapshot round of an older state must not store anything more */
   private generation = 0;
   /** blob values of the commands issued and not yet settled, one map per command: reads must see them (null = removed) */
-  private readonly overlay = new PendingValues<BlobKey, string | null>();
+  private readonly overlay = new PendingValues<BlobKey, BlobValue | null>();
   private sinceSnapshot = 0;
   private snapshotting = false;
   /** settles when the snapshot round in progress ends (close() lets it finish) */
@@ -175,14 +176,14 @@ export class LmdbShardStore implements DurableShardStore {
 
   getBlob(key: BlobKey): string | undefined {
     const pending = this.overlay.get(key);
-    if (pending !== undefined) return pending ?? undefined;
+    if (pending !== undefined) return pending === null ? undefined : jsonTextOf(pending);
     const value = this.blobs.get(key);
     if (value !== undefined) return value;
     const result = contentResultId(key);
     return result === null ? undefined : this.chunks.read(result);
   }
 
-  write(events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[], droppedPlaybooks: number[]): Promise<void> {
+  write(events: Event[], puts: Array<[BlobKey, BlobValue]>, removes: BlobKey[], droppedPlaybooks: number[]): Promise<void> {
     const seq = ++this.seq;
     const after = this.head;
     this.head = seq;
@@ -204,7 +205,7 @@ export class LmdbShardStore implements DurableShardStore {
       const entry = encodeJournalEntry(events);
       stored = this.afterHead(after, () => {
         for (const key of removes) void this.blobWriter.remove(key);
-        for (const [key, value] of alone) void this.blobWriter.put(key, value);
+        for (const [key, value] of alone) void this.blobWriter.put(key, jsonTextOf(value));
         if (packed) for (const [key, value] of packed.chunks) void this.chunkTable.put(key, value);
         if (droppedChunks) for (const key of droppedChunks) void this.chunkTable.remove(key);
         for (const id of droppedPlaybooks) {
@@ -228,12 +229,12 @@ export class LmdbShardStore implements DurableShardStore {
    * The contents of results this command creates, packed into chunks when there
    * are enough of them (a batch); the other puts are stored alone. Null: none packed.
    */
-  private pack(events: Event[], puts: Array<[BlobKey, string]>): { chunks: Array<[ChunkKey, Buffer]>; alone: Array<[BlobKey, string]> } | null {
+  private pack(events: Event[], puts: Array<[BlobKey, BlobValue]>): { chunks: Array<[ChunkKey, Buffer]>; alone: Array<[BlobKey, BlobValue]> } | null {
     const created = new Map<number, number>();
     for (const ev of events) if (ev.e === 'create' && ev.t === 'result') created.set(ev.d.id as number, ev.p);
     if (created.size < CHUNK_MIN_CONTENTS) return null;
     const packable: PackableContent[] = [];
-    const alone: Array<[BlobKey, string]> = [];
+    const alone: Array<[BlobKey, BlobValue]> = [];
     for (const put of puts) {
       const id = contentResultId(put[0]);
       const playbook = id === null ? undefined : created.get(id);
@@ -250,8 +251,8 @@ export class LmdbShardStore implements DurableShardStore {
    * the blob) is stored as the default instead: a removal would let the value
    * in its chunk show through. A result deleted is only removed.
    */
-  private packedResets(events: Event[], removes: BlobKey[]): Array<[BlobKey, string]> | null {
-    let out: Array<[BlobKey, string]> | null = null;
+  private packedResets(events: Event[], removes: BlobKey[]): Array<[BlobKey, BlobValue]> | null {
+    let out: Array<[BlobKey, BlobValue]> | null = null;
     let updated: Set<number> | null = null;
     for (const key of removes) {
       const id = contentResultId(key);

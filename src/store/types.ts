@@ -5,7 +5,7 @@
 // memory_store.ts: nothing on disk); recovery (recovery.ts) only needs to read
 // one back. Another journal (e.g. NATS JetStream) would implement these.
 import type { Event, ShardState } from '../shard/state.js';
-import type { BlobKey, BlobReader } from './blobs.js';
+import type { BlobKey, BlobReader, BlobValue } from './blobs.js';
 
 /**
  * When a write counts as done:
@@ -22,7 +22,7 @@ export interface CommandJournal {
    * dropped) and return when it is durable (null: already). Rejects with a
    * StorageError when it is not stored; then no command staged after it is either.
    */
-  write(events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[], droppedPlaybooks: number[]): Promise<void> | null;
+  write(events: Event[], puts: Array<[BlobKey, BlobValue]>, removes: BlobKey[], droppedPlaybooks: number[]): Promise<void> | null;
   /** Journal entries appended since the last completed snapshot. */
   readonly journalLength: number;
 }
