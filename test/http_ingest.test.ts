@@ -73,7 +73,7 @@ test('the first batch creates the playbook by uuid; events apply in order and na
   t.is((await list(url, 'playbooks', { uuid })).count, 1, 'a playbook can be found by its uuid');
 });
 
-test('ignored_facts redacts a result content\'s own ansible_facts in a batch, compact or spaced, and only there', async (t) => {
+test('ignored_facts redacts a result content\'s own ansible_facts in a batch, compact or spaced, short or long, and only there', async (t) => {
   const notice = "Not saved as configured by 'ignored_facts'";
   const uuid = uniq('facts');
   const facts = '{"ansible_env":{"SECRET":"x"},"ansible_distribution":"Debian"}';
@@ -87,6 +87,13 @@ test('ignored_facts redacts a result content\'s own ansible_facts in a batch, co
     [`{"ansible\\u005ffacts":${facts}}`, { ansible_facts: redacted }],
     [`{"msg":"caf\\u00e9","ansible_facts":{"ansible\\u005fenv":{"SECRET":"x"}}}`, { msg: 'café', ansible_facts: { ansible_env: notice } }],
   ];
+  // each again, long enough to reach the shard as bytes rather than text (api/json_scan.ts asciiEventSpans)
+  const pad = 'x'.repeat(200);
+  for (const [raw, read] of [...contents]) {
+    contents.push(Array.isArray(read)
+      ? [raw.slice(0, -1) + `,"${pad}"]`, [...read, pad]]
+      : [raw.slice(0, -1) + `,"pad":"${pad}"}`, { ...read as object, pad }]);
+  }
   const { body } = opening(uuid, contents.map((_, i) => (
     { kind: 'result', task: `${uuid}-t1`, host: 'web-01', status: 'ok', content: `CONTENT${i}`, started: '2026-01-01T00:00:01Z' })));
   let text = JSON.stringify(body);

@@ -12,8 +12,9 @@ import { fileURLToPath } from 'node:url';
 import { asciiEventSpans, scanBatchBody as scanBatchBytes, scanObjectBody as scanObjectBytes } from '../src/api/json_scan.js';
 import { useValueSkip, valueSkip } from '../src/api/json_skip.js';
 import { JSON_SKIP_SOURCE_SHA256 } from '../src/api/json_skip_wasm.js';
-import { arrayMemberSpans, minify, type ElementSpans } from '../src/api/json_text.js';
+import { arrayMemberSpans, minify, type ElementSpans, type MemberSpan } from '../src/api/json_text.js';
 import { nestedDeeperThan } from '../src/api/json_body.js';
+import { BLOB_FIELDS } from '../src/store/blobs.js';
 import { mulberry32, seedFrom } from './helpers/random.js';
 
 const has = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
@@ -26,6 +27,9 @@ const scanObjectBody = (text: string, maxDepth: number) => scanObjectBytes(Buffe
 const isAsciiText = (text: string): boolean => /^[\x00-\x7f]*$/.test(text);
 /** the member a content's facts are redacted in (api/validate.ts) */
 const hasFacts = (v: unknown): boolean => isObject(v) && has(v, 'ansible_facts');
+
+/** values asciiEventSpans kept as bytes, over every disagreement() call */
+let keptSeen = 0;
 
 /** null when the scan is sound for `text`, else what it got wrong. */
 function disagreement(text: string, maxDepth: number): string | null {
@@ -44,20 +48,33 @@ function disagreement(text: string, maxDepth: number): string | null {
   if (Array.isArray(events) !== (scan.events !== null)) return 'events found or not';
   if (scan.events === null) return scan.spans === null ? null : 'spans without events';
   if (scan.events.length !== (events as unknown[]).length) return 'event count';
-  // the shard's view (asciiEventSpans: each event's own text, its spans less its start) is
-  // what its own scan of the body (arrayMemberSpans) finds, and `compact` is only said of compact values
+  // the shard's view (asciiEventSpans: each event's own text, its spans less its start) finds
+  // the members its own scan of the body (arrayMemberSpans) finds, with the same value texts;
+  // a value kept as bytes leaves only its first character in the event's text
   const shardView = asciiEventSpans(Buffer.from(text, 'latin1'), scan.spans!);
   const own = arrayMemberSpans(text, 'events')!;
-  const rebased = own.map((e) => {
-    const base = e.span[0];
-    return [text.slice(e.span[0], e.span[1]), [0, e.span[1] - base], e.members && [...e.members].map(([k, [a, b]]) => [k, a - base, b - base])];
-  });
-  const got = shardView.map(([own, e]) => [own, e.span, e.members && [...e.members].map(([k, [a, b]]) => [k, a, b])]);
-  if (!isDeepStrictEqual(got, rebased)) return 'asciiEventSpans differ from arrayMemberSpans';
+  const values = own.map((e) => e.members && [...e.members].map(([k, [a, b]]) => [k, text.slice(a, b)]));
+  const valueOf = (own: string, [a, b, , , bytes]: MemberSpan): string => (bytes ? bytes.text() : own.slice(a, b));
+  const got = shardView.map(([own, e]) => e.members && [...e.members].map(([k, span]) => [k, valueOf(own, span)]));
+  if (!isDeepStrictEqual(got, values)) return 'asciiEventSpans differ from arrayMemberSpans';
+  for (let i = 0; i < own.length; i++) {
+    const [ownText, e] = shardView[i]!;
+    const kept = [...e.members ?? []].filter(([, span]) => span[4] !== undefined);
+    if (kept.length === 0 && ownText !== text.slice(own[i]!.span[0], own[i]!.span[1])) return 'event text';
+    if (kept.length > 1) return 'more than one value kept as bytes';
+    keptSeen += kept.length;
+    for (const [key, [a, b, , , bytes]] of kept) {
+      if (b !== a + 1 || ownText[a] !== bytes!.text()[0]) return 'a value kept as bytes leaves other than its first character';
+      // only the blob field of the event's kind, as JSON.parse reads the kind (the shard parses any other member from the text)
+      const kind = ((events as unknown[])[i] as Obj).kind;
+      if (typeof kind !== 'string' || BLOB_FIELDS[kind]?.field !== key) return `${key} kept as bytes in an event of kind ${String(kind)}`;
+    }
+  }
   for (const [own, e] of shardView) {
-    for (const [, [a, b, compact, noFacts]] of e.members ?? []) {
-      if (compact && minify(own, a, b) !== own.slice(a, b)) return 'compact value that is not';
-      if (noFacts && hasFacts(JSON.parse(own.slice(a, b)))) return 'said to have no ansible_facts, has';
+    for (const [, span] of e.members ?? []) {
+      const value = valueOf(own, span);
+      if (span[2] && minify(value, 0, value.length) !== value) return 'compact value that is not';
+      if (span[3] && hasFacts(JSON.parse(value))) return 'said to have no ansible_facts, has';
     }
   }
   for (let i = 0; i < scan.events.length; i++) {
@@ -181,7 +198,13 @@ function randomBodies(seed: number, longest: number): () => string {
     if (rnd() < 0.9) top.playbook = rnd() < 0.8 ? { uuid: 'u', x: value(2) } : value(1);
     if (rnd() < 0.9) {
       top.events = rnd() < 0.9
-        ? Array.from({ length: Math.floor(rnd() * 5) }, () => (rnd() < 0.85 ? { kind: pick(['result', 'playbook', 3, null]), labels: value(3), content: value(3) } : value(2)))
+        ? Array.from({ length: Math.floor(rnd() * 5) }, () => (rnd() < 0.85 ? {
+          kind: pick(['result', 'result', 'playbook', 'host', 'record', 'file', 3, null]),
+          labels: value(3),
+          // a blob field (and others), sometimes long enough to be kept as bytes (api/json_scan.ts asciiEventSpans)
+          [pick(['content', 'content', 'facts', 'arguments', 'value'])]: rnd() < 0.3 ? [value(3), 'x'.repeat(120 + Math.floor(rnd() * 16)), value(3)] : value(3),
+          ...(rnd() < 0.3 ? { task: value(3) } : {}),
+        } : value(2)))
         : value(1);
     }
     if (rnd() < 0.3) top[pick(strings)] = value(1);
@@ -200,6 +223,26 @@ function randomBodies(seed: number, longest: number): () => string {
   };
 }
 
+test('a long blob value is kept as bytes, only where the event\'s kind and key are read as written', (t) => {
+  const long = JSON.stringify({ stdout: 'x'.repeat(200) });
+  const kept = (event: string): string[] => {
+    const text = `{"events":[${event}]}`;
+    t.is(disagreement(text, 512), null, event);
+    const [[, at]] = asciiEventSpans(Buffer.from(text), scanBatchBody(text, 512)!.spans!) as [[string, ElementSpans]];
+    return [...at.members!].filter(([, span]) => span[4] !== undefined).map(([key]) => key);
+  };
+  t.deepEqual(kept(`{"kind":"result","task":"t","content":${long},"host":"h"}`), ['content']);
+  t.deepEqual(kept(`{"content":${long},"kind":"host","facts":${long}}`), ['facts']);
+  t.deepEqual(kept(`{"kind":"record","key":"k","value":${long}}`), ['value']);
+  t.deepEqual(kept(`{"kind":"result","content":{"short":1}}`), []);
+  t.deepEqual(kept(`{"kind":"file","path":"p","content":${JSON.stringify('x'.repeat(200))}}`), []); // a file's content is text the shard reads
+  // an escaped key may spell the kind or the field: the event keeps all of its text
+  t.deepEqual(kept(`{"kind":"result","k\\u0069nd":"host","content":${long}}`), []);
+  t.deepEqual(kept(`{"kind":"result","content":${long},"c\\u006fntent":{}}`), []);
+  // a key given twice: the last one counts, as in JSON.parse
+  t.deepEqual(kept(`{"kind":"host","kind":"result","content":${long},"content":${long}}`), ['content']);
+});
+
 test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) => {
   const seed = seedFrom('JSON_SCAN_SEED');
   t.log(`seed ${seed} (replay with JSON_SCAN_SEED=${seed})`);
@@ -217,6 +260,8 @@ test('agrees with JSON.parse on random bodies, valid and broken (seeded)', (t) =
   }
   t.true(answered > 5_000, `answered ${answered} of 20000`); // the fast path is taken, not just safe
   t.true(objects > 5_000, `object scan answered ${objects} of 20000`);
+  t.true(keptSeen > 100, `values kept as bytes: ${keptSeen}`); // that path is compared too
+  t.log(`values kept as bytes: ${keptSeen}`);
 });
 
 test('the WebAssembly skip of member values gives the scan the answer JS gives (seeded)', (t) => {

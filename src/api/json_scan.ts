@@ -23,6 +23,8 @@
 // gives the exact error. So a pretty-printed body costs what it did before, and
 // no error message changes.
 
+import { BLOB_FIELDS } from '../store/blobs.js';
+import { JsonBytes } from './json_bytes.js';
 import { valueSkip, type LoadedSkip } from './json_skip.js';
 import type { ElementSpans, MemberSpan } from './json_text.js';
 import { WRITE_FIELDS } from './resources.js';
@@ -540,14 +542,71 @@ function isHex(c: number | undefined): boolean {
  * allocates in its large-object space, fresh pages every time (~1 µs per KB on
  * this kind of VM, more than the rest of a result's parsing); a 2 KB event is an
  * ordinary young string.
+ *
+ * An event's long blob value (a result's content, a host's facts…: what the
+ * shard stores and does not read) is left out of its text but for its first
+ * character, which tells its JSON type; its MemberSpan holds its bytes instead
+ * (api/json_bytes.ts). A result's text is then its ~200 bytes of other members.
  */
 export function asciiEventSpans(bytes: Buffer, spans: Int32Array): Array<[text: string, at: ElementSpans]> {
   const out: Array<[string, ElementSpans]> = [];
   for (let i = 0; i < spans.length; i = nextEvent(spans, i)) {
-    const text = bytes.toString('latin1', spans[i]!, spans[i + 1]!);
-    out.push([text, elementAt(text, spans, i, spans[i]!)]);
+    const start = spans[i]!;
+    const end = spans[i + 1]!;
+    const kept = blobMember(bytes, spans, i);
+    if (kept < 0) {
+      const text = bytes.toString('latin1', start, end);
+      out.push([text, elementAt(text, spans, i, start, bytes, -1)]);
+      continue;
+    }
+    // the event's bytes but the value's after its first character, as one string
+    const gapStart = spans[kept + 2]! + 1;
+    const gapEnd = spans[kept + 3]!;
+    const length = gapStart - start + (end - gapEnd);
+    if (scratch.length < length) scratch = Buffer.allocUnsafe(Math.max(length, 2 * scratch.length));
+    bytes.copy(scratch, 0, start, gapStart);
+    bytes.copy(scratch, gapStart - start, gapEnd, end);
+    const text = scratch.toString('latin1', 0, length);
+    out.push([text, elementAt(text, spans, i, start, bytes, kept)]);
   }
   return out;
+}
+
+let scratch = Buffer.allocUnsafe(4096);
+
+/** A blob value shorter than this stays in its event's text (and never is a field's default, `{}` or `""`). */
+const BYTES_MIN = 128;
+
+/** Per event kind with a blob field (store/blobs.ts): its `kind` value and the field's key, as written. */
+const BLOB_MEMBERS: Array<[kind: Uint8Array, key: Uint8Array]> = Object.entries(BLOB_FIELDS)
+  .map(([kind, spec]) => [ascii(JSON.stringify(kind)), ascii(JSON.stringify(spec!.field))]);
+
+/**
+ * Where in ScannedBody.spans the member of event `i` is whose value is kept out
+ * of its text: its blob field (the last occurrence, as JSON.parse keeps), when
+ * long enough; −1 for none. Keys are compared as written: an event with an
+ * escaped key (which may spell `kind` or the field) keeps all of its text.
+ */
+function blobMember(bytes: Buffer, spans: Int32Array, i: number): number {
+  const count = spans[i + 2]!;
+  if (count <= 0) return -1;
+  let kind = -1;
+  for (let m = 0, j = i + 3; m < count; m++, j += 5) {
+    if (spans[j + 4]! & KEY_ESCAPED) return -1;
+    if (isWord(bytes, spans[j]!, spans[j + 1]!, KIND)) kind = j;
+  }
+  if (kind < 0) return -1;
+  let key: Uint8Array | null = null;
+  for (const [k, field] of BLOB_MEMBERS) if (isWord(bytes, spans[kind + 2]!, spans[kind + 3]!, k)) key = field;
+  if (key === null) return -1;
+  let at = -1;
+  for (let m = 0, j = i + 3; m < count; m++, j += 5) if (isWord(bytes, spans[j]!, spans[j + 1]!, key)) at = j;
+  return at >= 0 && spans[at + 3]! - spans[at + 2]! >= BYTES_MIN ? at : -1;
+}
+
+/** bytes[start, end) is `word` */
+function isWord(bytes: Buffer, start: number, end: number, word: Uint8Array): boolean {
+  return end - start === word.length && startsWith(bytes, word, start);
 }
 
 /** Where the event after the one at `i` starts in ScannedBody.spans. */
@@ -587,22 +646,34 @@ function memberKey(text: string, start: number, end: number): string {
   return text.slice(start, end);
 }
 
-/** The event at `i` of ScannedBody.spans, its positions less `base` (`text` starts at `base` of the body). */
-function elementAt(text: string, spans: Int32Array, i: number, base: number): ElementSpans {
+/**
+ * The event at `i` of ScannedBody.spans in `text`, which holds its bytes from
+ * `base` on; when `kept` is a member's index (blobMember), but for the first
+ * character of that member's value, whose MemberSpan holds its bytes instead.
+ */
+function elementAt(text: string, spans: Int32Array, i: number, base: number, bytes: Buffer, kept: number): ElementSpans {
+  // positions after the value left out move back by its length less one
+  const gapEnd = kept < 0 ? Infinity : spans[kept + 3]!;
+  const shift = kept < 0 ? 0 : gapEnd - spans[kept + 2]! - 1;
+  const at = (p: number): number => p - base - (p < gapEnd ? 0 : shift);
   const start = spans[i]! - base;
-  const end = spans[i + 1]! - base;
+  const end = at(spans[i + 1]!);
   const count = spans[i + 2]!;
   if (count < 0) return { span: [start, end], members: undefined };
   const members = new Map<string, MemberSpan>();
   i += 3;
   for (let m = 0; m < count; m++, i += 5) {
-    const keyStart = spans[i]! - base;
-    const keyEnd = spans[i + 1]! - base;
+    const keyStart = at(spans[i]!);
+    const keyEnd = at(spans[i + 1]!);
     const flags = spans[i + 4]!;
     const key = flags & KEY_ESCAPED ? JSON.parse(text.slice(keyStart, keyEnd)) as string : memberKey(text, keyStart + 1, keyEnd - 1);
-    const valueStart = spans[i + 2]! - base;
-    const valueEnd = spans[i + 3]! - base;
-    members.set(key, [valueStart, valueEnd, !(flags & VALUE_SPACED), !(flags & VALUE_FACTS)]);
+    const valueStart = at(spans[i + 2]!);
+    const valueEnd = at(spans[i + 3]!);
+    const compact = !(flags & VALUE_SPACED);
+    const noFacts = !(flags & VALUE_FACTS);
+    members.set(key, i === kept
+      ? [valueStart, valueEnd, compact, noFacts, new JsonBytes(bytes, spans[i + 2]!, spans[i + 3]!)]
+      : [valueStart, valueEnd, compact, noFacts]);
   }
   return { span: [start, end], members };
 }

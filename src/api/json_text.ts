@@ -11,6 +11,8 @@
 // unspecified but the functions still terminate. All of them are linear in the
 // span: strings are skipped with indexOf, containers by depth counting.
 
+import type { JsonBytes } from './json_bytes.js';
+
 // Char codes used below (and by json_scan.ts).
 export const QUOTE = 34; // "
 export const BACKSLASH = 92; // \
@@ -198,9 +200,12 @@ function scanElements(text: string, i: number, end: number): Array<[number, numb
 /**
  * A member value's span; `compact`: known to hold no whitespace outside strings
  * (its minified text is itself); `noFacts`: known not to be an object with an
- * `ansible_facts` member of its own (only the scans of api/json_scan.ts tell).
+ * `ansible_facts` member of its own (only the scans of api/json_scan.ts tell);
+ * `bytes`: the value is not in the text but in these bytes (a long blob value
+ * of a batch's event, api/json_scan.ts asciiEventSpans), and the span holds
+ * only its first character (its JSON type).
  */
-export type MemberSpan = [start: number, end: number, compact?: boolean, noFacts?: boolean];
+export type MemberSpan = [start: number, end: number, compact?: boolean, noFacts?: boolean, bytes?: JsonBytes];
 
 /** An element of an array: its span and, when it is an object, its members' spans (as memberSpans gives them). */
 export interface ElementSpans { span: [number, number]; members: Map<string, MemberSpan> | undefined }

@@ -4,6 +4,7 @@
 // own text (minified) so key order and big numbers survive untouched.
 import { LIMITS } from '../limits.js';
 import { Errors, Messages } from './errors.js';
+import type { JsonBytes } from './json_bytes.js';
 import { elementSpans, memberSpans, minify, replaceValues, type MemberSpan } from './json_text.js';
 import { WRITE_FIELDS, type FieldSpec, type ResourceType } from './resources.js';
 import type { CompiledWrite, WriteMode } from './schemas.js';
@@ -271,8 +272,16 @@ export class BodyNormalizer {
     return { set, errors: hasErrors ? errors : null };
   }
 
-  /** The stored text of a JSON field, with the configured facts/arguments redacted. */
-  private jsonText(type: ResourceType, field: string, text: string, [start, end, compact, noFacts]: MemberSpan): string {
+  /**
+   * The stored text of a JSON field, with the configured facts/arguments
+   * redacted; a value given as bytes (MemberSpan) stays bytes when it is stored
+   * as sent, else its text is what is stored (minified, redacted).
+   */
+  private jsonText(type: ResourceType, field: string, text: string, [start, end, compact, noFacts, bytes]: MemberSpan): string | JsonBytes {
+    if (bytes !== undefined) {
+      if (compact && !this.mayRedact(type, field, noFacts)) return bytes;
+      return this.jsonText(type, field, bytes.text(), [0, bytes.length, compact, noFacts]);
+    }
     const { ignoredFacts, ignoredArguments } = this.redaction;
     if (type === 'host' && field === 'facts' && ignoredFacts.length) {
       return redact(text, start, end, ignoredFacts, 'ignored_facts');
@@ -291,6 +300,14 @@ export class BodyNormalizer {
       }
     }
     return compact ? text.slice(start, end) : minify(text, start, end);
+  }
+
+  /** Whether jsonText may change this field's text beyond minifying it (the conditions it redacts on). */
+  private mayRedact(type: ResourceType, field: string, noFacts: boolean | undefined): boolean {
+    const { ignoredFacts, ignoredArguments } = this.redaction;
+    if (type === 'host' && field === 'facts') return ignoredFacts.length > 0;
+    if (type === 'playbook' && field === 'arguments') return ignoredArguments.length > 0;
+    return type === 'result' && field === 'content' && ignoredFacts.length > 0 && noFacts !== true;
   }
 }
 

@@ -20,6 +20,7 @@
 // of its UTF-8 bytes in the payload, then the payload. Little-endian.
 import { isAscii } from 'node:buffer';
 import type { Database } from 'lmdb';
+import { JsonBytes } from '../api/json_bytes.js';
 import type { BlobValue } from './blobs.js';
 
 export type ChunkKey = [playbook: number, first: number, last: number];
@@ -33,7 +34,11 @@ export const CHUNK_ALONE_BYTES = 16 * 1024;
 /** a command with fewer packable contents stores them alone (per-record writes: as before) */
 export const CHUNK_MIN_CONTENTS = 4;
 
-/** One content to pack: result id, its playbook, its text (or the ASCII bytes of it). */
+/**
+ * One content to pack: result id, its playbook, its text (or the ASCII bytes of
+ * it: once packed, a view of those bytes in its chunk instead, so that what it
+ * was a view of, a batch's body, is not held with the chunk).
+ */
 export interface PackableContent { id: number; playbook: number; text: BlobValue }
 
 export class ContentChunks {
@@ -173,7 +178,10 @@ function chunkFrom(contents: PackableContent[], from: number, ascii: boolean): B
     const c = contents[from + k]!;
     const n = lengths[k]!;
     const text = c.text;
-    if (typeof text !== 'string') text.copyTo(buf, head + end);
+    if (typeof text !== 'string') {
+      text.copyTo(buf, head + end);
+      c.text = new JsonBytes(buf, head + end, head + end + n);
+    }
     else if (buf.write(text, head + end, n, 'utf8') !== n) return null; // (measured: always n)
     end += n;
     buf.writeUInt32LE(c.id - first, 4 + 8 * k);

@@ -24,7 +24,7 @@ import { dirname, join } from 'node:path';
 import type { Event, ShardState } from '../shard/state.js';
 import type { StreamChange } from '../shard/changes.js';
 import { jsonTextOf } from '../api/json_bytes.js';
-import { BLOB_DEFAULT, contentResultId, type BlobKey, type BlobValue } from './blobs.js';
+import { BLOB_DEFAULT, blobKey, contentResultId, type BlobKey, type BlobValue } from './blobs.js';
 import { CHUNK_ALONE_BYTES, CHUNK_MIN_CONTENTS, ContentChunks, type ChunkKey, type PackableContent } from './content_chunks.js';
 import { log } from '../log.js';
 import { closeEnv } from './lmdb_close.js';
@@ -188,16 +188,20 @@ export class LmdbShardStore implements DurableShardStore {
     const after = this.head;
     this.head = seq;
     this.sinceSnapshot++;
+    const failing = this.faults?.fail('journal') ?? false;
+    const packed = !failing && puts.length >= CHUNK_MIN_CONTENTS ? this.pack(events, puts) : null;
+    // nothing of the bytes values were given as is held past this call (CommandJournal.write):
+    // a packed content is read from its chunk until committed, any other value is text
+    let alone = textValues(packed === null ? puts : packed.alone);
     const overlay = puts.length || removes.length ? this.overlay.open() : null;
     if (overlay) {
       for (const key of removes) overlay.set(key, null);
-      for (const [key, value] of puts) overlay.set(key, value);
+      if (packed !== null) for (const [key, value] of packed.placed) overlay.set(key, value);
+      for (const [key, value] of alone) overlay.set(key, value);
     }
     let stored: Promise<boolean>;
-    if (this.faults?.fail('journal')) stored = this.injected('journal');
+    if (failing) stored = this.injected('journal');
     else {
-      const packed = puts.length >= CHUNK_MIN_CONTENTS ? this.pack(events, puts) : null;
-      let alone = packed === null ? puts : packed.alone;
       const reset = removes.length ? this.packedResets(events, removes) : null;
       if (reset) alone = alone.concat(reset);
       const droppedChunks = droppedPlaybooks.length ? this.chunks.drop(new Set(droppedPlaybooks)) : null;
@@ -205,7 +209,7 @@ export class LmdbShardStore implements DurableShardStore {
       const entry = encodeJournalEntry(events);
       stored = this.afterHead(after, () => {
         for (const key of removes) void this.blobWriter.remove(key);
-        for (const [key, value] of alone) void this.blobWriter.put(key, jsonTextOf(value));
+        for (const [key, value] of alone) void this.blobWriter.put(key, value);
         if (packed) for (const [key, value] of packed.chunks) void this.chunkTable.put(key, value);
         if (droppedChunks) for (const key of droppedChunks) void this.chunkTable.remove(key);
         for (const id of droppedPlaybooks) {
@@ -219,17 +223,27 @@ export class LmdbShardStore implements DurableShardStore {
       });
       this.lastIssued = stored;
     }
-    // success or failure, the overlay of this command goes: after a failure
-    // reads must show what is on disk (the shard rebuilds its state from disk too)
-    const settle = () => { if (overlay) this.overlay.drop(overlay); };
-    return this.durable(stored, 'write').then(settle, (err) => { settle(); throw err; });
+    // The overlay of this command goes once its transaction is committed or has
+    // failed, not when it is flushed: from the commit on, reads find its values in
+    // LMDB (lmdb-js renews its read transaction at each commit, before the write's
+    // promise resolves), and after a failure reads must show what is on disk (the
+    // shard rebuilds its state from disk too). Held until the flush (~10 ms), a
+    // batch's contents outlived young-generation collections and were promoted;
+    // as views of chunk buffers they were external memory that only a full
+    // collection frees, and V8 ran one every ~0.5 s per shard (bench/HISTORY.md, session 31).
+    if (overlay) {
+      const settle = () => { this.overlay.drop(overlay); };
+      stored.then(settle, settle);
+    }
+    return this.durable(stored, 'write');
   }
 
   /**
    * The contents of results this command creates, packed into chunks when there
    * are enough of them (a batch); the other puts are stored alone. Null: none packed.
    */
-  private pack(events: Event[], puts: Array<[BlobKey, BlobValue]>): { chunks: Array<[ChunkKey, Buffer]>; alone: Array<[BlobKey, BlobValue]> } | null {
+  private pack(events: Event[], puts: Array<[BlobKey, BlobValue]>):
+    { chunks: Array<[ChunkKey, Buffer]>; placed: Array<[BlobKey, BlobValue]>; alone: Array<[BlobKey, BlobValue]> } | null {
     const created = new Map<number, number>();
     for (const ev of events) if (ev.e === 'create' && ev.t === 'result') created.set(ev.d.id as number, ev.p);
     if (created.size < CHUNK_MIN_CONTENTS) return null;
@@ -243,7 +257,8 @@ export class LmdbShardStore implements DurableShardStore {
     }
     if (packable.length < CHUNK_MIN_CONTENTS) return null;
     packable.sort((a, b) => a.id - b.id);
-    return { chunks: this.chunks.pack(packable), alone };
+    const chunks = this.chunks.pack(packable);
+    return { chunks, placed: packable.map((c) => [blobKey.content(c.id), c.text]), alone };
   }
 
   /**
@@ -251,8 +266,8 @@ export class LmdbShardStore implements DurableShardStore {
    * the blob) is stored as the default instead: a removal would let the value
    * in its chunk show through. A result deleted is only removed.
    */
-  private packedResets(events: Event[], removes: BlobKey[]): Array<[BlobKey, BlobValue]> | null {
-    let out: Array<[BlobKey, BlobValue]> | null = null;
+  private packedResets(events: Event[], removes: BlobKey[]): Array<[BlobKey, string]> | null {
+    let out: Array<[BlobKey, string]> | null = null;
     let updated: Set<number> | null = null;
     for (const key of removes) {
       const id = contentResultId(key);
@@ -644,3 +659,8 @@ async function failureText(err: unknown, file: string): Promise<string> {
   return `the data directory could not be written: ${detail}${hint}`;
 }
 
+/** Blob puts with any value given as bytes turned into its text (the same array when there is none). */
+function textValues(puts: Array<[BlobKey, BlobValue]>): Array<[BlobKey, string]> {
+  if (puts.every(([, value]) => typeof value === 'string')) return puts as Array<[BlobKey, string]>;
+  return puts.map(([key, value]) => [key, jsonTextOf(value)]);
+}
