@@ -60,6 +60,12 @@ export interface ShardOptions {
   schedule?: (flush: () => void) => void;
   /** events of a batch applied per turn (default LIMITS.ingestSliceEvents) */
   batchSlice?: number;
+  /**
+   * A batch body the shard owns (the worker: bytes moved to its thread) is
+   * given here once its journal entry is handed to the store, which has copied
+   * what it keeps of it by then (CommandJournal.write). Absent: left to the GC.
+   */
+  releaseBody?: (body: Uint8Array) => void;
 }
 
 /** Changes of one command (or one ingest batch) on their way to one journal entry. */
@@ -109,10 +115,11 @@ export class Shard {
   private group: Group | null = null;
   private readonly flushGroupNow = (): void => this.flushGroup();
   /** the batch being applied a slice at a time (ingest), null when none */
-  private openBatch: { rid: number; running: RunningBatch; staged: Staged } | null = null;
+  private openBatch: { rid: number; running: RunningBatch; staged: Staged; received: Uint8Array | null } | null = null;
   private readonly stepBatchNow = (): void => this.stepBatch();
   /** events of a batch applied per event-loop turn */
   private readonly batchSlice: number;
+  private readonly releaseBody: ((body: Uint8Array) => void) | null;
 
   constructor(options: ShardOptions) {
     this.compat = options.compat;
@@ -129,6 +136,7 @@ export class Shard {
     this.order = options.order ?? null;
     this.schedule = options.schedule ?? null;
     this.batchSlice = options.batchSlice ?? LIMITS.ingestSliceEvents;
+    this.releaseBody = options.releaseBody ?? null;
   }
 
   /** Blobs as replies must show them: an open group's values (not yet handed to the store) first. */
@@ -228,6 +236,7 @@ export class Shard {
     if (this.normalizer === null) throw new Error('batch ingest needs a normalizer');
     // the front sent the body's bytes (protocol.ts postToShard): an ASCII body with the
     // front's spans stays bytes, its events are read one by one (api/json_scan.ts asciiEventSpans)
+    const received = cmd.body ?? null;
     if (cmd.body && !(cmd.spans && isAscii(cmd.body))) { cmd.text = decodeUtf8(cmd.body); cmd.body = null; }
     const staged = new Staged();
     const runner = new BatchRunner(this.state, this.normalizer, this.ids, (events) => this.stage(staged, events));
@@ -239,11 +248,11 @@ export class Shard {
       }, null);
     }
     const started = runner.start(cmd, this.clock());
-    if (!(started instanceof RunningBatch)) return this.ingested(rid, started, staged);
+    if (!(started instanceof RunningBatch)) return this.ingested(rid, started, staged, received);
     // without a scheduler (a shard driven by hand) a batch is applied in one go
     const schedule = this.schedule;
-    if (started.step(schedule === null ? Infinity : this.batchSlice)) return this.ingested(rid, started.finish(), staged);
-    this.openBatch = { rid, running: started, staged };
+    if (started.step(schedule === null ? Infinity : this.batchSlice)) return this.ingested(rid, started.finish(), staged, received);
+    this.openBatch = { rid, running: started, staged, received };
     schedule!(this.stepBatchNow);
     return null;
   }
@@ -266,7 +275,7 @@ export class Shard {
     let reply: ShardToFront | null;
     try {
       open.running.step(Infinity);
-      reply = this.ingested(open.rid, open.running.finish(), open.staged);
+      reply = this.ingested(open.rid, open.running.finish(), open.staged, open.received);
     } catch (err) { this.batchBroke(open.rid, err); return; }
     if (reply) this.onReply(reply);
   }
@@ -278,12 +287,15 @@ export class Shard {
     if (reply) this.onReply(reply);
   }
 
-  private ingested(rid: number, outcome: BatchOutcome, staged: Staged): ShardToFront | null {
+  /** A batch's answer, after its journal entry (if any) is handed to the store; `body`: its bytes, done with then. */
+  private ingested(rid: number, outcome: BatchOutcome, staged: Staged, body: Uint8Array | null): ShardToFront | null {
     const reply: IngestReply = {
       k: 'ingest', rid, status: outcome.status, body: outcome.body, created: outcome.created, exists: outcome.exists,
       duplicate: outcome.duplicate,
     };
-    return this.deliver(reply, outcome.staged ? this.flush(staged).durable : null);
+    const durable = outcome.staged ? this.flush(staged).durable : null;
+    if (body !== null && this.releaseBody !== null) this.releaseBody(body);
+    return this.deliver(reply, durable);
   }
 
   /**
@@ -623,6 +635,7 @@ function takeBlobs(ev: Event, puts: Array<[BlobKey, BlobValue]>, removes: BlobKe
   if (ev.e === 'delete') return;
   const spec = BLOB_FIELDS[ev.t];
   if (spec && spec.field in ev.d) {
+    // (a value kept as bytes is never the field's short default: api/json_scan.ts keeps long ones only)
     const text = ev.d[spec.field] as BlobValue;
     ev.d = without(ev.d, spec.field);
     const key = spec.key(ev.e === 'create' ? ev.d.id : ev.id);

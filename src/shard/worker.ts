@@ -21,6 +21,7 @@ import { Outbox, receivedFromFront, type FrontToShard, type LabelChangeCommand, 
 import { OP_CREATE } from './changes.js';
 import { LABEL_SHARD } from '../http/label_changes.js';
 import { labelRow } from '../http/labels.js';
+import { releaseBuffer } from './release.js';
 
 const init = workerData as ShardInit;
 const port = parentPort!;
@@ -91,6 +92,8 @@ try {
     compat: init.compat, store, snapshotEvery: init.snapshotEvery, onReply: post,
     // group commit: the writes of one event-loop pass are one journal entry (src/shard/shard.ts)
     schedule: (flush) => { setImmediate(flush); },
+    // batch bodies were moved to this thread: this shard owns them
+    releaseBody: releaseBuffer,
     ids: partition?.ids ?? new IdAllocator(init.ids),
     streamRetention: init.streamRetention,
     ...(order ? { order: { shard: init.shard, order } } : {}),

@@ -21,6 +21,8 @@ export interface CommandJournal {
    * Stage one command (journal entry + blob changes + snapshots of playbooks it
    * dropped) and return when it is durable (null: already). Rejects with a
    * StorageError when it is not stored; then no command staged after it is either.
+   * What it keeps of a value given as bytes it copies before it returns: the
+   * caller may free their buffer then (Shard releaseBody).
    */
   write(events: Event[], puts: Array<[BlobKey, BlobValue]>, removes: BlobKey[], droppedPlaybooks: number[]): Promise<void> | null;
   /** Journal entries appended since the last completed snapshot. */
