@@ -12,6 +12,7 @@ import { isStorageNoise } from './store/open.js';
 import { PartitionCountMismatchError } from './cluster/partition_log.js';
 import { NatsAccessError } from './cluster/nats_options.js';
 import { VERSION } from './version.js';
+import { setV8Flags } from './v8_flags.js';
 
 const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) { process.stdout.write(helpText(VERSION)); process.exit(0); }
@@ -30,6 +31,7 @@ if (maxHeaderBytes === null) {
   process.exit(2);
 }
 setLogLevel(config.logLevel);
+setV8Flags(); // before the shards' workers start
 // a bug outside any request handler: log it as one JSON line (pino writes errors synchronously), then exit
 const die = (what: string) => (err: unknown) => { log.fatal(what, { err: errText(err) }); process.exit(1); };
 process.on('uncaughtException', die('uncaught exception'));
