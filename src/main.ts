@@ -31,7 +31,6 @@ if (maxHeaderBytes === null) {
   process.exit(2);
 }
 setLogLevel(config.logLevel);
-setV8Flags(); // before the shards' workers start
 // a bug outside any request handler: log it as one JSON line (pino writes errors synchronously), then exit
 const die = (what: string) => (err: unknown) => { log.fatal(what, { err: errText(err) }); process.exit(1); };
 process.on('uncaughtException', die('uncaught exception'));
@@ -56,6 +55,7 @@ const started = performance.now();
 let server;
 try {
   server = await startServer(config);
+  setV8Flags(); // the shards have recovered: from here on
 } catch (err) {
   if (err instanceof StoreError || err instanceof PartitionCountMismatchError || err instanceof NatsAccessError) { process.stderr.write(`logbook: ${err.message}\n`); process.exit(2); }
   log.fatal('start-up failed', { err: errText(err) });
