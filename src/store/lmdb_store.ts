@@ -227,10 +227,9 @@ export class LmdbShardStore implements DurableShardStore {
     // failed, not when it is flushed: from the commit on, reads find its values in
     // LMDB (lmdb-js renews its read transaction at each commit, before the write's
     // promise resolves), and after a failure reads must show what is on disk (the
-    // shard rebuilds its state from disk too). Held until the flush (~10 ms), a
-    // batch's contents outlived young-generation collections and were promoted;
-    // as views of chunk buffers they were external memory that only a full
-    // collection frees, and V8 ran one every ~0.5 s per shard (bench/HISTORY.md, session 31).
+    // shard rebuilds its state from disk too). Held until the flush (~10 ms more
+    // under batch load), a batch's contents (views of its chunks: external memory
+    // to V8) lived through more young-generation collections than they need to.
     if (overlay) {
       const settle = () => { this.overlay.drop(overlay); };
       stored.then(settle, settle);
