@@ -270,12 +270,13 @@ function recovery(samples: Sample[], from: number, to: number): number | null {
 async function readBack(url: string, tasks: number[]): Promise<Set<number>> {
   const ids = new Set<number>();
   for (const task of tasks) {
-    for (let offset = 0; ; offset += 1000) {
-      const r = await fetch(`${url}/api/v1/results?task=${task}&limit=1000&offset=${offset}`);
-      if (r.status !== 200) throw new Error(`read back: GET results?task=${task}&offset=${offset} → ${r.status} ${await r.text()}`);
+    // the `next` links: past the offset cap (LIMITS) they carry a cursor, and a full run admits more than it
+    for (let next: string | null = `${url}/api/v1/results?task=${task}&limit=1000`; next !== null;) {
+      const r = await fetch(new URL(next, url));
+      if (r.status !== 200) throw new Error(`read back: GET ${next} → ${r.status} ${await r.text()}`);
       const page = (await r.json()) as { results: Array<{ id: number }>; next: string | null };
       for (const row of page.results) ids.add(row.id);
-      if (page.next === null) break;
+      next = page.next;
     }
   }
   return ids;
