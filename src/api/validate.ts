@@ -206,11 +206,24 @@ function convertCanonical(spec: FieldSpec, v: unknown): unknown {
 }
 const FAILED = Symbol('not canonical');
 
+/** A JSON field whose stored text has members redacted (SPEC §3): which keys, the setting that names them, and the member they are in (null: the value itself). */
+interface Redacted { field: string; keys: readonly string[]; setting: string; within: string | null }
+
 export class BodyNormalizer {
+  /** per type, its one field with members redacted, if the configuration redacts any */
+  private readonly redacted: Partial<Record<ResourceType, Redacted>> = {};
+
   constructor(
     private readonly validators: Record<ResourceType, Record<WriteMode, CompiledWrite>>,
-    private readonly redaction: Redaction,
-  ) {}
+    redaction: Redaction,
+  ) {
+    const { ignoredFacts, ignoredArguments } = redaction;
+    if (ignoredFacts.length) {
+      this.redacted.host = { field: 'facts', keys: ignoredFacts, setting: 'ignored_facts', within: null };
+      this.redacted.result = { field: 'content', keys: ignoredFacts, setting: 'ignored_facts', within: 'ansible_facts' };
+    }
+    if (ignoredArguments.length) this.redacted.playbook = { field: 'arguments', keys: ignoredArguments, setting: 'ignored_arguments', within: null };
+  }
 
   /**
    * `body` is the parsed object, `text[start, end)` the exact JSON text it was
@@ -278,36 +291,25 @@ export class BodyNormalizer {
    * as sent, else its text is what is stored (minified, redacted).
    */
   private jsonText(type: ResourceType, field: string, text: string, [start, end, compact, noFacts, bytes]: MemberSpan): string | JsonBytes {
+    const redacted = this.redacted[type]?.field === field ? this.redacted[type] : undefined;
     if (bytes !== undefined) {
-      if (compact && !this.mayRedact(type, field, noFacts)) return bytes;
+      // stored as sent: compact, and nothing to redact (a content the scan saw no ansible_facts in)
+      if (compact && (redacted === undefined || (redacted.within !== null && noFacts === true))) return bytes;
       return this.jsonText(type, field, bytes.text(), [0, bytes.length, compact, noFacts]);
     }
-    const { ignoredFacts, ignoredArguments } = this.redaction;
-    if (type === 'host' && field === 'facts' && ignoredFacts.length) {
-      return redact(text, start, end, ignoredFacts, 'ignored_facts');
-    }
-    if (type === 'playbook' && field === 'arguments' && ignoredArguments.length) {
-      return redact(text, start, end, ignoredArguments, 'ignored_arguments');
-    }
-    // most results carry no facts: the body scan says so (noFacts false: it saw the key, or an escaped key that may be it),
-    // else (no scan flags) a search of the text (native) before a scan of its members
-    if (type === 'result' && field === 'content' && ignoredFacts.length &&
-        (noFacts === false || (noFacts === undefined && mayHaveKey(text, start, end, 'ansible_facts')))) {
-      const inner = memberSpans(text, start, end)?.get('ansible_facts');
-      if (inner) {
-        const facts = redact(text, inner[0], inner[1], ignoredFacts, 'ignored_facts');
-        return minify(text, start, inner[0]) + facts + minify(text, inner[1], end);
+    if (redacted !== undefined) {
+      if (redacted.within === null) return redact(text, start, end, redacted.keys, redacted.setting);
+      // most results carry no facts: the body scan says so (noFacts false: it saw the key, or an escaped key that may be it),
+      // else (no scan flags) a search of the text (native) before a scan of its members
+      if (noFacts === false || (noFacts === undefined && mayHaveKey(text, start, end, redacted.within))) {
+        const inner = memberSpans(text, start, end)?.get(redacted.within);
+        if (inner) {
+          const values = redact(text, inner[0], inner[1], redacted.keys, redacted.setting);
+          return minify(text, start, inner[0]) + values + minify(text, inner[1], end);
+        }
       }
     }
     return compact ? text.slice(start, end) : minify(text, start, end);
-  }
-
-  /** Whether jsonText may change this field's text beyond minifying it (the conditions it redacts on). */
-  private mayRedact(type: ResourceType, field: string, noFacts: boolean | undefined): boolean {
-    const { ignoredFacts, ignoredArguments } = this.redaction;
-    if (type === 'host' && field === 'facts') return ignoredFacts.length > 0;
-    if (type === 'playbook' && field === 'arguments') return ignoredArguments.length > 0;
-    return type === 'result' && field === 'content' && ignoredFacts.length > 0 && noFacts !== true;
   }
 }
 

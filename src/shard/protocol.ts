@@ -4,6 +4,7 @@
 import { Packr } from 'msgpackr';
 import type { ResourceType, FilterKind } from '../api/resources.js';
 import type { StreamChange } from './changes.js';
+import { spansWholeBuffer } from './release.js';
 
 export type FieldErrors = Record<string, string[]>;
 
@@ -448,7 +449,7 @@ export function postToShard(port: PostPort, message: FrontToShard): void {
   // only a buffer the body has to itself may move; a view of a larger one (a Buffer
   // pool slab, a NATS read buffer) is copied: moving it would detach what it is part of
   // (and Buffer#slice is a view, not a copy)
-  const moved = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer ? body : new Uint8Array(body);
+  const moved = spansWholeBuffer(body) ? body : new Uint8Array(body);
   port.postMessage([bytes, moved] satisfies Posted, [bytes.buffer as ArrayBuffer, moved.buffer as ArrayBuffer]);
 }
 

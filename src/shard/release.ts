@@ -7,10 +7,10 @@
 // (bench/HISTORY.md, session 31). Transferring a buffer detaches it, and V8
 // stops counting it at once; posted to a port whose other end is closed, the
 // message is dropped and its memory freed.
-import { MessageChannel } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 
-const sink = new MessageChannel();
-sink.port2.close();
+/** the port freed buffers are posted to, its other end closed (made at the first release) */
+let sink: MessagePort | null = null;
 
 /**
  * Free `bytes`' buffer now. Only a buffer the bytes span whole is freed (a view
@@ -18,7 +18,16 @@ sink.port2.close();
  * hold no other view of it: it reads as empty afterwards.
  */
 export function releaseBuffer(bytes: Uint8Array): void {
-  const buffer = bytes.buffer;
-  if (!(buffer instanceof ArrayBuffer) || bytes.byteOffset !== 0 || bytes.byteLength !== buffer.byteLength) return;
-  sink.port1.postMessage(null, [buffer]);
+  if (!spansWholeBuffer(bytes)) return;
+  if (sink === null) {
+    const channel = new MessageChannel();
+    channel.port2.close();
+    sink = channel.port1;
+  }
+  sink.postMessage(null, [bytes.buffer]);
+}
+
+/** The bytes are all of an ArrayBuffer of their own (one that may be moved or freed), not part of a larger or shared one. */
+export function spansWholeBuffer(bytes: Uint8Array): bytes is Uint8Array & { buffer: ArrayBuffer } {
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
 }
