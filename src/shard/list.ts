@@ -2,6 +2,8 @@
 // skip + take (top-k, not a full sort), and return the requested window as [sortKey…, id, json] rows for the front to merge.
 import { pageOrder } from '../api/order.js';
 import type { ListQuery, ListRow, NormalizedFilter } from './protocol.js';
+import { firstAfter } from './result_groups.js';
+import type { ResultRow } from './rows.js';
 import { shownStatus } from './rows.js';
 import { TopK } from './top_k.js';
 import type { Aggregate, ShardState, EventType } from './state.js';
@@ -53,18 +55,43 @@ function matcher(type: EventType, f: NormalizedFilter, state: ShardState): (row:
   }
 }
 
-export function runList(state: ShardState, serializer: Serializer, q: ListQuery): { count: number; rows: ListRow[]; beyond?: number } {
+type ListReply = { count: number; rows: ListRow[]; beyond?: number };
+
+/**
+ * The rows a list has to look at: the aggregate's of a `playbook` filter, the
+ * group of a `task` or `host` filter of results (the narrowest one; its
+ * filter is then met by every row), else the shard's. null: the filter names
+ * a parent this shard does not have, so nothing matches here.
+ */
+function candidatesOf(state: ShardState, q: ListQuery): { rows: { values(): Iterable<any> } | readonly ResultRow[]; narrowedBy: NormalizedFilter | null } | null {
   const type = q.type;
-  // A playbook filter narrows the scan to one aggregate.
-  let candidates: { values(): Iterable<any> } = state.index(type);
-  const filters: Array<(row: any) => boolean> = [];
-  for (const f of q.filters) {
-    if (f.kind === 'id' && f.column === 'playbook' && type !== 'playbook') {
-      const agg = state.aggregates.get(f.value as number);
-      if (!agg) return { count: 0, rows: [] };
-      candidates = (agg as any)[type + 's'];
-    } else filters.push(matcher(type, f, state));
+  if (type === 'playbook') return { rows: state.index(type), narrowedBy: null };
+  if (type === 'result') {
+    for (const f of q.filters) {
+      if (f.kind !== 'id' || (f.column !== 'task' && f.column !== 'host')) continue;
+      const parent = (f.column === 'task' ? state.tasks : state.hosts).get(f.value as number);
+      if (parent === undefined) return null;
+      const agg = state.aggregates.get(parent.playbook)!;
+      const groups = agg.groups();
+      return { rows: (f.column === 'task' ? groups.byTask : groups.byHost).of(parent.id), narrowedBy: f };
+    }
   }
+  for (const f of q.filters) {
+    if (f.kind !== 'id' || f.column !== 'playbook') continue;
+    const agg = state.aggregates.get(f.value as number);
+    return agg === undefined ? null : { rows: (agg as any)[type + 's'], narrowedBy: f };
+  }
+  return { rows: state.index(type), narrowedBy: null };
+}
+
+export function runList(state: ShardState, serializer: Serializer, q: ListQuery): ListReply {
+  const type = q.type;
+  const narrowed = candidatesOf(state, q);
+  if (narrowed === null) return q.bound ? { count: 0, rows: [], beyond: 0 } : { count: 0, rows: [] };
+  const candidates = narrowed.rows;
+  const filters: Array<(row: any) => boolean> = [];
+  for (const f of q.filters) if (f !== narrowed.narrowedBy) filters.push(matcher(type, f, state));
+  if (Array.isArray(candidates) && filters.length === 0 && isIdOrder(q.order)) return idOrderPage(type, candidates, q, state, serializer);
   const idOf = (row: any): number => (type === 'playbook' ? row.playbook.id : row.id);
   const matches = (row: any): boolean => {
     for (const m of filters) if (!m(row)) return false;
@@ -103,6 +130,36 @@ export function runList(state: ShardState, serializer: Serializer, q: ListQuery)
   const page = top.sorted().slice(q.skip);
   for (const keys of page) keys[keys.length - 1] = render(type, keys[keys.length - 1], state, serializer);
   return bound === undefined ? { count, rows: page } : { count, rows: page, beyond };
+}
+
+/** The natural order, or id descending: the order a group is kept in, or its reverse. */
+function isIdOrder(order: ListQuery['order']): boolean {
+  return order.length === 0 || (order.length === 1 && order[0]![0] === 'id');
+}
+
+/**
+ * A page of a whole group in id order: every row matches, so the count is its
+ * length, and the page is cut out of it (a keyset page: from a binary search
+ * for its boundary), rendering only the rows returned.
+ */
+function idOrderPage(type: EventType, group: readonly ResultRow[], q: ListQuery, state: ShardState, serializer: Serializer): ListReply {
+  const count = group.length;
+  const desc = q.order.length === 1 && q.order[0]![1];
+  const keyed = q.order.length === 1; // order=-id: [id, id, json]; natural: [id, json]
+  const row = (r: ResultRow): ListRow => (keyed ? [r.id, r.id, render(type, r, state, serializer)] : [r.id, render(type, r, state, serializer)]);
+  // positions [from, to) in id order, taken from the `from` end (up) or the `to` end (down)
+  let from = 0, to = count, up = !desc;
+  if (q.bound) {
+    const boundary = q.bound.keys[q.bound.keys.length - 1] as number;
+    // after the boundary in the list's order, or before it going back: higher ids when they agree
+    const higher = desc === q.bound.back;
+    if (higher) from = firstAfter(group, boundary); else to = firstAfter(group, boundary - 1);
+    up = higher;
+  }
+  const beyond = to - from;
+  const rows: ListRow[] = [];
+  for (let i = q.skip; i < q.skip + q.take && i < beyond; i++) rows.push(row(group[up ? from + i : to - 1 - i]!));
+  return q.bound ? { count, rows, beyond } : { count, rows };
 }
 
 function render(type: EventType, row: any, state: ShardState, serializer: Serializer): string {
