@@ -1,5 +1,6 @@
 // Reads on the front: a detail goes to the one shard the directory names; a
-// list is scattered to every shard (or the one a `playbook` filter pins),
+// list is scattered to every shard (or the one a `playbook` filter, or a
+// results list's `task` or `host` filter, pins),
 // each answers its count and its first offset+limit rows in the requested
 // order, and the front merges the pages (DESIGN.md "Front").
 import { Errors } from '../api/errors.js';
@@ -46,13 +47,31 @@ export class Reads {
 
   list(ex: Req, type: Exclude<ResourceType, 'label'>, parsed: ParsedPage): void {
     const pool = this.deps.pool();
-    const pinned = parsed.playbook !== null && isChildType(type);
-    if (pinned && parsed.playbook! < 1) return this.envelope(ex, parsed, 0, []);
-    const shards = pinned ? [pool.shardOf(parsed.playbook!)] : Array.from({ length: pool.size }, (_, i) => i);
+    const pinned = this.pinnedShard(type, parsed, pool);
+    if (pinned !== null && pinned < 0) return this.envelope(ex, parsed, 0, []);
+    const shards = pinned !== null ? [pinned] : Array.from({ length: pool.size }, (_, i) => i);
     const single = shards.length === 1;
     const q = toShardQuery(type, parsed, single);
     const ctx: ListContext = { ex, parsed, remaining: shards.length, single, count: 0, parts: [], failed: null, beyond: 0 };
     for (const shard of shards) pool.send(shard, { k: 'list', rid: 0, q }, this.onList, ctx);
+  }
+
+  /**
+   * The one shard that can hold a list's rows: the playbook's, for a list of
+   * its children; the task's or host's (the directory says), for results of
+   * one. -1: that parent does not exist, nothing matches. null: every shard.
+   * One shard also takes only `limit` rows past `offset`, not offset + limit.
+   */
+  private pinnedShard(type: Exclude<ResourceType, 'label'>, parsed: ParsedPage, pool: Shards): number | null {
+    if (!isChildType(type)) return null;
+    if (parsed.playbook !== null) return parsed.playbook < 1 ? -1 : pool.shardOf(parsed.playbook);
+    if (type !== 'result') return null;
+    for (const f of parsed.filters) {
+      if (f.kind !== 'id' || (f.column !== 'task' && f.column !== 'host')) continue;
+      const id = f.value as number;
+      return Number.isSafeInteger(id) && id >= 1 ? this.deps.dir.shardOf(f.column, id) : -1;
+    }
+    return null;
   }
 
   private gather(r: Reply, ctx: ListContext): void {
