@@ -196,7 +196,7 @@ test.serial('labels: an empty page going back links forward to the rows from its
   t.deepEqual([idsOf(none), none.count, none.next, none.previous], [[], 0, null, null], 'nothing left: no links');
 });
 
-test.serial("results of one task or one host (the shard that holds it answers alone, from the parent's group): next and previous walk every row", async (t) => {
+test.serial("results of one task, host or play (the shard that holds it answers alone; a task's or host's from its group): next and previous walk every row", async (t) => {
   const pb = await ingestRun(`${tok}-big`, 70, `${tok}-label-0`);
   const task = ((await get(url, `/api/v1/tasks?playbook=${pb}`)) as Page).results[0].id as number;
   const host = ((await get(url, `/api/v1/hosts?playbook=${pb}&name=host-1`)) as Page).results[0].id as number;
@@ -204,13 +204,16 @@ test.serial("results of one task or one host (the shard that holds it answers al
   await walk(t, 'results', `order=-id&task=${task}`);
   await walk(t, 'results', `host=${host}&order=-started`);
   await walk(t, 'results', `host=${host}&status=ok&status=failed`);
+  const play = ((await get(url, `/api/v1/plays?playbook=${pb}`)) as Page).results[0].id as number;
+  await walk(t, 'results', `order=-started&play=${play}`);
+  t.deepEqual(((await get(url, `/api/v1/tasks?play=${play}`)) as Page).results.map((r: Json) => r.id), [task]);
   // the group is the task's results: the same rows as the playbook's, in the same order
   const byTask = (await get(url, `/api/v1/results?task=${task}&limit=1000`)) as Page;
   const byPlaybook = (await get(url, `/api/v1/results?playbook=${pb}&limit=1000`)) as Page;
   t.is(byTask.count, 70);
   t.deepEqual(byTask.results, byPlaybook.results);
   // a parent that does not exist, or cannot: nothing, not an error
-  for (const q of [`task=${task + 1_000_000}`, 'task=0', 'host=-3', 'task=1e300', `host=${host}&task=${task + 1_000_000}`]) {
+  for (const q of [`task=${task + 1_000_000}`, 'task=0', 'host=-3', 'task=1e300', `host=${host}&task=${task + 1_000_000}`, `play=${play + 1_000_000}`, `play=${play}&task=${task + 1_000_000}`]) {
     const page = await fetchPage(t, `${url}/api/v1/results?${q}`);
     t.deepEqual([page.count, page.results], [0, []], q);
   }

@@ -1417,7 +1417,7 @@ for (const seed of [1, 2, 3, 20261122, 0xdecaf]) {
     }
   });
 
-  test(`a task's and a host's results (their groups) list as a filter of every result does, any order, page or cursor (seed ${seed})`, (t) => {
+  test(`a task's, a host's and a play's results (and a play's tasks) list as a filter of every row does, any order, page or cursor (seed ${seed})`, (t) => {
     const { h } = randomRun(seed, 500);
     const st = h.shard.state;
     const serializer = new Serializer(st, h.shard.store, false);
@@ -1442,13 +1442,14 @@ for (const seed of [1, 2, 3, 20261122, 0xdecaf]) {
     // a list narrowed to a group (kind 'id') against the same filter as a scan of every result (kind 'exact')
     const orders: Array<Array<[string, boolean]>> = [[], [['id', true]], [['started', false]]];
     let compared = 0;
-    for (const col of ['task', 'host'] as const) {
-      const parents = [...(col === 'task' ? st.tasks : st.hosts).keys(), 999_999];
+    for (const col of ['task', 'host', 'play'] as const) {
+      const parents = [...(col === 'task' ? st.tasks : col === 'host' ? st.hosts : st.plays).keys(), 999_999];
       for (const parent of parents) {
         const expected = [...st.results.values()].filter((r) => r[col] === parent).map((r) => r.id);
         const other = expected.length ? st.results.get(expected[0]!)! : null;
         const extras: NormalizedFilter[][] = [[], [{ kind: 'status', column: 'status', value: ['ok', 'failed'] }]];
         if (other) extras.push([{ kind: 'id', column: col === 'task' ? 'host' : 'task', value: col === 'task' ? other.host : other.task }]);
+        if (other) extras.push([{ kind: 'id', column: 'playbook', value: other.playbook }]);
         for (const order of orders) {
           for (const extra of extras) {
             const bounds: Array<ListQuery['bound']> = [undefined];
@@ -1472,6 +1473,14 @@ for (const seed of [1, 2, 3, 20261122, 0xdecaf]) {
             }
           }
         }
+      }
+    }
+    // tasks of one play: narrowed to its playbook's tasks
+    for (const play of [...st.plays.keys(), 999_999]) {
+      for (const order of [[], [['name', true]]] as Array<Array<[string, boolean]>>) {
+        const q = (kind: 'id' | 'exact'): ListQuery => ({ type: 'task', filters: [{ kind, column: 'play', value: play }], order, skip: 0, take: 1e9 });
+        t.deepEqual(runList(st, serializer, q('id')), runList(st, serializer, q('exact')), `tasks of play ${play}`);
+        compared++;
       }
     }
     t.true(compared > 500, `compared ${compared}`);

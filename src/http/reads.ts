@@ -1,6 +1,6 @@
 // Reads on the front: a detail goes to the one shard the directory names; a
-// list is scattered to every shard (or the one a `playbook` filter, or a
-// results list's `task` or `host` filter, pins),
+// list is scattered to every shard (or the one a `playbook`, `play`, `task`
+// or `host` filter pins),
 // each answers its count and its first offset+limit rows in the requested
 // order, and the front merges the pages (DESIGN.md "Front").
 import { Errors } from '../api/errors.js';
@@ -58,16 +58,16 @@ export class Reads {
 
   /**
    * The one shard that can hold a list's rows: the playbook's, for a list of
-   * its children; the task's or host's (the directory says), for results of
-   * one. -1: that parent does not exist, nothing matches. null: every shard.
-   * One shard also takes only `limit` rows past `offset`, not offset + limit.
+   * its children; the play's, task's or host's (the directory says), for
+   * tasks or results of one. -1: that parent does not exist, nothing matches.
+   * null: every shard. One shard also takes only `limit` rows past `offset`,
+   * not offset + limit.
    */
   private pinnedShard(type: Exclude<ResourceType, 'label'>, parsed: ParsedPage, pool: Shards): number | null {
     if (!isChildType(type)) return null;
     if (parsed.playbook !== null) return parsed.playbook < 1 ? -1 : pool.shardOf(parsed.playbook);
-    if (type !== 'result') return null;
     for (const f of parsed.filters) {
-      if (f.kind !== 'id' || (f.column !== 'task' && f.column !== 'host')) continue;
+      if (f.kind !== 'id' || (f.column !== 'play' && f.column !== 'task' && f.column !== 'host')) continue;
       const id = f.value as number;
       return Number.isSafeInteger(id) && id >= 1 ? this.deps.dir.shardOf(f.column, id) : -1;
     }

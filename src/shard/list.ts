@@ -58,10 +58,11 @@ function matcher(type: EventType, f: NormalizedFilter, state: ShardState): (row:
 type ListReply = { count: number; rows: ListRow[]; beyond?: number };
 
 /**
- * The rows a list has to look at: the aggregate's of a `playbook` filter, the
- * group of a `task` or `host` filter of results (the narrowest one; its
- * filter is then met by every row), else the shard's. null: the filter names
- * a parent this shard does not have, so nothing matches here.
+ * The rows a list has to look at: for results of one task or host, that
+ * parent's group (its filter is then met by every row); for children of one
+ * playbook, or of one play (a `play` filter, which still filters), that
+ * playbook's; else the shard's. null: the filter names a parent this shard
+ * does not have, so nothing matches here.
  */
 function candidatesOf(state: ShardState, q: ListQuery): { rows: { values(): Iterable<any> } | readonly ResultRow[]; narrowedBy: NormalizedFilter | null } | null {
   const type = q.type;
@@ -71,15 +72,16 @@ function candidatesOf(state: ShardState, q: ListQuery): { rows: { values(): Iter
       if (f.kind !== 'id' || (f.column !== 'task' && f.column !== 'host')) continue;
       const parent = (f.column === 'task' ? state.tasks : state.hosts).get(f.value as number);
       if (parent === undefined) return null;
-      const agg = state.aggregates.get(parent.playbook)!;
-      const groups = agg.groups();
+      const groups = state.aggregates.get(parent.playbook)!.groups();
       return { rows: (f.column === 'task' ? groups.byTask : groups.byHost).of(parent.id), narrowedBy: f };
     }
   }
   for (const f of q.filters) {
-    if (f.kind !== 'id' || f.column !== 'playbook') continue;
-    const agg = state.aggregates.get(f.value as number);
-    return agg === undefined ? null : { rows: (agg as any)[type + 's'], narrowedBy: f };
+    if (f.kind !== 'id' || (f.column !== 'playbook' && f.column !== 'play')) continue;
+    const playbook = f.column === 'playbook' ? f.value as number : state.plays.get(f.value as number)?.playbook;
+    const agg = playbook === undefined ? undefined : state.aggregates.get(playbook);
+    if (agg === undefined) return null;
+    return { rows: (agg as any)[type + 's'], narrowedBy: f.column === 'playbook' ? f : null };
   }
   return { rows: state.index(type), narrowedBy: null };
 }
