@@ -1417,7 +1417,7 @@ for (const seed of [1, 2, 3, 20261122, 0xdecaf]) {
     }
   });
 
-  test(`a task's, a host's and a play's results (and a play's tasks) list as a filter of every row does, any order, page or cursor (seed ${seed})`, (t) => {
+  test(`the results of a task, host, play or playbook (and a play's tasks) list as a filter of every row does, any order, page or cursor (seed ${seed})`, (t) => {
     const { h } = randomRun(seed, 500);
     const st = h.shard.state;
     const serializer = new Serializer(st, h.shard.store, false);
@@ -1442,8 +1442,8 @@ for (const seed of [1, 2, 3, 20261122, 0xdecaf]) {
     // a list narrowed to a group (kind 'id') against the same filter as a scan of every result (kind 'exact')
     const orders: Array<Array<[string, boolean]>> = [[], [['id', true]], [['started', false]]];
     let compared = 0;
-    for (const col of ['task', 'host', 'play'] as const) {
-      const parents = [...(col === 'task' ? st.tasks : col === 'host' ? st.hosts : st.plays).keys(), 999_999];
+    for (const col of ['task', 'host', 'play', 'playbook'] as const) {
+      const parents = [...(col === 'task' ? st.tasks : col === 'host' ? st.hosts : col === 'play' ? st.plays : st.aggregates).keys(), 999_999];
       for (const parent of parents) {
         const expected = [...st.results.values()].filter((r) => r[col] === parent).map((r) => r.id);
         const other = expected.length ? st.results.get(expected[0]!)! : null;

@@ -81,7 +81,8 @@ function candidatesOf(state: ShardState, q: ListQuery): { rows: { values(): Iter
     const playbook = f.column === 'playbook' ? f.value as number : state.plays.get(f.value as number)?.playbook;
     const agg = playbook === undefined ? undefined : state.aggregates.get(playbook);
     if (agg === undefined) return null;
-    return { rows: (agg as any)[type + 's'], narrowedBy: f.column === 'playbook' ? f : null };
+    // a playbook's results are an array in id order, from which a page in that order is cut
+    return { rows: type === 'result' ? agg.results.inIdOrder() : (agg as any)[type + 's'], narrowedBy: f.column === 'playbook' ? f : null };
   }
   return { rows: state.index(type), narrowedBy: null };
 }
@@ -140,7 +141,7 @@ function isIdOrder(order: ListQuery['order']): boolean {
 }
 
 /**
- * A page of a whole group in id order: every row matches, so the count is its
+ * A page of a whole group (or a playbook's results) in id order: every row matches, so the count is its
  * length, and the page is cut out of it (a keyset page: from a binary search
  * for its boundary), rendering only the rows returned.
  */

@@ -33,6 +33,8 @@ export class ResultList {
   private changedFrom = 0;
   get size(): number { return this.rows.length; }
   values(): IterableIterator<ResultRow> { return this.rows.values(); }
+  /** The rows in id order, to read only (a list's page is cut out of them: src/shard/list.ts). */
+  inIdOrder(): readonly ResultRow[] { return this.rows; }
   *keys(): IterableIterator<number> { for (const r of this.rows) yield r.id; }
   add(row: ResultRow): void {
     const n = this.rows.length;
