@@ -15,6 +15,7 @@ test('appends, late ids, deletes and compaction read back as a Map of the same i
   const rnd = mulberry32(seed);
   const holes = (index: ResultIndex<string>): number => (index as unknown as { holes: number }).holes;
   let compactions = 0;
+  let arrays = 0;
   for (let round = 0; round < 40; round++) {
     const index = new ResultIndex<string>();
     const model = new Map<number, string>();
@@ -43,6 +44,12 @@ test('appends, late ids, deletes and compaction read back as a Map of the same i
         if (index.get(id) !== model.get(id) || index.has(id) !== model.has(id)) return t.fail(`round ${round}: get/has ${id}`);
         if (index.size !== model.size) return t.fail(`round ${round}: size ${index.size}, want ${model.size}`);
         if (rnd() < 0.05 && !isDeepStrictEqual([...index.entries()], sorted(model))) return t.fail(`round ${round}: entries after ${n} operations`);
+        // the array a list's page is cut from: every row, in id order, no hole; the index answers the same after
+        if (rnd() < 0.02) {
+          if (!isDeepStrictEqual([...index.inIdOrder()], sorted(model).map(([, row]) => row))) return t.fail(`round ${round}: inIdOrder after ${n} operations`);
+          if (index.size !== model.size) return t.fail(`round ${round}: size after inIdOrder`);
+          arrays++;
+        }
       }
     }
     // then most rows go (a playbook deleted, retention)
@@ -67,6 +74,7 @@ test('appends, late ids, deletes and compaction read back as a Map of the same i
     t.deepEqual([...index.keys()], []);
   }
   t.true(compactions > 0, 'the arrays were compacted in some round');
+  t.true(arrays > 100, `inIdOrder checked ${arrays} times`);
 });
 
 test('ids beyond 2^31 and far apart', (t) => {

@@ -61,8 +61,8 @@ type ListReply = { count: number; rows: ListRow[]; beyond?: number };
  * The rows a list has to look at: for results of one task or host, that
  * parent's group (its filter is then met by every row); for children of one
  * playbook, or of one play (a `play` filter, which still filters), that
- * playbook's; else the shard's. null: the filter names a parent this shard
- * does not have, so nothing matches here.
+ * playbook's; else the shard's. Results come as an array in id order. null:
+ * the filter names a parent this shard does not have, so nothing matches here.
  */
 function candidatesOf(state: ShardState, q: ListQuery): { rows: { values(): Iterable<any> } | readonly ResultRow[]; narrowedBy: NormalizedFilter | null } | null {
   const type = q.type;
@@ -84,7 +84,8 @@ function candidatesOf(state: ShardState, q: ListQuery): { rows: { values(): Iter
     // a playbook's results are an array in id order, from which a page in that order is cut
     return { rows: type === 'result' ? agg.results.inIdOrder() : (agg as any)[type + 's'], narrowedBy: f.column === 'playbook' ? f : null };
   }
-  return { rows: state.index(type), narrowedBy: null };
+  // the shard's results are kept in id order (ResultIndex), so a page in that order is cut out of them too
+  return { rows: type === 'result' ? state.results.inIdOrder() : state.index(type), narrowedBy: null };
 }
 
 export function runList(state: ShardState, serializer: Serializer, q: ListQuery): ListReply {

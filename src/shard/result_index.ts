@@ -97,6 +97,17 @@ export class ResultIndex<R> {
 
   [Symbol.iterator](): IterableIterator<[number, R]> { return this.entries(); }
 
+  /**
+   * Every row in ascending id order, as an array to read only until the next
+   * change (a list's page is cut out of it: src/shard/list.ts). Late ids are
+   * merged and holes compacted first: a read after deletes pays that once.
+   */
+  inIdOrder(): readonly R[] {
+    this.settle();
+    if (this.holes > 0) this.compact();
+    return this.rows as R[];
+  }
+
   /** Merge the ids that came out of order into the arrays (and drop the holes). */
   settle(): void {
     if (this.late === null || this.late.size === 0) { this.late = null; return; }
