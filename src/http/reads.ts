@@ -18,10 +18,18 @@ import type { Req } from './routes.js';
 export type ParsedPage = Extract<ParsedList, { ok: true }>;
 
 interface ListContext {
-  ex: Req; parsed: ParsedPage; remaining: number; single: boolean;
+  ex: Req; type: Exclude<ResourceType, 'label'>; parsed: ParsedPage; remaining: number; single: boolean;
   count: number; parts: ListRow[][]; failed: ListReply | Reply | null;
   /** a keyset page: matches past its boundary, over all shards */
   beyond: number;
+  /** the shards sent rows without their JSON: the page's rows are rendered in a second pass */
+  keysOnly: boolean;
+}
+
+/** The second pass of a page merged from keys: its rows, whose JSON the shards holding them send. */
+interface RenderContext {
+  ex: Req; parsed: ParsedPage; count: number; rows: ListRow[]; remaining: number;
+  json: Map<number, string>; failed: ListReply | Reply | null;
 }
 
 export interface ReadDeps {
@@ -36,6 +44,7 @@ export interface ReadDeps {
 export class Reads {
   // bound once: the pool's pending table keeps the handler and a context, no closure per request
   private readonly onList: ReplyHandler<ListContext> = (r, ctx) => this.gather(r, ctx);
+  private readonly onRendered: ReplyHandler<RenderContext> = (r, ctx) => this.rendered(r, ctx);
 
   constructor(private readonly deps: ReadDeps) {}
 
@@ -52,7 +61,12 @@ export class Reads {
     const shards = pinned !== null ? [pinned] : Array.from({ length: pool.size }, (_, i) => i);
     const single = shards.length === 1;
     const q = toShardQuery(type, parsed, single);
-    const ctx: ListContext = { ex, parsed, remaining: shards.length, single, count: 0, parts: [], failed: null, beyond: 0 };
+    // Past offset 0 over several shards, each sends its first offset + limit rows: their
+    // keys suffice to merge the page, and only the page's rows are rendered, by a second pass
+    // (rendering is most of a row's cost: 100 k rows took ~440 ms to render, ~10 ms to key).
+    const keysOnly = !single && parsed.cursor === null && parsed.offset > 0;
+    if (keysOnly) q.keysOnly = true;
+    const ctx: ListContext = { ex, type, parsed, remaining: shards.length, single, count: 0, parts: [], failed: null, beyond: 0, keysOnly };
     for (const shard of shards) pool.send(shard, { k: 'list', rid: 0, q }, this.onList, ctx);
   }
 
@@ -78,18 +92,53 @@ export class Reads {
     if (r.k !== 'list' || r.status !== 200) ctx.failed ??= r;
     else { ctx.count += r.count; ctx.beyond += r.beyond ?? 0; ctx.parts.push(r.rows); }
     if (--ctx.remaining > 0) return;
-    if (ctx.failed) {
-      const body = 'body' in ctx.failed && typeof ctx.failed.body === 'string' ? ctx.failed.body : Errors.internal();
-      return reply(ctx.ex, ctx.failed.status, body);
-    }
+    if (ctx.failed) return replyFailed(ctx.ex, ctx.failed);
     const { parsed } = ctx;
     const desc = parsed.order.map(([, d]) => d);
     const { cursor } = parsed;
-    if (!cursor) return this.envelope(ctx.ex, parsed, ctx.count, mergePages(ctx.parts, desc, ctx.single ? 0 : parsed.offset, parsed.limit));
+    if (!cursor) {
+      const rows = mergePages(ctx.parts, desc, ctx.single ? 0 : parsed.offset, parsed.limit);
+      return ctx.keysOnly ? this.render(ctx, rows) : this.envelope(ctx.ex, parsed, ctx.count, rows);
+    }
     // a keyset page: rows nearest the boundary first, so a page going back is reversed
     const rows = mergePages(ctx.parts, desc, 0, parsed.limit, cursor.back);
     if (cursor.back) rows.reverse();
     this.envelope(ctx.ex, parsed, ctx.count, rows, keysetOffset(ctx.count, ctx.beyond, rows.length, cursor.back));
+  }
+
+  /** Ask the shards holding a page's rows for their JSON (ListQuery.ids). */
+  private render(ctx: ListContext, rows: ListRow[]): void {
+    const pool = this.deps.pool();
+    const byShard = new Map<number, number[]>();
+    for (const row of rows) {
+      const id = row[row.length - 2] as number;
+      const shard = ctx.type === 'playbook' ? pool.shardOf(id) : this.deps.dir.shardOf(ctx.type, id);
+      if (shard < 0) continue; // deleted since the first pass
+      let ids = byShard.get(shard);
+      if (ids === undefined) byShard.set(shard, ids = []);
+      ids.push(id);
+    }
+    const next: RenderContext = { ex: ctx.ex, parsed: ctx.parsed, count: ctx.count, rows, remaining: byShard.size, json: new Map(), failed: null };
+    if (byShard.size === 0) return this.envelope(ctx.ex, ctx.parsed, ctx.count, []);
+    for (const [shard, ids] of byShard) {
+      pool.send(shard, { k: 'list', rid: 0, q: { type: ctx.type, filters: [], order: [], skip: 0, take: ids.length, ids } }, this.onRendered, next);
+    }
+  }
+
+  private rendered(r: Reply, ctx: RenderContext): void {
+    if (r.k !== 'list' || r.status !== 200) ctx.failed ??= r;
+    else for (const row of r.rows) ctx.json.set(row[0] as number, row[1] as string);
+    if (--ctx.remaining > 0) return;
+    if (ctx.failed) return replyFailed(ctx.ex, ctx.failed);
+    // a row deleted between the two passes is left out of the page
+    const rows: ListRow[] = [];
+    for (const row of ctx.rows) {
+      const json = ctx.json.get(row[row.length - 2] as number);
+      if (json === undefined) continue;
+      row[row.length - 1] = json;
+      rows.push(row);
+    }
+    this.envelope(ctx.ex, ctx.parsed, ctx.count, rows);
   }
 
   /**
@@ -117,6 +166,11 @@ export class Reads {
  */
 function keysetOffset(count: number, beyond: number, rows: number, back: boolean): number {
   return back ? Math.max(0, beyond - rows) : count - beyond;
+}
+
+/** A shard's part of a list failed (down, overloaded, a bug): the list gets its answer. */
+function replyFailed(ex: Req, failed: ListReply | Reply): void {
+  reply(ex, failed.status, 'body' in failed && typeof failed.body === 'string' ? failed.body : Errors.internal());
 }
 
 function onSimpleReply(r: Reply, ex: Req): void {

@@ -90,12 +90,14 @@ function candidatesOf(state: ShardState, q: ListQuery): { rows: { values(): Iter
 
 export function runList(state: ShardState, serializer: Serializer, q: ListQuery): ListReply {
   const type = q.type;
+  if (q.ids) return renderIds(type, q.ids, state, serializer);
+  const show = q.keysOnly ? keysOnly : (row: any): string => render(type, row, state, serializer);
   const narrowed = candidatesOf(state, q);
   if (narrowed === null) return q.bound ? { count: 0, rows: [], beyond: 0 } : { count: 0, rows: [] };
   const candidates = narrowed.rows;
   const filters: Array<(row: any) => boolean> = [];
   for (const f of q.filters) if (f !== narrowed.narrowedBy) filters.push(matcher(type, f, state));
-  if (Array.isArray(candidates) && filters.length === 0 && isIdOrder(q.order)) return idOrderPage(type, candidates, q, state, serializer);
+  if (Array.isArray(candidates) && filters.length === 0 && isIdOrder(q.order)) return idOrderPage(candidates, q, show);
   const idOf = (row: any): number => (type === 'playbook' ? row.playbook.id : row.id);
   const matches = (row: any): boolean => {
     for (const m of filters) if (!m(row)) return false;
@@ -108,7 +110,7 @@ export function runList(state: ShardState, serializer: Serializer, q: ListQuery)
     const rows: ListRow[] = [];
     for (const row of candidates.values()) {
       if (filters.length && !matches(row)) continue;
-      if (count >= q.skip && count < end) rows.push([idOf(row), render(type, row, state, serializer)]);
+      if (count >= q.skip && count < end) rows.push([idOf(row), show(row)]);
       count++;
     }
     return { count, rows };
@@ -132,7 +134,7 @@ export function runList(state: ShardState, serializer: Serializer, q: ListQuery)
     top.offer(keys);
   }
   const page = top.sorted().slice(q.skip);
-  for (const keys of page) keys[keys.length - 1] = render(type, keys[keys.length - 1], state, serializer);
+  for (const keys of page) keys[keys.length - 1] = show(keys[keys.length - 1]);
   return bound === undefined ? { count, rows: page } : { count, rows: page, beyond };
 }
 
@@ -146,11 +148,11 @@ function isIdOrder(order: ListQuery['order']): boolean {
  * length, and the page is cut out of it (a keyset page: from a binary search
  * for its boundary), rendering only the rows returned.
  */
-function idOrderPage(type: EventType, group: readonly ResultRow[], q: ListQuery, state: ShardState, serializer: Serializer): ListReply {
+function idOrderPage(group: readonly ResultRow[], q: ListQuery, show: (row: ResultRow) => string): ListReply {
   const count = group.length;
   const desc = q.order.length === 1 && q.order[0]![1];
   const keyed = q.order.length === 1; // order=-id: [id, id, json]; natural: [id, json]
-  const row = (r: ResultRow): ListRow => (keyed ? [r.id, r.id, render(type, r, state, serializer)] : [r.id, render(type, r, state, serializer)]);
+  const row = (r: ResultRow): ListRow => (keyed ? [r.id, r.id, show(r)] : [r.id, show(r)]);
   // positions [from, to) in id order, taken from the `from` end (up) or the `to` end (down)
   let from = 0, to = count, up = !desc;
   if (q.bound) {
@@ -164,6 +166,19 @@ function idOrderPage(type: EventType, group: readonly ResultRow[], q: ListQuery,
   const rows: ListRow[] = [];
   for (let i = q.skip; i < q.skip + q.take && i < beyond; i++) rows.push(row(group[up ? from + i : to - 1 - i]!));
   return q.bound ? { count, rows, beyond } : { count, rows };
+}
+
+/** The JSON a keys-only row carries: none. */
+const keysOnly = (): string => '';
+
+/** A page's rows picked by a first keys-only pass: each one still there, as [id, json]. */
+function renderIds(type: EventType, ids: readonly number[], state: ShardState, serializer: Serializer): ListReply {
+  const rows: ListRow[] = [];
+  for (const id of ids) {
+    const row = type === 'playbook' ? state.aggregates.get(id) : state.index(type).get(id);
+    if (row !== undefined) rows.push([id, render(type, row, state, serializer)]);
+  }
+  return { count: rows.length, rows };
 }
 
 function render(type: EventType, row: any, state: ShardState, serializer: Serializer): string {

@@ -109,6 +109,17 @@ export interface ListQuery {
    * counts every match; the reply's `beyond` counts those past the boundary.
    */
   bound?: { keys: Array<number | string | null>; back: boolean };
+  /**
+   * Rows without their JSON (its place in the row is ''): the first pass of a
+   * page past offset 0 over several shards, which keeps only the sort keys of
+   * the offset + limit rows it merges (src/http/reads.ts).
+   */
+  keysOnly?: boolean;
+  /**
+   * Its second pass: render these rows (list form), as [id, json], each one
+   * still there; filters, order and window are not used.
+   */
+  ids?: number[];
 }
 
 export type FrontToShard =
