@@ -163,6 +163,17 @@ async function checkWriters(t: import('ava').ExecutionContext, via: Logbook): Pr
     t.is(next.status, 409, `${w.uuid}: ${next.text}`);
     t.is(next.body.detail, `Expected seq ${w.acked + 1}.`);
   }
+  // pages past offset 0 over every partition (their rows keyed first, then rendered by the
+  // partitions that hold them, local or on other nodes) are slices of one big page
+  for (const order of ['', '&order=-id']) {
+    const all = (await api(via.url, 'GET', `/api/v1/results?limit=1000${order}`)).body;
+    t.true(all.results.length > 30, `results in the cluster: ${all.count}`);
+    for (let offset = 7; offset < 70 && offset < all.results.length; offset += 7) {
+      const page = (await api(via.url, 'GET', `/api/v1/results?limit=7&offset=${offset}${order}`)).body;
+      t.is(page.count, all.count);
+      t.deepEqual(page.results, all.results.slice(offset, offset + 7), `offset ${offset}${order}`);
+    }
+  }
 }
 
 serial('the e2e playbook recorded through one node (stock ARA callback) reads back identically from every node', async (t) => {
