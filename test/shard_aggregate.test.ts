@@ -522,6 +522,24 @@ test('deleting a file removes the tasks using it and their results', (t) => {
   t.is(again.status, 201, 'the path is free again, whatever the content');
 });
 
+test('playbooks loaded out of id order (recovery) list in id order; a deleted one leaves the list', (t) => {
+  const h = new Harness();
+  const ids = [1, 2, 3, 4].map((i) => JSON.parse(h.create('playbook', { path: `/p${i}.yml`, runner_version: '2.16' }).body!).id as number);
+  const loaded = new ShardState();
+  for (const id of [...ids].reverse()) {
+    const agg = h.shard.state.aggregates.get(id)!;
+    loaded.load(agg.playbook, { plays: [], tasks: [], hosts: [], results: [], files: [], records: [] });
+  }
+  const serializer = new Serializer(loaded, h.store, false);
+  const listed = (q: Partial<ListQuery> = {}) => runList(loaded, serializer, { type: 'playbook', filters: [], order: [], skip: 0, take: 100, ...q }).rows.map((r) => r[0]);
+  t.deepEqual(listed(), ids);
+  t.deepEqual(listed({ order: [['id', true]] }).length, 4);
+  t.deepEqual(listed({ bound: { keys: [ids[1]!], back: false } }), ids.slice(2));
+  loaded.apply({ e: 'delete', t: 'playbook', p: ids[2]!, id: ids[2]! });
+  t.deepEqual(listed(), [ids[0], ids[1], ids[3]]);
+  t.is(runList(loaded, serializer, { type: 'playbook', filters: [], order: [], skip: 0, take: 100 }).count, 3);
+});
+
 test('deleting a result or a record reports only that id', (t) => {
   const h = new Harness();
   const x = bigScaffold(h);
@@ -1475,19 +1493,21 @@ for (const seed of [1, 2, 3, 20261122, 0xdecaf]) {
         }
       }
     }
-    // every result of the shard (an array in id order) against a filter every result meets, which takes the generic path
-    for (const order of orders) {
-      const ids = [...st.results.keys()];
+    // every result (and every playbook) of the shard, an array in id order, against a filter every row meets, which takes the generic path
+    for (const [type, order] of [...orders.map((o) => ['result', o] as const), ['playbook', []] as const, ['playbook', [['id', true]]] as const, ['playbook', [['started', false]]] as const]) {
+      const ids = type === 'result' ? [...st.results.keys()] : [...st.aggregates.keys()].sort((a, b) => a - b);
+      t.deepEqual(st.playbooksInIdOrder().map((agg) => agg.id), [...st.aggregates.keys()].sort((a, b) => a - b), 'playbooks in id order');
       const bounds: Array<ListQuery['bound']> = [undefined];
       for (const id of [ids[0], ids[Math.floor(ids.length / 3)], ids.at(-1)! + 1]) {
         if (id === undefined) continue;
-        const keys = order.length === 0 ? [id] : order[0]![0] === 'id' ? [id, id] : [st.results.get(id)?.started ?? T0, id];
+        const started = type === 'result' ? st.results.get(id)?.started : st.aggregates.get(id)?.playbook.started;
+        const keys = order.length === 0 ? [id] : order[0]![0] === 'id' ? [id, id] : [started ?? T0, id];
         bounds.push({ keys, back: false }, { keys, back: true });
       }
       for (const bound of bounds) {
         for (const [skip, take] of [[0, 1e9], [0, 4], [3, 4]]) {
           if (bound && skip > 0) continue;
-          const q = (filters: NormalizedFilter[]): ListQuery => ({ type: 'result', filters, order, skip, take, ...(bound ? { bound } : {}) });
+          const q = (filters: NormalizedFilter[]): ListQuery => ({ type, filters, order: order as Array<[string, boolean]>, skip, take, ...(bound ? { bound } : {}) });
           t.deepEqual(runList(st, serializer, q([])), runList(st, serializer, q([{ kind: 'int_gt', column: 'id', value: 0 }])), JSON.stringify(q([])));
           compared++;
         }

@@ -56,6 +56,8 @@ function matcher(type: EventType, f: NormalizedFilter, state: ShardState): (row:
 }
 
 type ListReply = { count: number; rows: ListRow[]; beyond?: number };
+/** A row of an array kept in id order: a result, or a playbook's aggregate. */
+type IdRow = ResultRow | Aggregate;
 
 /**
  * The rows a list has to look at: for results of one task or host, that
@@ -64,9 +66,9 @@ type ListReply = { count: number; rows: ListRow[]; beyond?: number };
  * playbook's; else the shard's. Results come as an array in id order. null:
  * the filter names a parent this shard does not have, so nothing matches here.
  */
-function candidatesOf(state: ShardState, q: ListQuery): { rows: { values(): Iterable<any> } | readonly ResultRow[]; narrowedBy: NormalizedFilter | null } | null {
+function candidatesOf(state: ShardState, q: ListQuery): { rows: { values(): Iterable<any> } | readonly IdRow[]; narrowedBy: NormalizedFilter | null } | null {
   const type = q.type;
-  if (type === 'playbook') return { rows: state.index(type), narrowedBy: null };
+  if (type === 'playbook') return { rows: state.playbooksInIdOrder(), narrowedBy: null };
   if (type === 'result') {
     for (const f of q.filters) {
       if (f.kind !== 'id' || (f.column !== 'task' && f.column !== 'host')) continue;
@@ -148,11 +150,11 @@ function isIdOrder(order: ListQuery['order']): boolean {
  * length, and the page is cut out of it (a keyset page: from a binary search
  * for its boundary), rendering only the rows returned.
  */
-function idOrderPage(group: readonly ResultRow[], q: ListQuery, show: (row: ResultRow) => string): ListReply {
+function idOrderPage(group: readonly IdRow[], q: ListQuery, show: (row: IdRow) => string): ListReply {
   const count = group.length;
   const desc = q.order.length === 1 && q.order[0]![1];
   const keyed = q.order.length === 1; // order=-id: [id, id, json]; natural: [id, json]
-  const row = (r: ResultRow): ListRow => (keyed ? [r.id, r.id, show(r)] : [r.id, show(r)]);
+  const row = (r: IdRow): ListRow => (keyed ? [r.id, r.id, show(r)] : [r.id, show(r)]);
   // positions [from, to) in id order, taken from the `from` end (up) or the `to` end (down)
   let from = 0, to = count, up = !desc;
   if (q.bound) {

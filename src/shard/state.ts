@@ -107,6 +107,9 @@ export class Aggregate {
   private grouped: ResultsGrouped | null = null;
   constructor(playbook: PlaybookRow) { this.playbook = playbook; }
 
+  /** The playbook's id: an aggregate is the row of a playbook list. */
+  get id(): number { return this.playbook.id; }
+
   /**
    * The results of each task and of each host, in id order (for lists
    * filtered by one: src/shard/list.ts). Built at the first list that asks,
@@ -154,6 +157,13 @@ const newRemoved = (): Removed => [[], [], [], [], [], [], [], []];
 
 export class ShardState {
   readonly aggregates = new Map<number, Aggregate>();
+  /**
+   * The aggregates in id order, for playbook lists (src/shard/list.ts), which
+   * cut a page in that order out of it: a new playbook is appended; deletes
+   * and an id below the last (recovery) are settled at the next read.
+   */
+  private playbookOrder: Aggregate[] = [];
+  private playbookOrderStale = false;
   readonly plays = new Map<number, PlayRow>();
   readonly tasks = new Map<number, TaskRow>();
   readonly hosts = new Map<number, HostRow>();
@@ -215,6 +225,7 @@ export class ShardState {
     if (t === 'playbook') {
       const agg = new Aggregate(new PlaybookRow(d));
       this.aggregates.set(d.id, agg);
+      this.orderPlaybook(agg);
       if (agg.playbook.uuid !== null) this.uuids.set(agg.playbook.uuid, d.id);
       return;
     }
@@ -323,6 +334,7 @@ export class ShardState {
       }
       for (const file of agg.files.values()) this.refFile(file.sha1, -1);
       this.aggregates.delete(id);
+      this.playbookOrderStale = true;
       this.dirty.delete(id);
       removed[TYPE_CODE.playbook]!.push(id);
       return removed;
@@ -389,6 +401,23 @@ export class ShardState {
     removed[TYPE_CODE.result]!.push(r.id);
   }
 
+  private orderPlaybook(agg: Aggregate): void {
+    const order = this.playbookOrder;
+    if (order.length > 0 && order[order.length - 1]!.id > agg.id) this.playbookOrderStale = true;
+    order.push(agg);
+  }
+
+  /** Every playbook's aggregate in id order (read only, until the next change). */
+  playbooksInIdOrder(): readonly Aggregate[] {
+    if (this.playbookOrderStale) {
+      const live = this.playbookOrder.filter((agg) => this.aggregates.get(agg.id) === agg);
+      live.sort((a, b) => a.id - b.id);
+      this.playbookOrder = live;
+      this.playbookOrderStale = false;
+    }
+    return this.playbookOrder;
+  }
+
   /** An id that was created (even if its row is gone): raise the type's high-water mark. */
   observeId(t: EventType, id: number): void {
     const code = TYPE_CODE[t];
@@ -423,6 +452,7 @@ export class ShardState {
   load(pb: PlaybookRow, rows: { plays: PlayRow[]; tasks: TaskRow[]; hosts: HostRow[]; results: ResultRow[]; files: FileRow[]; records: RecordRow[] }): void {
     const agg = new Aggregate(pb);
     this.aggregates.set(pb.id, agg);
+    this.orderPlaybook(agg);
     if (pb.uuid !== null) this.uuids.set(pb.uuid, pb.id);
     const bump = (code: number, id: number) => { if (id > this.maxIds[code]!) this.maxIds[code] = id; };
     bump(TYPE_CODE.playbook, pb.id);
