@@ -245,6 +245,10 @@ function readSection(r: ReadResult): string {
     const d = r.deep;
     out.push(`Deep pages, one request at a time (median of ${d.samples}): \`GET /results?order=-started&limit=100\` first page, the page ${fmt.int(d.depth)} rows deep by \`offset\` (every shard keeps offset + limit rows), and the same page by the keyset \`cursor\` that \`next\` links carry past LOGBOOK_MAX_LIST_OFFSET (every shard keeps limit rows).`, '');
     out.push(table(['page', 'ms'], [['first', fmt.ms(d.firstMs)], [`offset ${fmt.int(d.depth)}`, fmt.ms(d.offsetMs)], ['cursor, same rows', fmt.ms(d.cursorMs)]]), '');
+    if (d.idOrder) {
+      out.push('Pages in id order (median of the same samples): each shard cuts them out of an array kept in that order; a page past offset 0 over several shards merges their rows by keys, then renders only its own.', '');
+      out.push(table(['page', 'ms'], d.idOrder.map((x) => [`\`GET ${x.path}\``, fmt.ms(x.ms)])), '');
+    }
   }
   return out.join('\n');
 }

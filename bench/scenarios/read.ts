@@ -33,8 +33,14 @@ export interface ReadResult {
   deep?: DeepPages;
 }
 
-/** Median ms of `GET /results?order=-started&limit=100` at depth 0, at `depth` by offset, at `depth` by cursor. */
-export interface DeepPages { depth: number; samples: number; firstMs: number; offsetMs: number; cursorMs: number }
+/**
+ * Median ms of `GET /results?order=-started&limit=100` at depth 0, at `depth` by offset, at `depth` by cursor;
+ * and of pages in id order (`idOrder`, absent in older runs), which are cut out of arrays kept in that order.
+ */
+export interface DeepPages {
+  depth: number; samples: number; firstMs: number; offsetMs: number; cursorMs: number;
+  idOrder?: Array<{ path: string; ms: number }>;
+}
 
 const CONNECTIONS = 32;
 
@@ -96,6 +102,7 @@ export async function read(ctx: Context): Promise<ReadResult> {
     await endpoints(ctx, lb, 'logbook', store, seconds.logbook, rows);
     deep = await deepPages(lb, store.results);
     ctx.step(`read: logbook results?order=-started&limit=100, median of ${deep.samples}: first page ${deep.firstMs.toFixed(1)} ms, offset ${deep.depth.toLocaleString('en-US')} ${deep.offsetMs.toFixed(1)} ms, cursor at the same row ${deep.cursorMs.toFixed(1)} ms`);
+    ctx.step(`read: logbook pages in id order, median of ${deep.samples}: ${deep.idOrder!.map((x) => `${x.path} ${x.ms.toFixed(1)} ms`).join(', ')}`);
   } finally { await lb.stop(); }
 
   ctx.step('read: starting the raw read ceiling (uWS + one LMDB get + JSON.stringify per GET)');
@@ -156,5 +163,17 @@ async function deepPages(server: Running, results: number): Promise<DeepPages> {
   const byOffset = await median(`${path}&offset=${depth}`);
   const byCursor = await median(`${path}&cursor=${cursor}`);
   if (byOffset.first !== byCursor.first) throw new Error(`deep pages differ: offset ${depth} starts at result ${byOffset.first}, the cursor's at ${byCursor.first}`);
-  return { depth, samples, firstMs: firstPage.ms, offsetMs: byOffset.ms, cursorMs: byCursor.ms };
+  // pages in id order: the UI's playbook list, the newest results, a deep page over every shard
+  // (keyed, then rendered: two passes), and the results of one task and of one playbook
+  const task = ((await (await fetch(`${server.url}/api/v1/tasks?limit=1`)).json()) as { results: Array<{ id: number; playbook: number }> }).results[0]!;
+  const idOrder: Array<{ path: string; ms: number }> = [];
+  const pages: Array<[label: string, path: string]> = [
+    ['/playbooks?order=-id&limit=100', '/api/v1/playbooks?order=-id&limit=100'],
+    ['/results?order=-id&limit=100', '/api/v1/results?order=-id&limit=100'],
+    [`/results?limit=100&offset=${depth}`, `/api/v1/results?limit=100&offset=${depth}`],
+    ['/results?task=<id>&limit=100', `/api/v1/results?task=${task.id}&limit=100`],
+    ['/results?playbook=<id>&order=-id&limit=100', `/api/v1/results?playbook=${task.playbook}&order=-id&limit=100`],
+  ];
+  for (const [label, p] of pages) idOrder.push({ path: label, ms: (await median(p)).ms });
+  return { depth, samples, firstMs: firstPage.ms, offsetMs: byOffset.ms, cursorMs: byCursor.ms, idOrder };
 }
