@@ -1,5 +1,9 @@
 // A shard's part of a list query: filter its rows, count them, keep the best
-// skip + take (top-k, not a full sort), and return the requested window as [sortKey…, id, json] rows for the front to merge.
+// skip + take (top-k, not a full sort), and return the requested window as
+// [sortKey…, id, json] rows for the front to merge. Rows kept in id order (a
+// task's or host's results, a playbook's, the shard's, its playbooks) give a
+// page in that order by position, without looking at the rest. The front may
+// ask for keys only (json ''), then for the JSON of the rows it kept (`ids`).
 import { pageOrder } from '../api/order.js';
 import type { ListQuery, ListRow, NormalizedFilter } from './protocol.js';
 import { firstAfter } from './result_groups.js';
