@@ -352,7 +352,7 @@ export class ShardState {
     const drop = (r: ResultRow): void => { this.dropResult(agg, r, removed); results.add(r.id); dropped.push(r); };
     const g = agg.groupsIfBuilt;
     if ((t === 'task' || t === 'host') && g !== null) {
-      // its group is its results, in id order (a copy: dropping them changes the groups)
+      // its group is its results, in id order (a copy: the groups change below)
       for (const r of [...(t === 'task' ? g.byTask : g.byHost).of(id)]) drop(r);
     } else if (t === 'play' || t === 'file' || t === 'task' || t === 'host') {
       for (const r of agg.results.values()) {
