@@ -7,7 +7,7 @@ import {
   PlaybookRow, PlayRow, TaskRow, HostRow, ResultRow, FileRow, RecordRow, addToHost, setsCounter,
 } from './rows.js';
 import { ResultIndex } from './result_index.js';
-import { ResultGroups } from './result_groups.js';
+import { ResultGroups, firstAfter } from './result_groups.js';
 
 export type EventType = 'playbook' | ChildType;
 
@@ -159,8 +159,8 @@ export class ShardState {
   readonly aggregates = new Map<number, Aggregate>();
   /**
    * The aggregates in id order, for playbook lists (src/shard/list.ts), which
-   * cut a page in that order out of it: a new playbook is appended; deletes
-   * and an id below the last (recovery) are settled at the next read.
+   * cut a page in that order out of it: a new playbook is appended, a deleted
+   * one spliced out; ids below the last (recovery) are sorted at the next read.
    */
   private playbookOrder: Aggregate[] = [];
   private playbookOrderStale = false;
@@ -334,7 +334,7 @@ export class ShardState {
       }
       for (const file of agg.files.values()) this.refFile(file.sha1, -1);
       this.aggregates.delete(id);
-      this.playbookOrderStale = true;
+      this.unorderPlaybook(id);
       this.dirty.delete(id);
       removed[TYPE_CODE.playbook]!.push(id);
       return removed;
@@ -407,12 +407,17 @@ export class ShardState {
     order.push(agg);
   }
 
+  /** A deleted playbook leaves the order at once: it must not keep its aggregate alive until a list asks. */
+  private unorderPlaybook(id: number): void {
+    const order = this.playbooksInIdOrder() as Aggregate[];
+    const at = firstAfter(order, id - 1);
+    if (order[at]?.id === id) order.splice(at, 1);
+  }
+
   /** Every playbook's aggregate in id order (read only, until the next change). */
   playbooksInIdOrder(): readonly Aggregate[] {
     if (this.playbookOrderStale) {
-      const live = this.playbookOrder.filter((agg) => this.aggregates.get(agg.id) === agg);
-      live.sort((a, b) => a.id - b.id);
-      this.playbookOrder = live;
+      this.playbookOrder.sort((a, b) => a.id - b.id);
       this.playbookOrderStale = false;
     }
     return this.playbookOrder;
