@@ -104,7 +104,6 @@ export function runList(state: ShardState, serializer: Serializer, q: ListQuery)
   const filters: Array<(row: any) => boolean> = [];
   for (const f of q.filters) if (f !== narrowed.narrowedBy) filters.push(matcher(type, f, state));
   if (Array.isArray(candidates) && filters.length === 0 && isIdOrder(q.order)) return idOrderPage(candidates, q, show);
-  const idOf = (row: any): number => (type === 'playbook' ? row.playbook.id : row.id);
   const matches = (row: any): boolean => {
     for (const m of filters) if (!m(row)) return false;
     return true;
@@ -116,7 +115,7 @@ export function runList(state: ShardState, serializer: Serializer, q: ListQuery)
     const rows: ListRow[] = [];
     for (const row of candidates.values()) {
       if (filters.length && !matches(row)) continue;
-      if (count >= q.skip && count < end) rows.push([idOf(row), show(row)]);
+      if (count >= q.skip && count < end) rows.push([row.id, show(row)]);
       count++;
     }
     return { count, rows };
@@ -130,8 +129,9 @@ export function runList(state: ShardState, serializer: Serializer, q: ListQuery)
   for (const row of candidates.values()) {
     if (filters.length && !matches(row)) continue;
     count++;
-    const keys: ListRow = q.order.map(([col]) => (col === 'id' ? idOf(row) : column(type, row, col, state)));
-    keys.push(idOf(row), row);
+    // every row has its id (a playbook's aggregate too)
+    const keys: ListRow = q.order.map(([col]) => (col === 'id' ? row.id : column(type, row, col, state)));
+    keys.push(row.id, row);
     // a keyset page: only the rows beyond its boundary, in the direction it goes
     if (bound !== undefined) {
       if (cmp(keys, bound) <= 0) continue;
