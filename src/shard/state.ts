@@ -77,15 +77,8 @@ export class ResultList {
   /** The rows are exactly those of the stored snapshot they were loaded from. */
   markClean(): void { this.changedFrom = this.rows.length; }
   private indexOf(id: number): number {
-    const rows = this.rows;
-    let lo = 0, hi = rows.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const at = rows[mid]!.id;
-      if (at === id) return mid;
-      if (at < id) lo = mid + 1; else hi = mid - 1;
-    }
-    return -1;
+    const at = firstAfter(this.rows, id - 1);
+    return this.rows[at]?.id === id ? at : -1;
   }
 }
 
