@@ -1,5 +1,5 @@
 // Configuration: LOGBOOK_* environment variables and matching --flags (flags win),
-// parsed and validated once at start-up into one frozen Config (SPEC §8). A bad
+// parsed and validated once at start-up into one frozen Config (docs/configuration.md). A bad
 // value stops start-up with a message naming the variable.
 import { ClusterConfigError, clusterConfigFromEnv, type ClusterConfig } from './cluster/config.js';
 import { availableParallelism } from 'node:os';
@@ -162,7 +162,7 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   option('ignoredFacts', 'IGNORED_FACTS', ['ansible_env'], list, 'host facts replaced by a notice before storing'),
   option('ignoredArguments', 'IGNORED_ARGUMENTS', ['extra_vars'], list, 'playbook arguments replaced by a notice before storing'),
   option('trustProxy', 'TRUST_PROXY', false, bool, 'build links from X-Forwarded-Proto/Host'),
-  option('araCompat', 'ARA_COMPAT', false, bool, 'add the fields ARA 1.5 clients read (SPEC §9)'),
+  option('araCompat', 'ARA_COMPAT', false, bool, 'add the fields ARA 1.5 clients read (docs/api.md#the-ara-dialect)'),
   option('logLevel', 'LOG_LEVEL', 'info', level, `log level: ${LOG_LEVELS.join(', ')}`),
   option('retentionDays', 'RETENTION_DAYS', null, optionalInt(1, 36_500), 'delete playbooks older than N days (off)'),
   option('expireRunningAfter', 'EXPIRE_RUNNING_AFTER', null, interval, 'mark playbooks running longer than this expired (off)'),
@@ -177,7 +177,7 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   option('shardQueue', 'SHARD_QUEUE', LIMITS.shardQueue, int(1, LIMITS.shardQueueCeiling), 'requests in flight per shard before answering 503 + Retry-After'),
   option('shardQueueDelay', 'SHARD_QUEUE_DELAY', LIMITS.shardQueueDelayMs, int(0, LIMITS.shardQueueDelayCeiling), 'queueing delay bound (ms): requests for a shard whose requests wait longer, or while the front lags more than half of it, get 503 + Retry-After (0: only the queue length)'),
   // ---- live stream ----
-  option('streamRetention', 'STREAM_RETENTION', 50_000, int(1, 100_000_000), 'changes each shard keeps for resuming a live stream (since=); SPEC §14 wants at least 10000'),
+  option('streamRetention', 'STREAM_RETENTION', 50_000, int(1, 100_000_000), 'changes each shard keeps for resuming a live stream (since=); docs/api.md#live-stream wants at least 10000'),
   option('streamMaxBuffer', 'STREAM_MAX_BUFFER', 1_048_576, int(1024, 1_073_741_824), 'bytes queued for one live-stream client before it is cut off'),
   option('streamHeartbeat', 'STREAM_HEARTBEAT', 15, int(1, 3600), 'seconds between live-stream heartbeats'),
 ];

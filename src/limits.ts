@@ -51,10 +51,10 @@ export const LIMITS = {
   nameLength: 255,
   /** Playbook and file paths: ARA caps at 255, real role paths exceed it. */
   pathLength: 4096,
-  /** Client keys of batch ingest: playbook, play and task `uuid` (SPEC §13). */
+  /** Client keys of batch ingest: playbook, play and task `uuid` (docs/api.md#batch-ingest). */
   uuidLength: 64,
 
-  // ---- batch ingest (SPEC §13) -------------------------------------------------
+  // ---- batch ingest (docs/api.md#batch-ingest) -------------------------------------------------
 
   /** Events in one `POST /api/v1/ingest` batch; more → 413. One batch is one
    * journal entry decided in one pass of its shard: 10,000 results of 1.6 KB

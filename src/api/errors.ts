@@ -1,6 +1,6 @@
 // The one error catalogue (fastify lib/errors.js style): every message a client
 // can receive, worded like ARA / Django REST framework where ARA has a wording
-// (reference/ara-1.4-behaviors.md) and as SPEC.md §6 fixes otherwise. Functions
+// (docs/api.md#errors) and as logbook fixes otherwise. Functions
 // return the JSON body text.
 import type { FieldSpec } from './resources.js';
 import { SUPPORTED_RANGE } from './time.js';
@@ -70,7 +70,7 @@ export const Errors = {
   notUnique: (fields: string[]) => JSON.stringify({ non_field_errors: [`The fields ${fields.join(', ')} must make a unique set.`] }),
   labelExists: () => JSON.stringify({ name: ['label with this name already exists.'] }),
 
-  // ---- batch ingest (SPEC §13) ----
+  // ---- batch ingest (docs/api.md#batch-ingest) ----
   expectedSeq: (seq: number) => detail(`Expected seq ${seq}.`),
   tooManyEvents: (limit: number) => detail(`A batch carries at most ${limit} events.`),
   unsupportedEncoding: (enc: string) => detail(`Unsupported content encoding "${enc}": send identity or gzip.`),

@@ -1,4 +1,4 @@
-// Request bodies → JSON objects (SPEC §1, §6): the media type, UTF-8, the
+// Request bodies → JSON objects (docs/api.md#conventions, #errors): the media type, UTF-8, the
 // parse and its errors, and nesting depth (LIMITS.jsonDepth). Plain functions
 // of bytes, apart from the HTTP layer that reads the bodies (http/body.ts):
 // per-record writes (http/writes.ts) and batch bodies (http/ingest.ts).
@@ -37,7 +37,7 @@ export function jsonBodyText(bytes: Buffer, contentType: string): { ok: true; te
 }
 
 /**
- * A per-record write body → a JSON object (SPEC §1, §6; an empty body is `{}`
+ * A per-record write body → a JSON object (docs/api.md#conventions, #errors; an empty body is `{}`
  * whatever its type, otherwise the media type must be application/json), plus
  * where each member is in the text. The text is scanned once (api/json_scan.ts) and
  * only members that are not JSON-valued fields (`jsonFields`: result content,
@@ -62,7 +62,7 @@ export function parseWriteBody(bytes: Buffer, contentType: string, jsonFields: R
   return { ok: true, value, text, members };
 }
 
-/** A JSON body's text → an object (SPEC §1, §6), or the 400 that says why not. */
+/** A JSON body's text → an object (docs/api.md#conventions, #errors), or the 400 that says why not. */
 export function parseJsonText(text: string): BodyResult {
   let value: unknown;
   try {

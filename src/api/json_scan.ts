@@ -1,4 +1,4 @@
-// A batch body (SPEC §13) checked without building it: one pass over the JSON
+// A batch body (docs/api.md#batch-ingest) checked without building it: one pass over the JSON
 // bytes that tells whether JSON.parse would accept their text, and finds what the
 // front needs of it (the top-level members, and the `kind` and `labels` of each
 // event) as spans. JSON.parse of a batch of 1,000 results builds and then drops
@@ -617,7 +617,7 @@ function nextEvent(spans: Int32Array, i: number): number {
 
 /**
  * The names events' members have, by length: every write field of every type
- * (and its alias) and batch ingest's own keys (SPEC §13). Built here, not read
+ * (and its alias) and batch ingest's own keys (docs/api.md#batch-ingest). Built here, not read
  * through an imported binding at every use.
  */
 const KNOWN_KEYS: string[][] = Array.from({ length: 32 }, () => []);

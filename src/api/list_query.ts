@@ -1,5 +1,5 @@
 // Query string of a list request → a normalized ListQuery, or a 400 body naming
-// every bad parameter (SPEC §5). Unknown parameters are ignored.
+// every bad parameter (docs/api.md#lists). Unknown parameters are ignored.
 import { Messages } from './errors.js';
 import { FILTERS, ORDER_KEYS, type ResourceType } from './resources.js';
 import { parseTimestamp } from './time.js';

@@ -17,7 +17,7 @@ import { SUPPORTED_RANGE } from './time.js';
 
 type Json = Record<string, unknown>;
 
-/** Timestamps in (SPEC §1): the pattern of what parseTimestamp accepts. */
+/** Timestamps in (docs/api.md#conventions): the pattern of what parseTimestamp accepts. */
 const TIMESTAMP_IN = '^\\d{4}-\\d{2}-\\d{2}[T ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:?\\d{2})?$';
 const TIMESTAMP_HELP = 'YYYY-MM-DD[T| ]hh:mm[:ss[.f{1,9}]][Z|±hh:mm|±hhmm]; no offset means UTC; digits past the sixth are truncated; '
   + `supported: ${SUPPORTED_RANGE} (stored exactly to the microsecond)`;
@@ -187,7 +187,7 @@ function resourcePaths(type: ResourceType, config: Config): Record<string, Json>
         tags, parameters: [PREFER], requestBody: body('patch'),
         responses: { ...write(200, 'updated'), ...notFound, ...writeErrors(config), ...commonErrors() },
       }),
-      delete: operation(`delete${name}`, `Delete a ${type} and what it cascades to (SPEC §3)`, {
+      delete: operation(`delete${name}`, `Delete a ${type} and what it cascades to (docs/api.md#writes)`, {
         tags, responses: { 204: { description: 'deleted' }, ...notFound, ...commonErrors() },
       }),
       options: optionsOp(`describe${name}`, `${display} Instance`),
@@ -195,7 +195,7 @@ function resourcePaths(type: ResourceType, config: Config): Record<string, Json>
   };
 }
 
-/** POST /api/v1/ingest (SPEC §13): the batch and its answer. */
+/** POST /api/v1/ingest (docs/api.md#batch-ingest): the batch and its answer. */
 function ingestPaths(config: Config): Record<string, Json> {
   const key = { type: 'string', minLength: 1, maxLength: LIMITS.uuidLength };
   const event = (kind: string, required: string[], description: string): Json => ({
@@ -240,7 +240,7 @@ function ingestPaths(config: Config): Record<string, Json> {
   };
   return {
     '/api/v1/ingest': {
-      post: operation('ingest', 'Record a batch of one playbook\'s events (SPEC §13)', {
+      post: operation('ingest', 'Record a batch of one playbook\'s events (docs/api.md#batch-ingest)', {
         tags: ['ingest'],
         parameters: [{ name: 'Content-Encoding', in: 'header', required: false, schema: { enum: ['identity', 'gzip'] } }],
         requestBody: { required: true, content: json(batch) },
@@ -281,7 +281,7 @@ export function buildOpenApi(config: Config, version: string): Json {
   Object.assign(paths, ingestPaths(config));
   Object.assign(paths, {
     '/api/v1/stream': {
-      get: operation('stream', 'Live stream of changes (SPEC §14): Server-Sent Events, or a WebSocket upgrade on the same path', {
+      get: operation('stream', 'Live stream of changes (docs/api.md#live-stream): Server-Sent Events, or a WebSocket upgrade on the same path', {
         parameters: [
           { name: 'playbook', in: 'query', schema: { type: 'integer', minimum: 1 }, description: 'only this playbook' },
           { name: 'type', in: 'query', schema: { type: 'array', items: { type: 'string' } }, style: 'form', explode: true, description: 'only these resource types (repeatable)' },

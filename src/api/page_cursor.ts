@@ -1,4 +1,4 @@
-// Keyset cursors for list pages past the offset cap (SPEC §5, #11).
+// Keyset cursors for list pages past the offset cap (docs/api.md#lists, #11).
 //
 // An offset page costs every shard offset + limit rows (src/shard/list.ts), so
 // `offset` is capped (LOGBOOK_MAX_LIST_OFFSET). A client that follows `next`

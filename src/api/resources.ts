@@ -69,7 +69,7 @@ const started: FieldSpec = { name: 'started', kind: 'timestamp' };
 const ended: FieldSpec = { name: 'ended', kind: 'timestamp', nullable: true };
 const runStatus: FieldSpec = { name: 'status', kind: 'choice', choices: RUN_STATUSES };
 const playbookFk: FieldSpec = { name: 'playbook', kind: 'fk', target: 'playbook', required: true };
-/** Playbook and task `uuid` (SPEC §13 "Identity"): the client's opaque key, not a UUID. */
+/** Playbook and task `uuid` (docs/api.md#batch-ingest): the client's opaque key, not a UUID. */
 const streamKey: FieldSpec = { name: 'uuid', kind: 'string', nullable: true, maxLength: LIMITS.uuidLength };
 const counter = (name: string): FieldSpec => ({ name, kind: 'int' });
 
@@ -170,7 +170,7 @@ export const JSON_FIELDS = Object.fromEntries(Object.entries(WRITE_FIELDS).map((
   type, new Set(fields.filter((f) => f.kind === 'json').flatMap((f) => (f.alias ? [f.name, f.alias] : [f.name]))),
 ])) as unknown as Record<ResourceType, ReadonlySet<string>>;
 
-/** Sort keys each list accepts in `order` (SPEC §5). */
+/** Sort keys each list accepts in `order` (docs/api.md#lists). */
 export const ORDER_KEYS: Record<ResourceType, readonly string[]> = {
   label: ['id', 'created', 'updated', 'name'],
   playbook: ['id', 'created', 'updated', 'started', 'ended', 'duration', 'name', 'status'],

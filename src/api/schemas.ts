@@ -1,5 +1,5 @@
 // TypeBox schemas of every write body, derived from the field catalogue and
-// compiled once at start-up (STYLE.md example 1). A body that passes its
+// compiled once at start-up. A body that passes its
 // compiled check is in canonical form (the shape the ARA callback sends), so the
 // normalizer can take the fast path with no coercion and no error bookkeeping.
 // The same schemas document the API (OpenAPI comes from them too).
@@ -77,14 +77,14 @@ export function compileWriteValidators(): Record<ResourceType, Record<WriteMode,
   return out;
 }
 
-// ---- response representations (SPEC §2) ---------------------------------------
+// ---- response representations (docs/api.md#representations) ---------------------------------------
 // One TypeBox schema per representation: list row, detail, write response and
 // nested summary of every resource, the list envelope, the minimal write
 // response and the error bodies. Properties are declared in the order the
 // serializer writes them (src/shard/serialize.ts), and objects admit no other
 // keys, so a test that checks real responses against these schemas (and their
-// key order) catches any drift. With ARA compatibility on, the extra fields of
-// SPEC §9 appear where the serializer puts them. Nested representations are
+// key order) catches any drift. With ARA compatibility on, the extra fields of the
+// ARA dialect (docs/api.md#the-ara-dialect) appear where the serializer puts them. Nested representations are
 // `$ref`s into the same map (`#/components/schemas/<name>`), which is how the
 // OpenAPI document (src/api/openapi.ts) publishes them.
 
@@ -96,9 +96,9 @@ const obj = (fields: Fields, description?: string): TSchema =>
 const ref = (name: string): TSchema => Type.Ref(`#/components/schemas/${name}`);
 const nullable = (schema: TSchema): TSchema => Type.Union([schema, Type.Null()]);
 
-/** Timestamps out: UTC, always six fraction digits (SPEC §1). */
+/** Timestamps out: UTC, always six fraction digits (docs/api.md#conventions). */
 export const TIMESTAMP_OUT = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{6}Z$';
-/** Durations out: hours not folded into days (SPEC §1). */
+/** Durations out: hours not folded into days (docs/api.md#conventions). */
 export const DURATION_OUT = '^\\d{2,}:\\d{2}:\\d{2}\\.\\d{6}$';
 
 const id = Type.Integer({ minimum: 1 });
@@ -107,7 +107,7 @@ const ts = Type.String({ pattern: TIMESTAMP_OUT });
 const anyJson = Type.Unknown({ description: 'any JSON value, returned exactly as stored' });
 const text = Type.String();
 const runStatus = Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)));
-const resultStatus = Type.Union(RESULT_STATUSES.map((s) => Type.Literal(s)), { description: 'the shown status (SPEC §4)' });
+const resultStatus = Type.Union(RESULT_STATUSES.map((s) => Type.Literal(s)), { description: 'the shown status (docs/api.md#derived-state)' });
 
 const stampsOf: Fields = [['created', ts], ['updated', ts]];
 const timing: Fields = [['started', ts], ['ended', nullable(ts)], ['duration', nullable(Type.String({ pattern: DURATION_OUT }))]];

@@ -8,7 +8,7 @@
 // year 0001–9999: they are multiples of 10^6 = 2^6 · 15625 µs. A write takes
 // only timestamps of the supported range (1700-01-01 to 2250-12-31 UTC, inside
 // the exact one: isSupported), so every stored instant keeps its microseconds
-// (SPEC §1); list filters parse the whole 0001–9999 range, which compares
+// (docs/api.md#conventions); list filters parse the whole 0001–9999 range, which compares
 // correctly with every stored value.
 //
 // Parsing and formatting are hand-written over char codes: they run for every

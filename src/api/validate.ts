@@ -1,4 +1,4 @@
-// Body → normalized field values, or DRF-style field errors (SPEC §3, §6).
+// Body → normalized field values, or DRF-style field errors (docs/api.md#writes, #errors).
 // Everything that needs no stored state is decided here, on the front; the
 // shard checks foreign keys and uniqueness. JSON-valued fields keep the client's
 // own text (minified) so key order and big numbers survive untouched.
@@ -93,7 +93,7 @@ export function parseId(v: unknown): number | undefined {
 type FkResult = { ok: true; value: number } | { ok: false; msg: string; numberAt?: number };
 
 /**
- * A foreign key by the per-record API's rules (SPEC §3): an integer, or a
+ * A foreign key by the per-record API's rules (docs/api.md#writes): an integer, or a
  * string of decimal digits (surrounding whitespace allowed), ≥ 1. Whether the
  * record exists is for the caller to check. Batch ingest names a playbook by id
  * with the same rules (fkId).
@@ -206,7 +206,7 @@ function convertCanonical(spec: FieldSpec, v: unknown): unknown {
 }
 const FAILED = Symbol('not canonical');
 
-/** A JSON field whose stored text has members redacted (SPEC §3): which keys, the setting that names them, and the member they are in (null: the value itself). */
+/** A JSON field whose stored text has members redacted (docs/api.md#writes): which keys, the setting that names them, and the member they are in (null: the value itself). */
 interface Redacted { field: string; keys: readonly string[]; setting: string; within: string | null }
 
 export class BodyNormalizer {
@@ -335,7 +335,7 @@ function mayHaveKey(text: string, start: number, end: number, key: string): bool
   return slice.includes(`"${key}"`) || slice.includes('\\u');
 }
 
-/** Replace the values of the named members of an object, if present (SPEC §3). */
+/** Replace the values of the named members of an object, if present (docs/api.md#writes). */
 function redact(text: string, start: number, end: number, keys: readonly string[], setting: string): string {
   const members = memberSpans(text, start, end);
   if (!members) return minify(text, start, end);

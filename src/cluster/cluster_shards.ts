@@ -1,4 +1,4 @@
-// The shards of a cluster node (DESIGN.md § "Scale beyond one machine"): the
+// The shards of a cluster node (docs/cluster.md): the
 // partitions this node owns run in local shard workers (a ShardPool opened one
 // partition at a time); every other partition is reached over NATS
 // request/reply on `logbook.rpc.<p>`, which only its owner subscribes to. The

@@ -1,4 +1,4 @@
-// Taking ownership of a partition (issue #12, DESIGN.md § "Ownership"). Safety comes
+// Taking ownership of a partition (issue #12, docs/cluster.md#how-it-works-inside). Safety comes
 // from the fence alone: the taker appends a fence record {node, epoch} expecting the
 // partition stream's last sequence; once it lands, the previous owner's next append
 // (which expects an older sequence) fails with FencedError and that owner must drop the

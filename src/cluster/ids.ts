@@ -1,4 +1,4 @@
-// Ids in cluster mode (DESIGN.md § "Scale beyond one machine"): the owner of
+// Ids in cluster mode (docs/cluster.md): the owner of
 // partition p hands out k·P + p, so `id mod P` routes any request to its
 // partition with no directory, and two partitions never hand out the same id.
 // Only the partition's owner allocates (its worker thread), so plain counters do.

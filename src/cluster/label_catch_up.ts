@@ -1,4 +1,4 @@
-// Label changes for the live stream, cluster mode (SPEC §14; src/http/label_changes.ts):
+// Label changes for the live stream, cluster mode (docs/api.md#live-stream; src/http/label_changes.ts):
 // each partition logs every change of the label stream once, in the stream's
 // order (src/shard/worker.ts). The node that made a change sends it to the
 // partitions and tries again until they have logged it; this is what makes a

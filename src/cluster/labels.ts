@@ -1,4 +1,4 @@
-// The label catalogue of a cluster (DESIGN.md: "Labels: one small cluster-wide
+// The label catalogue of a cluster (docs/cluster.md: "Labels: one small cluster-wide
 // catalogue"): one JetStream stream, `logbook-labels`, that every node tails
 // into its front's catalogue. Labels are unique by name cluster-wide, so every
 // label change is appended with Nats-Expected-Last-Sequence (the per-stream
@@ -8,7 +8,7 @@
 // sequence its create lands at, known before the append (the expected sequence
 // + 1): ids are small, unique and never reused.
 //
-// The stream is also the live stream's record of label changes (SPEC §14,
+// The stream is also the live stream's record of label changes (docs/api.md#live-stream,
 // src/http/label_changes.ts): a change's sequence is its number, and each
 // partition logs every change in sequence order, reading what it has not logged
 // from here (readLabelChanges), so a change a partition could not log when it

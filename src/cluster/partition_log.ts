@@ -1,5 +1,5 @@
-// The partitioned journal of cluster mode (issue #12, DESIGN.md § "Scale beyond one
-// machine"): one JetStream stream per partition, appended to only by the partition's
+// The partitioned journal of cluster mode (issue #12, docs/cluster.md, to scale beyond one
+// machine): one JetStream stream per partition, appended to only by the partition's
 // owner, with every append fenced by `Nats-Expected-Last-Sequence`.
 //
 // Stream layout, per partition k (0 <= k < P):
@@ -109,7 +109,7 @@ export interface PartitionLogOptions {
   openTimeoutMs?: number;
   /**
    * stream max_age in ms (0 = keep forever, the default); retention of history, see
-   * DESIGN.md § State. With a max_age, an idle partition's fence record expires too:
+   * docs/cluster.md#how-it-works-inside. With a max_age, an idle partition's fence record expires too:
    * fencing stays safe (it rests on sequences, which never go back) but the epoch count
    * restarts, so the ownership layer must then re-fence periodically.
    */

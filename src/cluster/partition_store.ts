@@ -1,6 +1,6 @@
 // A partition's store in cluster mode: the ShardStore a shard worker writes to
-// when its journal is the partition's JetStream stream (DESIGN.md § "Scale beyond
-// one machine"). A commit is acknowledged once its PubAck came back (a quorum of
+// when its journal is the partition's JetStream stream (docs/cluster.md, to scale beyond
+// one machine). A commit is acknowledged once its PubAck came back (a quorum of
 // NATS servers holds it): write() resolves then. Blobs are kept in memory and
 // rebuilt, like the aggregates, by replaying the stream when a node takes the
 // partition: the stream is the only source of truth, so a node's local disk

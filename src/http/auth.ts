@@ -1,4 +1,4 @@
-// Authentication (SPEC §7): HTTP Basic against LOGBOOK_USERS_FILE and bearer
+// Authentication (docs/security.md#authentication): HTTP Basic against LOGBOOK_USERS_FILE and bearer
 // tokens (`Bearer <name>.<secret>`) against LOGBOOK_TOKENS_FILE, both files of
 // `name:hash:scope` lines (scope `read` or `write`; write implies read).
 //

@@ -1,5 +1,5 @@
 // CORS (LOGBOOK_CORS_ORIGINS), as django-cors-headers does it for ARA
-// (reference/ara-1.4-behaviors.md §1.3): a response to an allowed Origin echoes
+// (docs/security.md#cors): a response to an allowed Origin echoes
 // it in Access-Control-Allow-Origin; a preflight (OPTIONS with
 // Access-Control-Request-Method) from an allowed origin gets 200 with the allowed
 // methods and headers and needs no credentials; other origins get no CORS

@@ -32,7 +32,7 @@ import { isUiPath, UiFiles } from './static.js';
 // ---- operations (health, metrics, OpenAPI, shard restarts, retention) ----
 import { HTTP, Metrics } from '../metrics.js';
 import { Ops } from './ops.js';
-// ---- live stream (SPEC §14) ----
+// ---- live stream (docs/api.md#live-stream) ----
 import { Stream, streamAuthorization } from './stream.js';
 
 export { parseRoute } from './routes.js';

@@ -1,4 +1,4 @@
-// POST /api/v1/ingest on the front (SPEC §13): the body decoded (body_encoding.ts: gzip within the body limit),
+// POST /api/v1/ingest on the front (docs/api.md#batch-ingest): the body decoded (body_encoding.ts: gzip within the body limit),
 // check the envelope (seq, playbook, events and their kinds), find or allocate
 // the stream's playbook, resolve label names, and hand the batch's JSON text to
 // the owning shard, which parses, validates and applies the events itself: the
@@ -74,7 +74,7 @@ export class Ingest {
     let create: Obj | null = null;
     const names: string[] = [];
     if (header.id !== undefined && header.uuid === undefined) {
-      // an id as every FK takes one (SPEC §3: an integer or a decimal string, so "2" is 2)
+      // an id as every FK takes one (docs/api.md#writes: an integer or a decimal string, so "2" is 2)
       const id = fkId(header.id, () => {
         const [text, start, end] = parsed.playbookText();
         const [from, to] = memberSpans(text, start, end)!.get('id')!;

@@ -1,4 +1,4 @@
-// The live stream's label messages (SPEC §14). The label catalogue is the
+// The live stream's label messages (docs/api.md#live-stream). The label catalogue is the
 // front's (labels.ts, front.mdb), but a stream message needs a place in the
 // shards' numbered, journaled change logs: a cursor of its own, and replay by
 // `since`, also after a restart. So every durable label change is sent to the

@@ -42,7 +42,7 @@ export class Label {
   }
 }
 
-/** A label's row (SPEC §2: list row = detail = write response). */
+/** A label's row (docs/api.md#representations: list row = detail = write response). */
 export function labelRow(id: number, label: StoredLabel): string {
   return '{"id":' + id + ',"created":"' + formatTimestamp(label.created) + '","updated":"'
     + formatTimestamp(label.updated) + '","name":' + JSON.stringify(label.name) + '}';
@@ -88,7 +88,7 @@ export class LabelCatalogue {
   /**
    * Labels created by a playbook write that has not succeeded yet, with the number
    * of in-flight writes using them. If every such write fails, the label goes
-   * again: a refused request leaves no label behind (SPEC §6).
+   * again: a refused request leaves no label behind (docs/api.md#errors).
    */
   private readonly provisional = new Map<number, { refs: number }>();
   /**

@@ -2,7 +2,7 @@
 // list is scattered to every shard (or the one a `playbook`, `play`, `task`
 // or `host` filter pins),
 // each answers its count and its first offset+limit rows in the requested
-// order, and the front merges the pages (DESIGN.md "Front"); past offset 0
+// order, and the front merges the pages (docs/architecture.md#the-front); past offset 0
 // the rows come as keys, and the page's own rows are rendered in a second pass.
 import { Errors } from '../api/errors.js';
 import { toShardQuery, type ParsedList } from '../api/list_query.js';

@@ -1,4 +1,4 @@
-// Writing responses: the headers every response carries (SPEC §1) and the HEAD
+// Writing responses: the headers every response carries (docs/api.md#conventions) and the HEAD
 // rule (GET's status and headers, no body). Replies that arrive from a shard are
 // written inside res.cork() so status, headers and body leave in one syscall.
 import type { HttpResponse } from 'uWebSockets.js';
@@ -35,7 +35,7 @@ export interface Exchange {
   url: string;
 }
 
-/** A 503 tells the client when to retry (SPEC §6), unless the handler chose the headers. */
+/** A 503 tells the client when to retry (docs/api.md#errors), unless the handler chose the headers. */
 const RETRY_AFTER: Array<[string, string]> = [['Retry-After', String(LIMITS.retryAfterSeconds)]];
 
 export function reply(ex: Exchange, status: number, body: string | null): void {

@@ -1,4 +1,4 @@
-// The web UI's files (SPEC §15), served by the front from memory.
+// The web UI's files (docs/ui.md), served by the front from memory.
 //
 // The bundle is built by `npm run build` (scripts/build_ui.mjs) into dist/ui:
 // index.html plus content-hashed assets under assets/. Everything is read once

@@ -1,4 +1,4 @@
-// The live stream, GET /api/v1/stream (SPEC §14), over WebSocket and
+// The live stream, GET /api/v1/stream (docs/api.md#live-stream), over WebSocket and
 // Server-Sent Events: the front's fan-out of the changes shards emit once their
 // commits are durable (src/shard/changes.ts).
 //

@@ -1,4 +1,4 @@
-// The live stream's source in a shard (SPEC §14): which records one commit
+// The live stream's source in a shard (docs/api.md#live-stream): which records one commit
 // changed, as the messages the stream sends, and the shard's numbered log of
 // them (persisted with the journal entry, so `since` resumes across restarts).
 //

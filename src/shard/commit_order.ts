@@ -1,4 +1,4 @@
-// One order of commits across shards for the live stream (SPEC §14: a replayed
+// One order of commits across shards for the live stream (docs/api.md#live-stream: a replayed
 // message carries the cursor it had live, also on a stream of every playbook).
 //
 // A cursor is the vector of per-shard change positions, so the cursor a message

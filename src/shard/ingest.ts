@@ -1,4 +1,4 @@
-// Batch ingest in the shard (SPEC §13): one batch of one playbook's events is
+// Batch ingest in the shard (docs/api.md#batch-ingest): one batch of one playbook's events is
 // decided and applied here in one pass. Each event is turned into the command
 // the per-record API would have produced (natural keys → ids of this playbook),
 // validated by the same normalizer, decided by the same decide() and applied by
@@ -33,7 +33,7 @@ export interface BatchOutcome {
   duplicate: boolean;
 }
 
-/** Event kind → resource type (the kinds SPEC §13 allows, minus `playbook`). */
+/** Event kind → resource type (the kinds docs/api.md#batch-ingest allows, minus `playbook`). */
 const KINDS = new Map<string, EventType>([
   ['playbook', 'playbook'], ['play', 'play'], ['task', 'task'], ['host', 'host'],
   ['result', 'result'], ['file', 'file'], ['record', 'record'],
@@ -211,7 +211,7 @@ export class RunningBatch {
         if (typeof key !== 'string') return fieldError('uuid', key.error);
         const existing = agg.playByUuid.get(key);
         body.playbook = pid;
-        // the key is the client's (SPEC §13), not the per-record API's UUID field: validated here, stored as is
+        // the key is the client's (docs/api.md#batch-ingest), not the per-record API's UUID field: validated here, stored as is
         body.uuid = ANY_UUID;
         const fix = (set: Obj): void => { set.uuid = key; };
         return runner.apply('play', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, fix, now, track);
@@ -385,7 +385,7 @@ function refusal(status: number, body: string, exists: boolean): BatchOutcome {
   return { status, body, created: null, exists, staged: false, duplicate: false };
 }
 
-/** The 200 answer; a duplicate carries no `rejected` (SPEC §13: it changed nothing and reports nothing). */
+/** The 200 answer; a duplicate carries no `rejected` (docs/api.md#batch-ingest: it changed nothing and reports nothing). */
 function answer(playbook: number, seq: number, applied: number, rejected: Array<[number, string]>, duplicate: boolean,
   created: number[][] | null, exists: boolean, staged: boolean): BatchOutcome {
   let list = '';

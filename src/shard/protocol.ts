@@ -25,7 +25,7 @@ export interface WriteCommand {
   minimal: boolean;
 }
 
-/** One batch of one playbook's events (SPEC §13), decided and applied by the shard. */
+/** One batch of one playbook's events (docs/api.md#batch-ingest), decided and applied by the shard. */
 export interface IngestCommand {
   /** the stream's playbook id (allocated by the front when it knew no playbook for the uuid) */
   playbook: number;
@@ -135,7 +135,7 @@ export type FrontToShard =
   // ---- operations (metrics, retention/expiry, test hooks) ----
   | { k: 'stats'; rid: number }
   | { k: 'maintain'; rid: number; task: MaintenanceTask }
-  // ---- live stream (SPEC §14, src/http/stream.ts) ----
+  // ---- live stream (docs/api.md#live-stream, src/http/stream.ts) ----
   /** the shard's changes after seq `from` (of one playbook, if given), at most `limit` */
   | { k: 'replay'; rid: number; from: number; playbook: number | null; limit: number }
   /** test hook (LOGBOOK_TEST_HOOKS=1 only): the worker dies of an uncaught exception */

@@ -16,7 +16,7 @@ export class PlaybookRow {
   name: string | null; runnerVersion: string; status: string; path: string;
   labels: number[];
   controller: string | null; user: string | null;
-  /** the client's key of a batch-ingest stream (SPEC §13), or one given on POST */
+  /** the client's key of a batch-ingest stream (docs/api.md#batch-ingest), or one given on POST */
   uuid: string | null;
   /** last batch `seq` applied by batch ingest (0: none): duplicates and gaps are told from it */
   ingestSeq: number;
@@ -69,7 +69,7 @@ export class TaskRow {
   created: number; updated: number; started: number; ended: number | null;
   name: string | null; action: string; lineno: number; handler: boolean;
   tags: string; status: string;
-  /** the client's key of one task start (SPEC §13), null when not given */
+  /** the client's key of one task start (docs/api.md#batch-ingest), null when not given */
   uuid: string | null;
   /** items.results */
   results: number;
@@ -106,7 +106,7 @@ export class HostRow {
   /**
    * A write set a counter (both Ansible callbacks send the final stats): from then
    * on the counters are that value plus later results, not a recount of the results
-   * (SPEC §4), which `logbook check` must not take for damage.
+   * (docs/api.md#derived-state), which `logbook check` must not take for damage.
    */
   countersSet: boolean;
   constructor(d: Record<string, any>) {
@@ -185,14 +185,14 @@ export class RecordRow {
 
 export type ChildRow = PlayRow | TaskRow | HostRow | ResultRow | FileRow | RecordRow;
 
-/** Result status as every representation shows it (SPEC §4). */
+/** Result status as every representation shows it (docs/api.md#derived-state). */
 export function shownStatus(r: ResultRow): string {
   if (r.status === 'ok' && r.changed) return 'changed';
   if (r.status === 'failed' && r.ignoreErrors) return 'ignored';
   return r.status;
 }
 
-/** Which host counters one result adds to, by Ansible's recap rules (SPEC §4). */
+/** Which host counters one result adds to, by Ansible's recap rules (docs/api.md#derived-state). */
 export function addToHost(host: HostRow, r: ResultRow, sign: 1 | -1): void {
   switch (shownStatus(r)) {
     case 'ok': host.ok += sign; break;

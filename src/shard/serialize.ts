@@ -1,4 +1,4 @@
-// JSON representations of every resource (SPEC §2), built by string concatenation
+// JSON representations of every resource (docs/api.md#representations), built by string concatenation
 // in the exact key order the contract fixes. Stored JSON values (content, facts,
 // arguments, tags, value) are spliced in as the text the client sent.
 import { formatTimestamp, formatDuration } from '../api/time.js';
@@ -41,7 +41,7 @@ export function resultListFields(r: ResultRow, compat: boolean): ResultListField
     compat ? r.delegatedTo : null, compat ? r.created : null, compat ? r.updated : null];
 }
 
-/** A result's list row (SPEC §2, its key order) from its fields; GET /results renders its rows with it too. */
+/** A result's list row (docs/api.md#representations, its key order) from its fields; GET /results renders its rows with it too. */
 export function resultListJson(f: ResultListFields): string {
   const delegatedTo = f[10];
   const created = f[11];
@@ -58,7 +58,7 @@ export class Serializer {
     return this.blobs.getBlob(key) ?? fallback;
   }
 
-  /** Extra keys ARA 1.5 clients read (SPEC §9); empty with compat mode off. */
+  /** Extra keys ARA 1.5 clients read (docs/api.md#the-ara-dialect); empty with compat mode off. */
   private compatPlaybook(pb: PlaybookRow): string {
     return this.compat
       ? ',"ansible_version":' + str(pb.runnerVersion) + ',"controller":' + str(pb.controller) + ',"user":' + str(pb.user)

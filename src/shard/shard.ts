@@ -107,7 +107,7 @@ export class Shard {
   private readonly maintenance = new Maintenance();
   readonly ids: Ids;
   private readonly normalizer: BodyNormalizer | null;
-  /** the live stream's numbered changes (SPEC §14) */
+  /** the live stream's numbered changes (docs/api.md#live-stream) */
   readonly changes: ChangeLog;
   private readonly order: { shard: number; order: CommitOrder } | null;
   private readonly schedule: ((flush: () => void) => void) | null;
@@ -224,7 +224,7 @@ export class Shard {
   }
 
   /**
-   * One batch of one playbook's events (SPEC §13): decided and applied in one
+   * One batch of one playbook's events (docs/api.md#batch-ingest): decided and applied in one
    * pass, one journal entry. With a scheduler (a worker), a large batch is
    * applied a slice of events per event-loop turn: between slices the thread
    * takes in commits that became durable (their replies leave) instead of

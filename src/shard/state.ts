@@ -1,7 +1,7 @@
 // A shard's state: the playbook aggregates it owns plus per-type id indexes, and
 // the pure `apply(event)` that is the only code allowed to change them. apply is
 // deterministic and free of I/O so that journal replay rebuilds exactly the state
-// that was acknowledged (DESIGN.md "Persistence", STYLE.md example 5).
+// that was acknowledged (docs/architecture.md#persistence).
 import { TYPE_CODE, type ChildType } from '../api/resources.js';
 import {
   PlaybookRow, PlayRow, TaskRow, HostRow, ResultRow, FileRow, RecordRow, addToHost, setsCounter,
@@ -93,7 +93,7 @@ export class Aggregate {
   readonly hostByName = new Map<string, HostRow>();
   readonly fileByPath = new Map<string, FileRow>();
   readonly recordByKey = new Map<string, RecordRow>();
-  /** natural keys of batch ingest (SPEC §13): play uuid, task uuid (tasks without one are not here) */
+  /** natural keys of batch ingest (docs/api.md#batch-ingest): play uuid, task uuid (tasks without one are not here) */
   readonly playByUuid = new Map<string, PlayRow>();
   readonly taskByUuid = new Map<string, TaskRow>();
   /** the results of each task and of each host, once a list asked (see groups()) */

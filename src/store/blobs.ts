@@ -1,5 +1,5 @@
 // Large JSON values live outside the JS heap, in LMDB, and are read on demand
-// (DESIGN.md "Persistence"). Aggregates keep only what lists, filters, counters
+// (docs/architecture.md#persistence). Aggregates keep only what lists, filters, counters
 // and ordering need; the serializer asks a BlobReader for the rest.
 import type { JsonBytes } from '../api/json_bytes.js';
 

@@ -170,7 +170,7 @@ function checkShard(state: ShardState, k: number, shards: number, where: string,
       if (task.results !== want) problem(`task ${task.id}: items {results: ${task.results}}, recount {results: ${want}}`);
     }
     for (const host of agg.hosts.values()) {
-      if (host.countersSet) { tally.hostsWithSetCounters++; continue; } // SPEC §4: a set counter overrides the recount
+      if (host.countersSet) { tally.hostsWithSetCounters++; continue; } // docs/api.md#derived-state: a set counter overrides the recount
       const totals = hostTotals.get(host.id);
       const differs = HOST_COUNTERS.filter((c) => host[c] !== (totals ? totals[c] : 0));
       if (differs.length) {

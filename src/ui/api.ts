@@ -1,5 +1,5 @@
-// The UI's only way to the server: the public JSON API (SPEC §1-§5) and the
-// live stream (SPEC §14). Credentials: a browser that answered the Basic
+// The UI's only way to the server: the public JSON API (docs/api.md) and the
+// live stream (docs/api.md#live-stream). Credentials: a browser that answered the Basic
 // prompt sends them itself; a token typed into the sign-in form is kept in
 // sessionStorage (gone with the tab) and sent as `Authorization: Bearer`, and
 // as `?token=` on the stream (EventSource cannot send headers).

@@ -1,4 +1,4 @@
-// logbook's web UI (SPEC §15): a small Preact app over the public API.
+// logbook's web UI (docs/ui.md): a small Preact app over the public API.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { signIn, signOut, storedAuthorization } from './api.js';

@@ -3,7 +3,7 @@
 # playbooks that use it run unchanged under logbook's callback.
 #
 # Like ara_record, it runs in a forked worker: it opens a connection of its
-# own and closes it (nothing crosses the fork, SPEC §13). The running
+# own and closes it (nothing crosses the fork, docs/api.md#batch-ingest). The running
 # playbook's id comes from the callback's state, inherited by fork, or from
 # the server by the run's stream uuid. The server has the events the callback
 # has sent: the last batch interval's (0.2 s) may not be in it yet.

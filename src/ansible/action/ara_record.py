@@ -2,7 +2,7 @@
 # playbooks that use ara_record run unchanged under logbook's callback.
 #
 # Actions run in Ansible's forked workers, where a connection opened before the
-# fork must not be reused (TLS breaks at random, SPEC §13). So this action does
+# fork must not be reused (TLS breaks at random, docs/api.md#batch-ingest). So this action does
 # not send the record: it validates the arguments and returns the record in the
 # task's result; logbook's callback (main process) sends it with the run's
 # other events. The playbook id and the records already sent come from the

@@ -1,5 +1,5 @@
 # logbook's Ansible callback: records a playbook run into a logbook server
-# through its batch ingest API (POST /api/v1/ingest, SPEC §13).
+# through its batch ingest API (POST /api/v1/ingest, docs/api.md#batch-ingest).
 #
 # Ansible's thread only appends events to an in-memory queue; one sender
 # thread ships them in batches (by size and by time), one batch in flight per
@@ -186,7 +186,7 @@ STATE_MODULE = "logbook_callback_state"
 GZIP_MIN_BYTES = 8 * 1024  # smaller bodies cost more to compress than to send
 GZIP_MAGIC = b"\x1f\x8b"  # a body starting with these is gzip; JSON never does
 MAX_BATCH_BYTES = 8 * 1024 * 1024  # well under the server's default max_body_bytes (32 MiB)
-MAX_BATCH_EVENTS = 10000  # SPEC §13
+MAX_BATCH_EVENTS = 10000  # docs/api.md#batch-ingest
 BACKOFF_MIN = 0.1
 BACKOFF_MAX = 5.0
 BACKOFF_MAX_UNREACHABLE_AT_END = 1.0  # retries of a server that cannot be connected to, during the end wait

@@ -1,5 +1,5 @@
 // Copies one ARA playbook, with everything under it, into logbook through
-// logbook's per-record API (SPEC §3), in the order the ARA callback writes:
+// logbook's per-record API (docs/api.md#writes), in the order the ARA callback writes:
 // playbook, files, hosts, plays, tasks, records, results, then each host's
 // counters. Rows are read from ARA page by page (ascending id, so logbook's
 // ids keep ARA's order) and written before the next page is read: memory
@@ -36,7 +36,7 @@ function mapped(map: Map<number, number>, what: string, araId: Json): number {
 /**
  * The status to store so that logbook *shows* what ARA shows. ARA lists the
  * derived status (ok + changed → "changed", failed + ignore_errors →
- * "ignored"); logbook derives the same way from the stored value (SPEC §4),
+ * "ignored"); logbook derives the same way from the stored value (docs/api.md#derived-state),
  * so storing the underlying value keeps the host counters' rules right too.
  */
 export function storedResultStatus(shown: string, changed: boolean, ignoreErrors: boolean): string {
