@@ -2,6 +2,8 @@
 //   - Authenticator.check: anonymous, cached Basic, cached Bearer, cached refusal
 //   - Guard.admit with a stand-in for uWS's HttpRequest (8 headers), anonymous
 //     and with cached Basic credentials
+//   - uncached: 64 concurrent first checks of one header (one verification,
+//     shared) and 200 repeats of a refused one, against one scrypt verification
 //   - one scrypt verification at the default cost, for scale
 // Run: node dist/bench/auth.js [iterations]
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -67,4 +69,16 @@ const h = parseHash(hash) as PasswordHash;
 const t0 = performance.now();
 await verifySecret(Buffer.from('pw'), h);
 console.log(`${'scrypt verification (default cost, once)'.padEnd(44)} ${((performance.now() - t0) * 1000).toFixed(0)} µs`);
+
+// Uncached credentials: concurrent first requests with one header share one
+// verification (N separate ones, 2 at a time, would take N/2 verifications), and
+// a refusal is cached like an acceptance.
+const fresh = new Authenticator(config);
+const once = `Basic ${Buffer.from('alice:never-sent').toString('base64')}`;
+const t1 = performance.now();
+await Promise.all(Array.from({ length: 64 }, () => fresh.check(once, false)));
+console.log(`${'64 concurrent first checks of one header'.padEnd(44)} ${((performance.now() - t1) * 1000).toFixed(0)} µs`);
+const t2 = performance.now();
+for (let i = 0; i < 200; i++) await fresh.check(once, false);
+console.log(`${'200 repeated refused checks (cached)'.padEnd(44)} ${((performance.now() - t2) * 1000).toFixed(0)} µs`);
 rmSync(dir, { recursive: true, force: true });

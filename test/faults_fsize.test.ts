@@ -13,6 +13,8 @@ import { api, startLogbook } from './helpers/server.js';
 import { createRun, missingResults, must, noise, postOrExplain } from './helpers/storage_faults.js';
 
 const hasPrlimit = spawnSync('prlimit', ['--version']).status === 0;
+if (!hasPrlimit) console.warn('faults_fsize: prlimit (util-linux) not found; skipped');
+const withPrlimit = hasPrlimit ? test : test.skip;
 
 function tempDir(t: { teardown(fn: () => void): void }): string {
   const dir = mkdtempSync(join(tmpdir(), 'logbook-fsize-'));
@@ -22,8 +24,7 @@ function tempDir(t: { teardown(fn: () => void): void }): string {
 
 const shardFile = (dataDir: string) => join(dataDir, 'shard-0.mdb');
 
-test('a file-size limit hit during ingest: 503s naming the cause, reads work, no crash; nothing acknowledged lost after a restart without it', async (t) => {
-  if (!hasPrlimit) { t.log('prlimit (util-linux) not found: skipped'); t.pass(); return; }
+withPrlimit('a file-size limit hit during ingest: 503s naming the cause, reads work, no crash; nothing acknowledged lost after a restart without it', async (t) => {
   t.timeout(120_000);
   const dataDir = tempDir(t);
   const env = { LOGBOOK_SHARDS: '1', LOGBOOK_SNAPSHOT_EVERY: '100' };
@@ -62,8 +63,7 @@ test('a file-size limit hit during ingest: 503s naming the cause, reads work, no
   t.is((await api(lb.url, 'POST', '/api/v1/results', { ...run, playbook: run.pb, status: 'ok', content: { marker: 'after' } })).status, 201, 'writes work again');
 });
 
-test('a file-size limit hit by a snapshot round: the round fails, nothing is trimmed or lost, service goes on', async (t) => {
-  if (!hasPrlimit) { t.log('prlimit (util-linux) not found: skipped'); t.pass(); return; }
+withPrlimit('a file-size limit hit by a snapshot round: the round fails, nothing is trimmed or lost, service goes on', async (t) => {
   t.timeout(120_000);
   const dataDir = tempDir(t);
   // no snapshot while filling: the whole playbook is in the journal
