@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Checks that every relative link in README.md, docs/**/*.md and bench/README.md
+// Checks that every relative link in README.md, docs/**/*.md and bench/{README,HISTORY}.md
 // resolves inside the repository: the file (or folder) exists, and a `#anchor`
 // names a heading of the target page (GitHub's slugs) or an explicit
 // `<a id="…">`. Also checks the `docs/<page>.md#anchor` citations in src/
@@ -21,11 +21,11 @@ function walk(dir, keep) {
   });
 }
 
-/** GitHub's heading anchor: lower case, punctuation dropped, spaces to hyphens, repeats numbered. */
+/** GitHub's heading anchor: lower case, punctuation but `-` and `_` dropped, spaces to hyphens, repeats numbered. */
 export function slug(heading) {
   return heading.trim().toLowerCase()
     .replace(/<[^>]+>/g, '')
-    .replace(/[`*_~]/g, '')
+    .replace(/[`*~]/g, '')
     .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
     .replace(/[^\p{L}\p{N}\- ]/gu, '')
     .replace(/ /g, '-');
@@ -70,7 +70,7 @@ function checkTarget(from, where, target, problems) {
 }
 
 export function checkLinks() {
-  const pages = [join(root, 'README.md'), join(root, 'bench', 'README.md'), ...walk(join(root, 'docs'), (p) => p.endsWith('.md'))]
+  const pages = [join(root, 'README.md'), join(root, 'bench', 'README.md'), join(root, 'bench', 'HISTORY.md'), ...walk(join(root, 'docs'), (p) => p.endsWith('.md'))]
     .filter((p) => existsSync(p));
   const problems = [];
   let links = 0;
