@@ -3,7 +3,7 @@
 // resolves inside the repository: the file (or folder) exists, and a `#anchor`
 // names a heading of the target page (GitHub's slugs) or an explicit
 // `<a id="…">`. Also checks the `docs/<page>.md#anchor` citations in src/
-// comments. External links (http:, https:, mailto:) are not fetched.
+// comments, and that no source cites ../shared, SPEC §N or DESIGN.md. External links (http:, https:, mailto:) are not fetched.
 //   node scripts/check_doc_links.mjs      prints each broken link, exit 1 if any
 // test/docs_links.test.ts runs it.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -91,6 +91,9 @@ export function checkLinks() {
   const sources = walk(join(root, 'src'), (p) => /\.(ts|tsx|py|mjs|sh|c)$/.test(p));
   for (const src of sources) {
     readFileSync(src, 'utf8').split('\n').forEach((text, i) => {
+      if (/SPEC §|\.\.\/shared\/|\bDESIGN\.md\b/.test(text)) {
+        problems.push(`${relative(root, src)}:${i + 1}: cites SPEC/DESIGN or ../shared, which a clone does not have: cite docs/… instead`);
+      }
       for (const m of text.matchAll(/\bdocs\/([\w.-]+\.md)(#[\w-]+)?/g)) {
         links++;
         checkTarget(join(root, 'README.md'), `${relative(root, src)}:${i + 1}`, `docs/${m[1]}${m[2] ?? ''}`, problems);

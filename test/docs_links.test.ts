@@ -17,7 +17,7 @@ test('every relative link in the README, docs/ and bench/ resolves inside the re
   t.regex(run.stdout, /^[1-9]\d* relative links in \d+ pages/m, 'it found links to check');
 });
 
-test('the checker passes good links and fails a missing file, a missing heading and a bad citation in src/', (t) => {
+test('the checker passes good links and fails a missing file, a missing heading, a bad citation and a SPEC citation in src/', (t) => {
   const tree = mkdtempSync(join(tmpdir(), 'logbook-doc-links-'));
   t.teardown(() => rmSync(tree, { recursive: true, force: true }));
   for (const dir of ['docs', 'bench', 'scripts', 'src']) mkdirSync(join(tree, dir));
@@ -30,10 +30,11 @@ test('the checker passes good links and fails a missing file, a missing heading 
   t.is(clean.status, 0, clean.stderr);
   t.regex(clean.stdout, /^7 relative links/m, 'six in pages (not the external one, not the one in a code block), one in src/');
   appendFileSync(join(tree, 'docs', 'api.md'), '\n[gone](gone.md) [no heading](#no-such-heading)\n');
-  appendFileSync(join(tree, 'src', 'cites.ts'), '// and docs/api.md#nowhere\n');
+  appendFileSync(join(tree, 'src', 'cites.ts'), '// and docs/api.md#nowhere\n// as SPEC §13 says\n');
   const run = check(tree);
   t.is(run.status, 1);
   t.regex(run.stderr, /docs\/api\.md:\d+: gone\.md \(no such file\)/);
   t.regex(run.stderr, /#no-such-heading \(no heading/);
   t.regex(run.stderr, /src\/cites\.ts:2: docs\/api\.md#nowhere/);
+  t.regex(run.stderr, /src\/cites\.ts:3: cites SPEC\/DESIGN or \.\.\/shared/);
 });
