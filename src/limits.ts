@@ -73,6 +73,15 @@ export const LIMITS = {
   pageSize: 100,
   /** Default LOGBOOK_MAX_PAGE_SIZE: larger `limit`s are clamped to it. */
   maxPageSize: 1000,
+  /**
+   * Bytes of rows one list page carries. Past it the page stops early: a smaller
+   * page (at least one row) whose `next` goes on from its last row. A page is one
+   * string, and V8 cannot make a string past ~512 MiB (2^29 characters): a page of
+   * 100 playbooks whose `arguments` are 30 MB each threw RangeError out of the
+   * page's assembly and stopped the process. 64 MiB keeps every page well inside
+   * that and inside what a client wants to parse in one piece.
+   */
+  pageBytes: 64 * MiB,
   /** Ceiling for both page options: a page is built in memory on the front. */
   pageSizeCeiling: 100_000,
   /** Largest list `offset` (larger → 400). Every shard keeps its best

@@ -16,7 +16,7 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Errors } from '../api/errors.js';
 import { errText, log } from '../log.js';
-import { ShardPool, type PoolOptions, type ReplyHandler } from '../shard/pool.js';
+import { handleSafely, ShardPool, type PoolOptions, type ReplyHandler } from '../shard/pool.js';
 import { CommitChanges, decode, encode, type ErrorReply, type FrontToShard, type MaintainReply, type ReadyMessage, type Reply } from '../shard/protocol.js';
 import { poolTarget, type MaintenanceTarget } from '../retention.js';
 import type { DelayStats, Shards } from '../shard/shards.js';
@@ -191,7 +191,7 @@ export class ClusterShards implements Shards {
         settled = true;
         this.remoteInFlight--;
         this.counters.forwardFailed++;
-        handler(unavailable(partition, why), context);
+        handleSafely(handler, unavailable(partition, why), context);
       };
       const waiting = owner === null ? null : this.forwardsTo(owner);
       waiting?.add(abandon);
@@ -200,7 +200,7 @@ export class ClusterShards implements Shards {
         if (settled) return;
         settled = true;
         this.remoteInFlight--;
-        handler(decode<Reply>(m.data), context);
+        handleSafely(handler, decode<Reply>(m.data), context);
       }, (err: unknown) => {
         waiting?.delete(abandon);
         if (settled) return;

@@ -13,6 +13,10 @@ import type { Shards } from '../shard/shards.js';
 import type { FrontToShard, ReadyMessage } from '../shard/protocol.js';
 import type { IdAllocator } from '../shard/ids.js';
 import { log } from '../log.js';
+import { LIMITS } from '../limits.js';
+
+/** Test hooks of the front are on only with LOGBOOK_TEST_HOOKS=1 (docs/testing.md). */
+const TEST_HOOKS = process.env.LOGBOOK_TEST_HOOKS === '1';
 import { readBody, type BodyReader } from './body.js';
 import { Directory } from './directory.js';
 import { Guard } from './guard.js';
@@ -148,7 +152,11 @@ export class Front {
     const pool = () => this.pool;
     // the shards' label replicas learn a change once it is durable, from the live stream's log of label changes
     this.labelChanges.replicate = (change, shard) => this.replicate(change, shard);
-    this.reads = new Reads({ pool, dir: this.dir, origin: (ex) => this.origin(ex), maxListOffset: config.maxListOffset });
+    this.reads = new Reads({
+      pool, dir: this.dir, origin: (ex) => this.origin(ex), maxListOffset: config.maxListOffset,
+      // test hook (LOGBOOK_TEST_HOOKS=1): a small page budget, so a test can go past it without gigabytes
+      pageBytes: Number(TEST_HOOKS && process.env.LOGBOOK_TEST_PAGE_BYTES) || LIMITS.pageBytes,
+    });
     this.labelResource = new LabelResource({
       labels: this.labels, dir: this.dir,
       envelope: (ex, parsed, count, rows, offset) => this.reads.envelope(ex, parsed, count, rows, offset),

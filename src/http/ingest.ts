@@ -18,7 +18,7 @@ import { jsonBodyText, mediaType, parseJsonText } from '../api/json_body.js';
 import { decodedBody } from './body_encoding.js';
 import type { Directory } from './directory.js';
 import type { LabelCatalogue } from './labels.js';
-import { reply, type Exchange } from './respond.js';
+import { answering, reply, type Exchange } from './respond.js';
 
 interface IngestContext {
   ex: Exchange;
@@ -44,7 +44,7 @@ export class Ingest {
   private readonly streams = new Map<string, number>();
   /** playbooks sent to be created by a first batch and not answered yet (not in the directory yet) */
   private readonly creating = new Set<number>();
-  private readonly onReply = (r: Reply, ctx: IngestContext): void => this.finish(r, ctx);
+  private readonly onReply = answering((ctx: IngestContext) => ctx.ex, (r: Reply, ctx: IngestContext): void => this.finish(r, ctx));
 
   constructor(private readonly deps: IngestDeps) {}
 

@@ -13,7 +13,7 @@ import type { Shards } from '../shard/shards.js';
 import type { ListReply, ListRow, Reply } from '../shard/protocol.js';
 import type { Directory } from './directory.js';
 import { pageLinks } from './page_links.js';
-import { reply } from './respond.js';
+import { answering, reply } from './respond.js';
 import type { Req } from './routes.js';
 
 export type ParsedPage = Extract<ParsedList, { ok: true }>;
@@ -40,12 +40,14 @@ export interface ReadDeps {
   origin: (ex: Req) => string;
   /** deepest page reached by `offset`; `next`/`previous` past it carry a cursor */
   maxListOffset: number;
+  /** bytes of rows one page carries (LIMITS.pageBytes; smaller in tests) */
+  pageBytes: number;
 }
 
 export class Reads {
   // bound once: the pool's pending table keeps the handler and a context, no closure per request
-  private readonly onList: ReplyHandler<ListContext> = (r, ctx) => this.gather(r, ctx);
-  private readonly onRendered: ReplyHandler<RenderContext> = (r, ctx) => this.rendered(r, ctx);
+  private readonly onList: ReplyHandler<ListContext> = answering((ctx: ListContext) => ctx.ex, (r: Reply, ctx: ListContext) => this.gather(r, ctx));
+  private readonly onRendered: ReplyHandler<RenderContext> = answering((ctx: RenderContext) => ctx.ex, (r: Reply, ctx: RenderContext) => this.rendered(r, ctx));
 
   constructor(private readonly deps: ReadDeps) {}
 
@@ -148,7 +150,17 @@ export class Reads {
    * `offset`: the page's position when it is not parsed.offset (a keyset page's, counted by its shards).
    */
   envelope(ex: Req, parsed: ParsedPage, count: number, rows: ListRow[], offset = parsed.offset): void {
-    const { next, previous } = pageLinks(this.deps.origin(ex) + ex.url, ex.query, count, parsed.limit, offset, {
+    let limit = parsed.limit;
+    const fit = rowsThatFit(rows, this.deps.pageBytes);
+    if (fit < rows.length) {
+      // a smaller page: its links go on from the rows it carries, with `limit` that many rows
+      // (a page going back keeps the rows nearest its cursor, the last ones)
+      const back = parsed.cursor?.back === true;
+      if (back) offset += rows.length - fit;
+      rows = back ? rows.slice(rows.length - fit) : rows.slice(0, fit);
+      limit = fit;
+    }
+    const { next, previous } = pageLinks(this.deps.origin(ex) + ex.url, ex.query, count, limit, offset, {
       maxOffset: this.deps.maxListOffset, rows, counted: parsed.cursor !== null, cursor: parsed.cursor,
     });
     let results = '';
@@ -159,6 +171,16 @@ export class Reads {
     reply(ex, 200, '{"count":' + count + ',"next":' + JSON.stringify(next) + ',"previous":' + JSON.stringify(previous)
       + ',"results":[' + results + ']}');
   }
+}
+
+/** How many rows, from the first, fit in `bytes` of JSON text (at least one: a row alone is as large as its detail). */
+function rowsThatFit(rows: ListRow[], bytes: number): number {
+  let total = 0;
+  for (let i = 0; i < rows.length; i++) {
+    total += (rows[i]![rows[i]!.length - 1] as string).length + 1;
+    if (total > bytes && i > 0) return i;
+  }
+  return rows.length;
 }
 
 /**
@@ -175,6 +197,6 @@ function replyFailed(ex: Req, failed: ListReply | Reply): void {
   reply(ex, failed.status, 'body' in failed && typeof failed.body === 'string' ? failed.body : Errors.internal());
 }
 
-function onSimpleReply(r: Reply, ex: Req): void {
+const onSimpleReply = answering((ex: Req) => ex, (r: Reply, ex: Req): void => {
   reply(ex, r.status, 'body' in r && typeof r.body === 'string' ? r.body : null);
-}
+});

@@ -2,7 +2,9 @@
 // rule (GET's status and headers, no body). Replies that arrive from a shard are
 // written inside res.cork() so status, headers and body leave in one syscall.
 import type { HttpResponse } from 'uWebSockets.js';
+import { Errors } from '../api/errors.js';
 import { LIMITS } from '../limits.js';
+import { errText, log } from '../log.js';
 import { HTTP } from '../metrics.js';
 
 export const ALLOW_LIST = 'GET, POST, HEAD, OPTIONS';
@@ -60,4 +62,22 @@ export function replyAs(ex: Exchange, status: number, body: string | null, conte
     else res.end(body, ex.close);
   });
   HTTP.finish(ex, status);
+}
+
+/**
+ * A shard reply's handler that cannot take the process down (docs/api.md#errors):
+ * a throw while it assembles the answer (a bug, or a string past V8's maximum
+ * length) is logged and the request it served gets 500; the front keeps serving.
+ * The pool's own catch (src/shard/pool.ts) only logs: it does not know the request.
+ */
+export function answering<R, C>(exchangeOf: (context: C) => Exchange, handler: (reply: R, context: C) => void): (reply: R, context: C) => void {
+  return (r, context) => {
+    try {
+      handler(r, context);
+    } catch (err) {
+      const ex = exchangeOf(context);
+      log.error('answering a request failed', { method: ex.method, url: ex.url, err: errText(err) });
+      reply(ex, 500, Errors.internal());
+    }
+  };
 }

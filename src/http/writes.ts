@@ -15,7 +15,7 @@ import { parseWriteBody } from '../api/json_body.js';
 import type { Directory } from './directory.js';
 import type { LabelResource } from './label_resource.js';
 import type { LabelCatalogue } from './labels.js';
-import { reply } from './respond.js';
+import { answering, reply } from './respond.js';
 import type { Req } from './routes.js';
 
 /** `uuid`: a playbook created with one becomes known to batch ingest as a stream */
@@ -36,7 +36,7 @@ export interface WriteDeps {
 
 export class Writes {
   // bound once: the pool's pending table keeps the handler and a context, no closure per request
-  private readonly onWrite: ReplyHandler<WriteContext> = (r, ctx) => this.finish(r, ctx);
+  private readonly onWrite: ReplyHandler<WriteContext> = answering((ctx: WriteContext) => ctx.ex, (r: Reply, ctx: WriteContext) => this.finish(r, ctx));
 
   constructor(private readonly deps: WriteDeps) {}
 

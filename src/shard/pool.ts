@@ -631,7 +631,7 @@ export class ShardPool implements Shards {
     if (rt < this.rtMin[entry.shard]!) this.rtMin[entry.shard] = rt;
     this.countServiceTime(entry.shard, rt, answeredAt);
     if (this.queueDelayMs > 0) this.standing(entry.shard, answeredAt);
-    entry.handler(reply, entry.context);
+    handleSafely(entry.handler, reply, entry.context);
   }
 
   /** Answer 503 to every request the shard held; returns how many. */
@@ -641,7 +641,7 @@ export class ShardPool implements Shards {
       if (entry.shard !== shard) continue;
       this.pending.delete(rid);
       n++;
-      entry.handler(unavailable(rid, shard), entry.context);
+      handleSafely(entry.handler, unavailable(rid, shard), entry.context);
     }
     this.queued[shard] = 0;
     this.aboveSince[shard] = NaN;
@@ -679,4 +679,17 @@ export class ShardPool implements Shards {
 /** The reply a request gets when its shard is gone. */
 function unavailable(rid: number, shard: number): ErrorReply {
   return { k: 'error', rid, status: 503, body: Errors.unavailable(`Shard ${shard} is unavailable; retry shortly.`) };
+}
+
+/**
+ * Run a reply's handler; a throw is logged, never let out: it would reach the
+ * process's uncaught-exception handler and stop every request. The front's
+ * handlers answer their own request 500 first (src/http/respond.ts answering()).
+ */
+export function handleSafely<C>(handler: ReplyHandler<C>, reply: Reply, context: C): void {
+  try {
+    handler(reply, context);
+  } catch (err) {
+    log.error('a shard reply handler failed', { k: reply.k, err: errText(err) });
+  }
 }
