@@ -181,9 +181,21 @@ function checkValue(spec: FieldSpec, v: unknown): FieldResult {
 
 const isText = (spec: FieldSpec): boolean => spec.kind === 'string' || spec.kind === 'text' || spec.kind === 'labels';
 
+/**
+ * Text that storage keeps exactly as acknowledged: no lone UTF-16 surrogate. JSON
+ * allows the escape "\ud800", but the journal and snapshots hold UTF-8, which
+ * cannot carry it: such a string was served as sent until a restart, then came
+ * back as U+FFFD (a batch's host name or play uuid then named another row). Every
+ * string a write keeps is checked with this, on both write paths (validated
+ * fields here; the batch's keys in src/shard/ingest.ts and src/http/ingest.ts).
+ */
+export function storableText(s: string): boolean {
+  return !LONE_SURROGATE.test(s);
+}
+
 function hasLoneSurrogate(v: unknown): boolean {
-  if (typeof v === 'string') return LONE_SURROGATE.test(v);
-  if (Array.isArray(v)) return v.some((x) => typeof x === 'string' && LONE_SURROGATE.test(x));
+  if (typeof v === 'string') return !storableText(v);
+  if (Array.isArray(v)) return v.some((x) => typeof x === 'string' && !storableText(x));
   return false;
 }
 

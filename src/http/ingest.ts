@@ -7,7 +7,7 @@ import { Errors, Messages } from '../api/errors.js';
 import { memberSpans, parseSpan } from '../api/json_text.js';
 import { TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
 import { nowMicros } from '../api/time.js';
-import { fkId, type BodyNormalizer } from '../api/validate.js';
+import { fkId, storableText, type BodyNormalizer } from '../api/validate.js';
 import { LIMITS } from '../limits.js';
 import { log } from '../log.js';
 import { EVENT_KINDS } from '../shard/ingest.js';
@@ -86,9 +86,10 @@ export class Ingest {
       playbook = id.value;
     } else {
       const key = header.uuid;
-      if (typeof key !== 'string' || key.length === 0 || key.length > LIMITS.uuidLength) {
+      if (typeof key !== 'string' || key.length === 0 || key.length > LIMITS.uuidLength || !storableText(key)) {
         const msg = key === undefined ? Messages.required : typeof key !== 'string' ? Messages.invalidString
-          : key.length === 0 ? Messages.notBlank : Messages.maxLength(LIMITS.uuidLength);
+          : key.length === 0 ? Messages.notBlank : key.length > LIMITS.uuidLength ? Messages.maxLength(LIMITS.uuidLength)
+            : Messages.unpairedSurrogate;
         return reply(ex, 400, JSON.stringify({ playbook: { uuid: [msg] } }));
       }
       uuid = key;
@@ -120,7 +121,7 @@ export class Ingest {
     const eventLabels: Array<[number, string[]]> = [];
     for (let i = 0; i < events.length; i++) {
       const ev = events[i] as Obj;
-      if (ev.kind === 'playbook' && Array.isArray(ev.labels) && ev.labels.every((l) => typeof l === 'string' && l.length <= LIMITS.nameLength)) {
+      if (ev.kind === 'playbook' && Array.isArray(ev.labels) && ev.labels.every((l) => typeof l === 'string' && l.length <= LIMITS.nameLength && storableText(l))) {
         eventLabels.push([i, ev.labels as string[]]);
         names.push(...(ev.labels as string[]));
       }

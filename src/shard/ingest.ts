@@ -10,7 +10,7 @@ import { asciiEventSpans, jsonStandIn } from '../api/json_scan.js';
 import { arrayMemberSpans, parseSpan, type ElementSpans } from '../api/json_text.js';
 import { JSON_FIELDS, TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
 import { normalizeUuid } from '../api/uuid.js';
-import type { BodyNormalizer } from '../api/validate.js';
+import { storableText, type BodyNormalizer } from '../api/validate.js';
 import { LIMITS } from '../limits.js';
 import { decide } from './decide.js';
 import type { Ids } from './ids.js';
@@ -235,6 +235,7 @@ export class RunningBatch {
       }
       case 'host': {
         if (typeof body.name !== 'string') return fieldError('name', body.name === undefined ? Messages.required : Messages.invalidString);
+        if (!storableText(body.name)) return fieldError('name', Messages.unpairedSurrogate);
         const existing = agg.hostByName.get(body.name);
         if (existing && Object.keys(body).length === 1) return null; // named only: nothing to change
         body.playbook = pid;
@@ -243,12 +244,14 @@ export class RunningBatch {
       case 'result': return this.result(body, text, span);
       case 'file': {
         if (typeof body.path !== 'string') return fieldError('path', body.path === undefined ? Messages.required : Messages.invalidString);
+        if (!storableText(body.path)) return fieldError('path', Messages.unpairedSurrogate);
         const existing = agg.fileByPath.get(body.path);
         body.playbook = pid;
         return runner.apply('file', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
       }
       case 'record': {
         if (typeof body.key !== 'string') return fieldError('key', body.key === undefined ? Messages.required : Messages.invalidString);
+        if (!storableText(body.key)) return fieldError('key', Messages.unpairedSurrogate);
         const existing = agg.recordByKey.get(body.key);
         body.playbook = pid;
         return runner.apply('record', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
@@ -267,10 +270,11 @@ export class RunningBatch {
     if (typeof hostName !== 'string' || hostName === '') {
       return fieldError('host', hostName === undefined ? Messages.required : Messages.invalidString);
     }
+    if (!storableText(hostName)) return fieldError('host', Messages.unpairedSurrogate);
     let delegates: string[] | null = null;
     const delegatedTo = body.delegated_to;
     if (delegatedTo !== undefined && delegatedTo !== null) {
-      if (!Array.isArray(delegatedTo) || !delegatedTo.every((h) => typeof h === 'string' && h !== '')) {
+      if (!Array.isArray(delegatedTo) || !delegatedTo.every((h) => typeof h === 'string' && h !== '' && storableText(h))) {
         return fieldError('delegated_to', 'Expected a list of host names.');
       }
       delegates = delegatedTo as string[];
@@ -363,6 +367,7 @@ function streamKey(v: unknown): string | { error: string } {
   if (typeof v !== 'string') return { error: Messages.invalidString };
   if (v.length === 0) return { error: Messages.notBlank };
   if (v.length > LIMITS.uuidLength) return { error: Messages.maxLength(LIMITS.uuidLength) };
+  if (!storableText(v)) return { error: Messages.unpairedSurrogate };
   return v;
 }
 
