@@ -32,7 +32,12 @@ export type Scope = 'read' | 'write';
 export type CredentialKind = 'users' | 'tokens';
 
 interface Credential { hash: PasswordHash; scope: Scope }
-interface Principal { scope: Scope }
+/**
+ * Who a verified header is: the credential it matched (its file, name and the
+ * stored hash it was verified against), so that a long-lived request (the live
+ * stream) can be re-checked after a reload without the secret and without a KDF.
+ */
+export interface Principal { scope: Scope; kind: CredentialKind; name: string; hash: PasswordHash }
 
 /** A refusal: status, JSON body and the headers that go with it (null: reply()'s defaults). */
 export interface Denial { status: number; body: string; headers: Array<[string, string]> | null }
@@ -128,6 +133,8 @@ export class Authenticator {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
   private watching = false;
+  /** called after every reload that took effect (the live stream re-checks its subscribers) */
+  readonly reloaded: Array<() => void> = [];
 
   constructor(private readonly settings: AuthSettings) {
     this.users = new Table(settings.usersFile ? loadCredentials(settings.usersFile, 'users') : new Map());
@@ -167,6 +174,34 @@ export class Authenticator {
     return pending.then((p) => (p === 'busy' ? BUSY() : p === null ? INVALID() : permit(p, write, required)));
   }
 
+  /**
+   * The principal a header was verified as (after check() let it through), or
+   * null for an anonymous request (no header, another scheme) or one no longer
+   * remembered.
+   */
+  principalOf(header: string): Principal | null {
+    if (header === '' || header.length > LIMITS.authHeaderBytes) return null;
+    return this.granted.get(hash('sha256', this.keySalt + header, 'base64')) ?? null;
+  }
+
+  /**
+   * Is a principal verified earlier still in force: its name still in its file
+   * with the same stored hash (so the same secret matches) and a scope that
+   * allows `write` if asked? No KDF: the hash is compared, not the secret.
+   */
+  inForce(p: Principal, write: boolean): boolean {
+    const credential = (p.kind === 'users' ? this.users : this.tokens).entries.get(p.name);
+    if (credential === undefined) return false;
+    const h = credential.hash;
+    if (h.logN !== p.hash.logN || h.r !== p.hash.r || h.p !== p.hash.p || !h.salt.equals(p.hash.salt) || !h.key.equals(p.hash.key)) return false;
+    return !write || credential.scope === 'write';
+  }
+
+  /** Is a login required for reads (or writes)? */
+  required(write: boolean): boolean {
+    return write ? this.settings.writeLoginRequired : this.settings.readLoginRequired;
+  }
+
   private async verify(key: string, kind: CredentialKind, name: string, secret: Buffer): Promise<Verified> {
     const generation = this.generation;
     const table = kind === 'users' ? this.users : this.tokens;
@@ -184,7 +219,7 @@ export class Authenticator {
     this.inflight.delete(key);
     if (ok === 'busy') return ok;
     if (ok && credential) {
-      const principal: Principal = { scope: credential.scope };
+      const principal: Principal = { scope: credential.scope, kind, name, hash: credential.hash };
       remember(this.granted, key, principal, LIMITS.authCacheEntries);
       return principal;
     }
@@ -236,6 +271,9 @@ export class Authenticator {
     this.refused.clear();
     this.inflight.clear();
     log.info('credentials reloaded', { why, users: users.size, tokens: tokens.size });
+    for (const listener of this.reloaded) {
+      try { listener(); } catch (err) { log.error('after a credentials reload', { err: String((err as Error)?.stack ?? err) }); }
+    }
     return true;
   }
 

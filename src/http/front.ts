@@ -72,7 +72,11 @@ function exchange(res: HttpResponse, method: string, url: string, route: Req['ro
     contentType: req ? req.getHeader('content-type') : '', contentEncoding: req ? req.getHeader('content-encoding') : '',
     minimal: req ? /\breturn=minimal\b/i.test(req.getHeader('prefer')) : false,
     route, cors: null, onAbort: null,
-    stream: req && route.kind === 'stream' ? { accept: req.getHeader('accept'), lastEventId: req.getHeader('last-event-id') } : null,
+    stream: req && route.kind === 'stream' ? {
+      accept: req.getHeader('accept'), lastEventId: req.getHeader('last-event-id'),
+      authorization: streamAuthorization(req.getHeader('authorization'), req.getQuery() ?? ''),
+      address: Buffer.from(res.getRemoteAddressAsText()).toString(),
+    } : null,
     slot: HTTP.slotOf(metricRoute(route), method), t0: HTTP.start(),
   };
 }
@@ -142,7 +146,7 @@ export class Front {
     this.guard = new Guard(config);
     this.admission = new Admission(config.shardQueueDelay, () => this.pool);
     this.stream = new Stream({
-      config, auth: this.guard.auth, ready: () => this.ready, draining: () => this.draining,
+      config, auth: this.guard.auth, cors: this.guard.cors, ready: () => this.ready, draining: () => this.draining,
       gauge: this.metrics.streamSubscribers, cutOff: this.metrics.streamCutOff,
     });
     const pool = () => this.pool;
@@ -251,7 +255,7 @@ export class Front {
     const hasBody = announcesBody(req, method, length);
     // ---- security gate: may answer (400/401/403/503, CORS preflight) or verify credentials first
     // browsers' EventSource cannot set headers: the stream also takes a `token` query parameter
-    const authorization = route.kind === 'stream' ? streamAuthorization(req.getHeader('authorization'), ex.query) : undefined;
+    const authorization = ex.stream?.authorization;
     const gate = this.guard.admit(ex, req, route.kind === 'ops' && route.op === 'healthz', hasBody, authorization);
     if (gate === false) return;
     // ----
@@ -334,7 +338,7 @@ export class Front {
         if (!/\btext\/event-stream\b/i.test(ex.stream!.accept)) {
           return reply(ex, 406, JSON.stringify({ detail: 'Use a WebSocket upgrade or Accept: text/event-stream.' }));
         }
-        return this.stream.serveSse(ex, ex.query, ex.stream!.lastEventId);
+        return this.stream.serveSse(ex, ex.query, ex.stream!.lastEventId, ex.stream!.authorization, ex.stream!.address);
       case 'ingest':
         if (method === 'POST') return this.ingest.handle(ex, ex.contentType, ex.contentEncoding, body);
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Ingest'));
