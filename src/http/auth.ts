@@ -14,7 +14,10 @@
 //   (`inflight`);
 // - scrypt runs on libuv's pool via its callback, never on the event loop, and
 //   at most LIMITS.authKdfConcurrency at once with LIMITS.authKdfQueue waiting:
-//   past that a new credential gets 503 + Retry-After;
+//   past that a new credential gets 503 + Retry-After; and one client address
+//   may have at most LIMITS.authKdfPerClient of them running or waiting (503
+//   past it), so one client's flood of wrong passwords cannot fill the queue and
+//   lock everyone else out;
 // - an unknown name is verified against a dummy hash of the same cost, so it
 //   takes as long to refuse as a known name with a wrong secret.
 // The caches are dropped whenever the files are reloaded: on SIGHUP, and when
@@ -132,6 +135,8 @@ export class Authenticator {
   private generation = 0;
   private running = 0;
   private readonly waiting: Array<() => void> = [];
+  /** KDF verifications running or waiting, per client address that asked for them */
+  private readonly kdfByClient = new Map<string, number>();
   private watching = false;
   /** called after every reload that took effect (the live stream re-checks its subscribers) */
   readonly reloaded: Array<() => void> = [];
@@ -146,7 +151,7 @@ export class Authenticator {
    * when the header has to be verified first (once per distinct header).
    * `header` is the Authorization header ('' when absent).
    */
-  check(header: string, write: boolean): Denial | null | Promise<Denial | null> {
+  check(header: string, write: boolean, client: () => string = () => ''): Denial | null | Promise<Denial | null> {
     const required = write ? this.settings.writeLoginRequired : this.settings.readLoginRequired;
     if (header === '') return required ? NOT_PROVIDED() : null;
     const space = header.indexOf(' ');
@@ -168,7 +173,16 @@ export class Authenticator {
     if (creds === null) return INVALID();
     let pending = this.inflight.get(key);
     if (pending === undefined) {
+      const address = client();
+      const mine = this.kdfByClient.get(address) ?? 0;
+      if (mine >= LIMITS.authKdfPerClient) return BUSY();
+      this.kdfByClient.set(address, mine + 1);
+      const settled = () => {
+        const n = (this.kdfByClient.get(address) ?? 1) - 1;
+        if (n > 0) this.kdfByClient.set(address, n); else this.kdfByClient.delete(address);
+      };
       pending = this.verify(key, scheme === 'basic' ? 'users' : 'tokens', creds.name, creds.secret);
+      pending.then(settled, settled);
       this.inflight.set(key, pending);
     }
     return pending.then((p) => (p === 'busy' ? BUSY() : p === null ? INVALID() : permit(p, write, required)));

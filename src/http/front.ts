@@ -13,7 +13,7 @@ import type { Shards } from '../shard/shards.js';
 import type { FrontToShard, ReadyMessage } from '../shard/protocol.js';
 import type { IdAllocator } from '../shard/ids.js';
 import { log } from '../log.js';
-import { readBody, type BodyReader } from './body.js';
+import { readBody, UNVERIFIED_BODIES, type BodyReader } from './body.js';
 import { Directory } from './directory.js';
 import { Guard } from './guard.js';
 import { Ingest } from './ingest.js';
@@ -263,7 +263,9 @@ export class Front {
     const limit = this.config.maxBodyBytes;
     const announced = length === '' ? NaN : Number(length);
     if (announced > limit) { this.tooLarge(ex); return; }
-    reader = readBody(res, limit, announced, (bytes) => this.afterGate(gate, ex, bytes), () => this.tooLarge(ex), () => this.overloaded(ex));
+    // credentials still being verified (a KDF): the body counts against the small budget of such requests
+    reader = readBody(res, limit, announced, (bytes) => this.afterGate(gate, ex, bytes), () => this.tooLarge(ex), () => this.overloaded(ex),
+      gate === true ? undefined : UNVERIFIED_BODIES);
     // refused while its body was still arriving: the connection closes without onAborted
     if (gate !== true) gate.then((ok) => { if (!ok) reader!.release(); }, () => reader!.release());
   }
@@ -294,7 +296,11 @@ export class Front {
     // readBody may hand over a view of uWS's chunk, which is neutered when this
     // callback returns: keep a copy across the wait
     const kept = body === null ? null : Buffer.from(body);
-    gate.then((ok) => { if (ok) this.dispatch(ex, kept); }, (err) => this.failed(ex, err));
+    // held until the verdict, against the budget of requests not authenticated yet
+    const held = kept?.length ?? 0;
+    if (held && !UNVERIFIED_BODIES.take(held, this.config.maxBodyBytes)) return this.overloaded(ex);
+    gate.then((ok) => { UNVERIFIED_BODIES.give(held); if (ok) this.dispatch(ex, kept); },
+      (err) => { UNVERIFIED_BODIES.give(held); this.failed(ex, err); });
   }
 
   private overloaded(ex: Req): void {

@@ -752,7 +752,7 @@ export class Stream {
       // uWS opens the socket (open() above) within upgrade(): the count is current for the next one
       res.cork(() => res.upgrade<WsData>({ params: parsed.params, sub: null, principal, client }, key, protocol, extensions, context));
     };
-    const verdict = this.deps.auth.check(authorization, false);
+    const verdict = this.deps.auth.check(authorization, false, () => address);
     if (verdict instanceof Promise) verdict.then(proceed, () => refuse('500 Internal Server Error', Errors.internal()));
     else proceed(verdict);
   }
