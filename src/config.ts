@@ -53,6 +53,8 @@ export interface Config {
   readonly streamRetention: number;
   /** bytes a stream client may have queued before it is cut off */
   readonly streamMaxBuffer: number;
+  readonly streamMaxSubscribers: number;
+  readonly streamMaxPerClient: number;
   /** seconds between heartbeats (SSE comment lines; WebSocket pings) */
   readonly streamHeartbeat: number;
 }
@@ -179,6 +181,8 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   // ---- live stream ----
   option('streamRetention', 'STREAM_RETENTION', 50_000, int(1, 100_000_000), 'changes each shard keeps for resuming a live stream (since=); docs/api.md#live-stream wants at least 10000'),
   option('streamMaxBuffer', 'STREAM_MAX_BUFFER', 1_048_576, int(1024, 1_073_741_824), 'bytes queued for one live-stream client before it is cut off'),
+  option('streamMaxSubscribers', 'STREAM_MAX_SUBSCRIBERS', LIMITS.streamSubscribers, int(1, 1_000_000), 'live-stream subscribers at once; past it a new one gets 503 + Retry-After'),
+  option('streamMaxPerClient', 'STREAM_MAX_PER_CLIENT', LIMITS.streamSubscribersPerClient, int(1, 1_000_000), 'live-stream subscribers per credential (per client address when anonymous); past it 503 + Retry-After'),
   option('streamHeartbeat', 'STREAM_HEARTBEAT', 15, int(1, 3600), 'seconds between live-stream heartbeats'),
 ];
 

@@ -206,6 +206,24 @@ export const LIMITS = {
   /** KDF computations waiting; beyond it a new credential gets 503 + Retry-After,
    * so a flood of distinct wrong passwords costs at most this much queued work. */
   authKdfQueue: 64,
+  /** Password/token verifications (KDF runs) one client address may have
+   * running or waiting at once; past it that client's new credentials get
+   * 503 + Retry-After while other clients' go on, so one client's flood cannot
+   * fill the queue above and lock everyone else out. Verified credentials are
+   * remembered, so a valid client pays this once. */
+  authKdfPerClient: 4,
+  /** Bytes of request bodies received while their credentials are still being
+   * verified (a KDF), all such requests together. Past it such a request gets
+   * 503 and its connection is closed: bodies of not-yet-authenticated requests
+   * cannot take the shared body budget (bodiesInFlight) from authenticated
+   * writers. A known credential is checked from a cache before any body is read
+   * and never counts here. */
+  unverifiedBodyBytes: 4 * MiB,
+  /** Live-stream subscribers (SSE and WebSocket) at once, and per credential
+   * (per client address for anonymous ones): past either a new subscription is
+   * answered 503 + Retry-After. Each may hold LOGBOOK_STREAM_MAX_BUFFER bytes. */
+  streamSubscribers: 512,
+  streamSubscribersPerClient: 64,
   /** A users/tokens file larger than this is refused (a line is ~100 bytes). */
   authFileBytes: 4 * MiB,
   /** How often the users/tokens files are stat'ed for changes (SIGHUP is immediate). */

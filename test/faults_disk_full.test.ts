@@ -96,7 +96,9 @@ withSmallDisk('a full disk: writes get 503 naming it, reads work, no crash; room
   t.deepEqual(refused.filter((r) => /No space left on device.*disk full or/.test(r.detail)), [], 'a cause that names the full disk gets no guess after it');
   t.is(lb.child.exitCode, null, 'the process is alive');
   t.is(lb.child.signalCode, null, 'and was not killed by a signal');
-  t.is((await api(lb.url, 'GET', '/healthz')).status, 200, 'no shard is down');
+  const health = await api(lb.url, 'GET', '/healthz');
+  t.is(health.body.shards_down, undefined, 'no shard is down');
+  t.is(health.body.writes?.status, 'refused', '/healthz reports the write path refused (reads go on)');
   t.notRegex(lb.output(), /shard worker exited/, 'no shard worker died');
   t.deepEqual(await missingResults(lb, acked), [], 'reads on the full disk show every acknowledged result');
   t.is((await must(lb, 'GET', `/api/v1/results?playbook=${pb}&limit=1`)).count, acked.size, 'and nothing refused');

@@ -48,7 +48,9 @@ withPrlimit('a file-size limit hit during ingest: 503s naming the cause, reads w
   t.deepEqual([...new Set(refused.map((r) => r.status))], [503], 'refusals are 503s');
   t.regex(refused[0]!.detail, /could not be stored \(the data directory could not be written: .*\)/);
   t.is(lb.child.exitCode, null, 'the process is alive (SIGXFSZ is ignored, a failed commit is not fatal)');
-  t.is((await api(lb.url, 'GET', '/healthz')).status, 200, 'no shard is down');
+  const health = await api(lb.url, 'GET', '/healthz');
+  t.is(health.body.shards_down, undefined, 'no shard is down');
+  t.is(health.body.writes?.status, 'refused', '/healthz reports the write path refused (reads go on)');
   t.notRegex(lb.output(), /shard worker exited/, 'no shard worker died');
   t.deepEqual(await missingResults(lb, acked, true), [], 'reads at the limit show every acknowledged result');
   const count = (await must(lb, 'GET', `/api/v1/results?playbook=${run.pb}&limit=1`)).count;
@@ -94,7 +96,7 @@ withPrlimit('a file-size limit hit by a snapshot round: the round fails, nothing
   if (!failedOrStalled.test(lb.output())) t.log(lb.output().slice(-3000));
   t.regex(lb.output(), failedOrStalled, 'the snapshot round failed (or stalled and the shard was restarted) and said so');
   t.log(`the round: ${failedOrStalled.exec(lb.output())![1]}`);
-  for (let i = 0; i < 200 && (await api(lb.url, 'GET', '/healthz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 200 && (await api(lb.url, 'GET', '/healthz')).body?.shards_down !== undefined; i++) await new Promise((r) => setTimeout(r, 100));
   // small writes meanwhile: acknowledged ones must survive, refused ones are 503
   const statuses: number[] = [];
   for (let i = 0; i < 40; i++) {
@@ -106,7 +108,7 @@ withPrlimit('a file-size limit hit by a snapshot round: the round fails, nothing
   t.log(`limit ${limit}: late writes ${JSON.stringify(Object.fromEntries([...new Set(statuses)].map((s) => [s, statuses.filter((x) => x === s).length])))}`);
   t.true(statuses.every((s) => s === 201 || s === 503), 'only 201 or 503');
   t.is(lb.child.exitCode, null, 'the process is alive');
-  for (let i = 0; i < 200 && (await api(lb.url, 'GET', '/healthz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 200 && (await api(lb.url, 'GET', '/healthz')).body?.shards_down !== undefined; i++) await new Promise((r) => setTimeout(r, 100));
   t.deepEqual(await missingResults(lb, acked, true), [], 'reads show every acknowledged result');
 
   t.is(await lb.stop('SIGKILL'), null);

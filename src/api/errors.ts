@@ -50,6 +50,7 @@ export const Errors = {
   noCredentials: () => detail('Authentication credentials were not provided.'),
   badCredentials: () => detail('Invalid username/password.'),
   forbidden: () => detail('You do not have permission to perform this action.'),
+  forbiddenOrigin: () => detail('This origin may not open the live stream: it is neither the server\'s own nor one LOGBOOK_CORS_ORIGINS allows.'),
   // malformed Authorization headers (DRF BasicAuthentication / TokenAuthentication wording)
   basicNoCredentials: () => detail('Invalid basic header. No credentials provided.'),
   basicSpaces: () => detail('Invalid basic header. Credentials string should not contain spaces.'),

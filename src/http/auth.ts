@@ -14,7 +14,10 @@
 //   (`inflight`);
 // - scrypt runs on libuv's pool via its callback, never on the event loop, and
 //   at most LIMITS.authKdfConcurrency at once with LIMITS.authKdfQueue waiting:
-//   past that a new credential gets 503 + Retry-After;
+//   past that a new credential gets 503 + Retry-After; and one client address
+//   may have at most LIMITS.authKdfPerClient of them running or waiting (503
+//   past it), so one client's flood of wrong passwords cannot fill the queue and
+//   lock everyone else out;
 // - an unknown name is verified against a dummy hash of the same cost, so it
 //   takes as long to refuse as a known name with a wrong secret.
 // The caches are dropped whenever the files are reloaded: on SIGHUP, and when
@@ -32,7 +35,12 @@ export type Scope = 'read' | 'write';
 export type CredentialKind = 'users' | 'tokens';
 
 interface Credential { hash: PasswordHash; scope: Scope }
-interface Principal { scope: Scope }
+/**
+ * Who a verified header is: the credential it matched (its file, name and the
+ * stored hash it was verified against), so that a long-lived request (the live
+ * stream) can be re-checked after a reload without the secret and without a KDF.
+ */
+export interface Principal { scope: Scope; kind: CredentialKind; name: string; hash: PasswordHash }
 
 /** A refusal: status, JSON body and the headers that go with it (null: reply()'s defaults). */
 export interface Denial { status: number; body: string; headers: Array<[string, string]> | null }
@@ -127,7 +135,11 @@ export class Authenticator {
   private generation = 0;
   private running = 0;
   private readonly waiting: Array<() => void> = [];
+  /** KDF verifications running or waiting, per client address that asked for them */
+  private readonly kdfByClient = new Map<string, number>();
   private watching = false;
+  /** called after every reload that took effect (the live stream re-checks its subscribers) */
+  readonly reloaded: Array<() => void> = [];
 
   constructor(private readonly settings: AuthSettings) {
     this.users = new Table(settings.usersFile ? loadCredentials(settings.usersFile, 'users') : new Map());
@@ -139,7 +151,7 @@ export class Authenticator {
    * when the header has to be verified first (once per distinct header).
    * `header` is the Authorization header ('' when absent).
    */
-  check(header: string, write: boolean): Denial | null | Promise<Denial | null> {
+  check(header: string, write: boolean, client: () => string = () => ''): Denial | null | Promise<Denial | null> {
     const required = write ? this.settings.writeLoginRequired : this.settings.readLoginRequired;
     if (header === '') return required ? NOT_PROVIDED() : null;
     const space = header.indexOf(' ');
@@ -161,10 +173,47 @@ export class Authenticator {
     if (creds === null) return INVALID();
     let pending = this.inflight.get(key);
     if (pending === undefined) {
+      const address = client();
+      const mine = this.kdfByClient.get(address) ?? 0;
+      if (mine >= LIMITS.authKdfPerClient) return BUSY();
+      this.kdfByClient.set(address, mine + 1);
+      const settled = () => {
+        const n = (this.kdfByClient.get(address) ?? 1) - 1;
+        if (n > 0) this.kdfByClient.set(address, n); else this.kdfByClient.delete(address);
+      };
       pending = this.verify(key, scheme === 'basic' ? 'users' : 'tokens', creds.name, creds.secret);
+      pending.then(settled, settled);
       this.inflight.set(key, pending);
     }
     return pending.then((p) => (p === 'busy' ? BUSY() : p === null ? INVALID() : permit(p, write, required)));
+  }
+
+  /**
+   * The principal a header was verified as (after check() let it through), or
+   * null for an anonymous request (no header, another scheme) or one no longer
+   * remembered.
+   */
+  principalOf(header: string): Principal | null {
+    if (header === '' || header.length > LIMITS.authHeaderBytes) return null;
+    return this.granted.get(hash('sha256', this.keySalt + header, 'base64')) ?? null;
+  }
+
+  /**
+   * Is a principal verified earlier still in force: its name still in its file
+   * with the same stored hash (so the same secret matches) and a scope that
+   * allows `write` if asked? No KDF: the hash is compared, not the secret.
+   */
+  inForce(p: Principal, write: boolean): boolean {
+    const credential = (p.kind === 'users' ? this.users : this.tokens).entries.get(p.name);
+    if (credential === undefined) return false;
+    const h = credential.hash;
+    if (h.logN !== p.hash.logN || h.r !== p.hash.r || h.p !== p.hash.p || !h.salt.equals(p.hash.salt) || !h.key.equals(p.hash.key)) return false;
+    return !write || credential.scope === 'write';
+  }
+
+  /** Is a login required for reads (or writes)? */
+  required(write: boolean): boolean {
+    return write ? this.settings.writeLoginRequired : this.settings.readLoginRequired;
   }
 
   private async verify(key: string, kind: CredentialKind, name: string, secret: Buffer): Promise<Verified> {
@@ -184,7 +233,7 @@ export class Authenticator {
     this.inflight.delete(key);
     if (ok === 'busy') return ok;
     if (ok && credential) {
-      const principal: Principal = { scope: credential.scope };
+      const principal: Principal = { scope: credential.scope, kind, name, hash: credential.hash };
       remember(this.granted, key, principal, LIMITS.authCacheEntries);
       return principal;
     }
@@ -236,6 +285,9 @@ export class Authenticator {
     this.refused.clear();
     this.inflight.clear();
     log.info('credentials reloaded', { why, users: users.size, tokens: tokens.size });
+    for (const listener of this.reloaded) {
+      try { listener(); } catch (err) { log.error('after a credentials reload', { err: String((err as Error)?.stack ?? err) }); }
+    }
     return true;
   }
 

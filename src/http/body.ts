@@ -1,21 +1,42 @@
 // Reading request bodies. The size cap is enforced from the Content-Length
 // header before a byte is read, and again while chunks arrive (chunked
 // uploads); a body over the cap is answered 413 and the connection closed. All
-// bodies being received share one memory budget (LIMITS.bodiesInFlight).
+// bodies being received share one memory budget (LIMITS.bodiesInFlight), except
+// those of requests whose credentials are still being verified: they have their
+// own, small one (LIMITS.unverifiedBodyBytes), so that requests nobody has
+// authenticated yet cannot take the budget from those that are.
 // Parsing them is api/json_body.ts.
 import type { HttpResponse } from 'uWebSockets.js';
 import { LIMITS } from '../limits.js';
 
-/** Bytes of bodies being received right now, all requests together (≤ LIMITS.bodiesInFlight × limit). */
-let bodyBytesInFlight = 0;
+/** Bytes of bodies held against a bound. */
+export class BodyBudget {
+  used = 0;
+  /** `max`: bytes, or null for LIMITS.bodiesInFlight × the body limit */
+  constructor(private readonly max: number | null) {}
+  bound(limit: number): number { return this.max ?? LIMITS.bodiesInFlight * limit; }
+  /** Hold `n` more bytes; false (and nothing held) past the bound. */
+  take(n: number, limit: number): boolean {
+    if (this.used + n > this.bound(limit)) return false;
+    this.used += n;
+    return true;
+  }
+  give(n: number): void { this.used -= n; }
+}
 
-/** A body being read; `release()` (idempotent, final) returns its bytes to the shared budget. */
+/** Bodies being received right now, all authenticated (or anonymous) requests together. */
+export const SHARED_BODIES = new BodyBudget(null);
+/** Bodies of requests whose credentials are being verified, received or waiting for the verdict. */
+export const UNVERIFIED_BODIES = new BodyBudget(LIMITS.unverifiedBodyBytes);
+
+/** A body being read; `release()` (idempotent, final) returns its bytes to its budget. */
 export class BodyReader {
   held = 0;
   /** released: any later chunk is ignored */
   finished = false;
+  constructor(readonly budget: BodyBudget) {}
   release(): void {
-    bodyBytesInFlight -= this.held;
+    this.budget.used -= this.held;
     this.held = 0;
     this.finished = true;
   }
@@ -39,9 +60,9 @@ export class BodyReader {
  * its body has arrived (uWS then closes without calling onAborted).
  */
 export function readBody(res: HttpResponse, limit: number, announced: number, done: (bytes: Buffer) => void, tooLarge: () => void,
-  busy: () => void): BodyReader {
-  const reader = new BodyReader();
-  const budget = LIMITS.bodiesInFlight * limit;
+  busy: () => void, from: BodyBudget = SHARED_BODIES): BodyReader {
+  const reader = new BodyReader(from);
+  const budget = from.bound(limit);
   let parts: Buffer[] | null = null;
   /** the body's buffer, of the announced length, while the chunks fit in it */
   let whole: Buffer | null = null;
@@ -59,9 +80,9 @@ export function readBody(res: HttpResponse, limit: number, announced: number, do
     if (whole === null) {
       // the bytes the budget holds for this body: what arrived, or the whole announced length
       const hold = parts === null && !isLast && announced > size && announced <= limit ? announced : size;
-      bodyBytesInFlight += hold - reader.held;
+      from.used += hold - reader.held;
       reader.held = hold;
-      if (bodyBytesInFlight > budget) { reader.release(); busy(); return; }
+      if (from.used > budget) { reader.release(); busy(); return; }
       if (hold > size) whole = Buffer.allocUnsafeSlow(hold);
     }
     if (whole !== null) {

@@ -14,10 +14,7 @@ import type { FrontToShard, ReadyMessage } from '../shard/protocol.js';
 import type { IdAllocator } from '../shard/ids.js';
 import { log } from '../log.js';
 import { LIMITS } from '../limits.js';
-
-/** Test hooks of the front are on only with LOGBOOK_TEST_HOOKS=1 (docs/testing.md). */
-const TEST_HOOKS = process.env.LOGBOOK_TEST_HOOKS === '1';
-import { readBody, type BodyReader } from './body.js';
+import { readBody, UNVERIFIED_BODIES, type BodyReader } from './body.js';
 import { Directory } from './directory.js';
 import { Guard } from './guard.js';
 import { Ingest } from './ingest.js';
@@ -38,6 +35,9 @@ import { HTTP, Metrics } from '../metrics.js';
 import { Ops } from './ops.js';
 // ---- live stream (docs/api.md#live-stream) ----
 import { Stream, streamAuthorization } from './stream.js';
+
+/** Test hooks of the front are on only with LOGBOOK_TEST_HOOKS=1 (docs/testing.md). */
+const TEST_HOOKS = process.env.LOGBOOK_TEST_HOOKS === '1';
 
 export { parseRoute } from './routes.js';
 
@@ -76,7 +76,11 @@ function exchange(res: HttpResponse, method: string, url: string, route: Req['ro
     contentType: req ? req.getHeader('content-type') : '', contentEncoding: req ? req.getHeader('content-encoding') : '',
     minimal: req ? /\breturn=minimal\b/i.test(req.getHeader('prefer')) : false,
     route, cors: null, onAbort: null,
-    stream: req && route.kind === 'stream' ? { accept: req.getHeader('accept'), lastEventId: req.getHeader('last-event-id') } : null,
+    stream: req && route.kind === 'stream' ? {
+      accept: req.getHeader('accept'), lastEventId: req.getHeader('last-event-id'),
+      authorization: streamAuthorization(req.getHeader('authorization'), req.getQuery() ?? ''),
+      address: Buffer.from(res.getRemoteAddressAsText()).toString(),
+    } : null,
     slot: HTTP.slotOf(metricRoute(route), method), t0: HTTP.start(),
   };
 }
@@ -146,7 +150,7 @@ export class Front {
     this.guard = new Guard(config);
     this.admission = new Admission(config.shardQueueDelay, () => this.pool);
     this.stream = new Stream({
-      config, auth: this.guard.auth, ready: () => this.ready, draining: () => this.draining,
+      config, auth: this.guard.auth, cors: this.guard.cors, ready: () => this.ready, draining: () => this.draining,
       gauge: this.metrics.streamSubscribers, cutOff: this.metrics.streamCutOff,
     });
     const pool = () => this.pool;
@@ -259,7 +263,7 @@ export class Front {
     const hasBody = announcesBody(req, method, length);
     // ---- security gate: may answer (400/401/403/503, CORS preflight) or verify credentials first
     // browsers' EventSource cannot set headers: the stream also takes a `token` query parameter
-    const authorization = route.kind === 'stream' ? streamAuthorization(req.getHeader('authorization'), ex.query) : undefined;
+    const authorization = ex.stream?.authorization;
     const gate = this.guard.admit(ex, req, route.kind === 'ops' && route.op === 'healthz', hasBody, authorization);
     if (gate === false) return;
     // ----
@@ -267,7 +271,9 @@ export class Front {
     const limit = this.config.maxBodyBytes;
     const announced = length === '' ? NaN : Number(length);
     if (announced > limit) { this.tooLarge(ex); return; }
-    reader = readBody(res, limit, announced, (bytes) => this.afterGate(gate, ex, bytes), () => this.tooLarge(ex), () => this.overloaded(ex));
+    // credentials still being verified (a KDF): the body counts against the small budget of such requests
+    reader = readBody(res, limit, announced, (bytes) => this.afterGate(gate, ex, bytes), () => this.tooLarge(ex), () => this.overloaded(ex),
+      gate === true ? undefined : UNVERIFIED_BODIES);
     // refused while its body was still arriving: the connection closes without onAborted
     if (gate !== true) gate.then((ok) => { if (!ok) reader!.release(); }, () => reader!.release());
   }
@@ -298,7 +304,11 @@ export class Front {
     // readBody may hand over a view of uWS's chunk, which is neutered when this
     // callback returns: keep a copy across the wait
     const kept = body === null ? null : Buffer.from(body);
-    gate.then((ok) => { if (ok) this.dispatch(ex, kept); }, (err) => this.failed(ex, err));
+    // held until the verdict, against the budget of requests not authenticated yet
+    const held = kept?.length ?? 0;
+    if (held && !UNVERIFIED_BODIES.take(held, this.config.maxBodyBytes)) return this.overloaded(ex);
+    gate.then((ok) => { UNVERIFIED_BODIES.give(held); if (ok) this.dispatch(ex, kept); },
+      (err) => { UNVERIFIED_BODIES.give(held); this.failed(ex, err); });
   }
 
   private overloaded(ex: Req): void {
@@ -342,7 +352,7 @@ export class Front {
         if (!/\btext\/event-stream\b/i.test(ex.stream!.accept)) {
           return reply(ex, 406, JSON.stringify({ detail: 'Use a WebSocket upgrade or Accept: text/event-stream.' }));
         }
-        return this.stream.serveSse(ex, ex.query, ex.stream!.lastEventId);
+        return this.stream.serveSse(ex, ex.query, ex.stream!.lastEventId, ex.stream!.authorization, ex.stream!.address);
       case 'ingest':
         if (method === 'POST') return this.ingest.handle(ex, ex.contentType, ex.contentEncoding, body);
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Ingest'));

@@ -66,7 +66,7 @@ export class Guard {
       return false;
     }
     if (open) return true;
-    const verdict = this.auth.check(authorization ?? req.getHeader('authorization'), !SAFE_METHODS.has(ex.method));
+    const verdict = this.auth.check(authorization ?? req.getHeader('authorization'), !SAFE_METHODS.has(ex.method), () => addressOf(ex));
     if (verdict === null) return true;
     if (!(verdict instanceof Promise)) return deny(ex, verdict, hasBody);
     return verdict.then((v) => (v === null ? true : deny(ex, v, hasBody)));
@@ -75,6 +75,11 @@ export class Guard {
   close(): void {
     this.auth.close();
   }
+}
+
+/** The client's address (who a password check is counted against). */
+function addressOf(ex: Exchange): string {
+  return Buffer.from(ex.res.getRemoteAddressAsText()).toString();
 }
 
 /** Answer a refusal. A body that may still be arriving is left unread: close after. */

@@ -1,6 +1,8 @@
 // Operations endpoints, outside the resource API:
-//   GET /healthz               200 {"status":"ok",…} once recovered and every shard is up;
-//                              503 {"status":"recovering"|"degraded"|"stopping",…} otherwise
+//   GET /healthz               200 {"status":"ok",…} once recovered, every shard up and writes stored;
+//                              503 {"status":"recovering"|"degraded"|"stopping",…} otherwise: degraded
+//                              names `shards_down`, `writes` (shards whose last write was refused for
+//                              storage: reads still answer) or a NATS connection that is not up (cluster)
 //   GET /metrics               Prometheus text format (src/metrics.ts)
 //   GET /api/v1/openapi.json   the OpenAPI 3.1 document (src/api/openapi.ts)
 //   POST /__test__/shards/<k>/crash   only with LOGBOOK_TEST_HOOKS=1: kill a shard worker
@@ -128,13 +130,23 @@ export class Ops {
     const pool = this.front.pool()!;
     const down = pool.down();
     const cluster = pool.clusterStatus?.();
+    // the write path: shards refusing writes for storage (reads still answer), and NATS (cluster)
+    const refused = pool.writesRefused?.() ?? [];
+    const natsDown = cluster !== undefined && cluster.nats !== 'connected';
+    const degraded = down.length > 0 || refused.length > 0 || natsDown;
     const body = {
-      status: down.length ? 'degraded' : 'ok', version: this.version, shards: pool.size,
+      status: degraded ? 'degraded' : 'ok', version: this.version, shards: pool.size,
       ...(down.length ? { shards_down: down } : {}),
+      ...(refused.length ? {
+        writes: {
+          status: 'refused', reads: 'ok',
+          shards: refused.map((r) => ({ shard: r.shard, since: new Date(r.since).toISOString(), detail: r.detail })),
+        },
+      } : {}),
       uptime_seconds: Math.round((Date.now() - this.startedAt) / 1000),
       ...(cluster ? { cluster } : {}),
     };
-    reply(ex, down.length ? 503 : 200, JSON.stringify(body));
+    reply(ex, degraded ? 503 : 200, JSON.stringify(body));
   }
 
   /** Ask every shard for its stats (bounded wait), then render everything. */

@@ -27,7 +27,7 @@ export interface Req extends Exchange {
   minimal: boolean;
   route: Route;
   /** live stream (SSE): Accept and Last-Event-ID; null on other routes */
-  stream: { accept: string; lastEventId: string } | null;
+  stream: { accept: string; lastEventId: string; authorization: string; address: string } | null;
   /** called when the client goes away (a live stream unsubscribes) */
   onAbort: (() => void) | null;
 }

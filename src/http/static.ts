@@ -86,7 +86,7 @@ export class UiFiles {
     }
     const index = this.index;
     if (!index) return send(res, '404 Not Found', json(Errors.notFound()), [], head);
-    const verdict = guard.auth.check(req.getHeader('authorization'), false);
+    const verdict = guard.auth.check(req.getHeader('authorization'), false, () => Buffer.from(res.getRemoteAddressAsText()).toString());
     if (verdict === null) return sendFile(res, index, '200 OK', gzip, ifNoneMatch, head, []);
     if (!(verdict instanceof Promise)) return this.refuse(res, verdict, gzip, head);
     verdict.then((v) => {

@@ -24,6 +24,18 @@
 // written to every member, and its WebSocket messages are published once on a
 // uWS topic, which uWS fans out in C++.
 //
+// Auth for the stream's whole life. A subscriber remembers the credential it
+// was let in with (src/http/auth.ts Principal: its file, name and stored hash,
+// never the secret); when the users/tokens files are reloaded every subscriber
+// whose credential is gone or changed is closed (WebSocket 1008, or the end of
+// the SSE response), as a new request with it would get 401. A WebSocket
+// upgrade that carries an Origin (every browser sends one) must come from the
+// server's own origin or one in LOGBOOK_CORS_ORIGINS, else 403: a page on
+// another site cannot open the stream with credentials the browser cached.
+// Subscribers are capped in all (LOGBOOK_STREAM_MAX_SUBSCRIBERS) and per
+// credential or anonymous client address (LOGBOOK_STREAM_MAX_PER_CLIENT): past
+// either, 503 + Retry-After.
+//
 // Memory. A subscriber whose socket cannot take what is sent (uWS buffers it)
 // or whose held changes grow past LOGBOOK_STREAM_MAX_BUFFER bytes is cut off:
 // WebSocket close 1008, or the end of the SSE response. It resumes with since.
@@ -35,7 +47,8 @@ import { OP_NAMES, rowJson, STREAM_TYPES, type ChangeRow, type StreamChange } fr
 import type { Shards } from '../shard/shards.js';
 import { CommitOrder } from '../shard/commit_order.js';
 import { CommitChanges, type ReadyMessage, type Reply, type ShardToFront } from '../shard/protocol.js';
-import type { Authenticator, Denial } from './auth.js';
+import type { Authenticator, Denial, Principal } from './auth.js';
+import type { Cors } from './cors.js';
 import { HTTP } from '../metrics.js';
 import { log } from '../log.js';
 import { parseQuery } from './page_links.js';
@@ -57,6 +70,8 @@ const ORDER_STALL_MS = 2000;
 const CLOSE_POLICY = 1008;
 const CLOSE_GOING_AWAY = 1001;
 const CLOSE_ERROR = 1011;
+/** the credentials the stream was opened with were revoked (WebSocket close code; SSE: the response ends) */
+const CLOSE_REVOKED = 4401;
 /** counts clients cut off for /metrics (set by the Stream) */
 let countCutOff: () => void = () => {};
 
@@ -173,6 +188,10 @@ class Subscriber {
   channel: Channel | null = null;
   /** while resuming: the shards' logs, merged in commit order */
   replay: Replay | null = null;
+  /** the credential it was let in with (null: anonymous), re-checked on every credentials reload */
+  principal: Principal | null = null;
+  /** whose subscribers it counts among (credential, or client address when anonymous) */
+  client = '';
   constructor(readonly sink: Sink, readonly params: StreamParams, readonly hello: number[], readonly sse: boolean) {
     this.pos = params.since ? params.since.slice() : hello.slice();
   }
@@ -182,7 +201,7 @@ class Subscriber {
   }
 }
 
-interface WsData { params: StreamParams; sub: Subscriber | null }
+interface WsData { params: StreamParams; sub: Subscriber | null; principal: Principal | null; client: string }
 
 /** One shard's part of a replay: its last page and where the merge stands in it. */
 interface ShardReplay { page: StreamChange[]; next: number; more: boolean; pending: boolean; last: number }
@@ -198,6 +217,7 @@ interface Replay { frontier: number; shards: ShardReplay[] }
 export interface StreamDeps {
   config: Config;
   auth: Authenticator;
+  cors: Cors;
   ready: () => boolean;
   draining: () => boolean;
   /** /metrics: subscribers connected, clients cut off */
@@ -239,6 +259,41 @@ export class Stream {
     this.maxBuffer = deps.config.streamMaxBuffer;
     this.order = CommitOrder.create(deps.config.shards);
     countCutOff = () => deps.cutOff?.inc();
+    deps.auth.reloaded.push(() => this.recheck());
+  }
+
+  /** Subscribers per client key (Subscriber.client). */
+  private readonly perClient = new Map<string, number>();
+
+  /** Whose subscriber a request would be: its credential, or its address when anonymous. */
+  static clientKey(principal: Principal | null, address: string): string {
+    return principal ? principal.kind + ':' + principal.name : 'address:' + address;
+  }
+
+  /** null when one more subscriber for `client` is allowed, else why not (for the 503). */
+  private full(client: string): string | null {
+    if (this.count >= this.deps.config.streamMaxSubscribers) return 'the live stream has its maximum of subscribers (LOGBOOK_STREAM_MAX_SUBSCRIBERS); retry later.';
+    if ((this.perClient.get(client) ?? 0) >= this.deps.config.streamMaxPerClient) return 'this client has its maximum of live-stream subscribers (LOGBOOK_STREAM_MAX_PER_CLIENT); close one or retry later.';
+    return null;
+  }
+
+  /** The credentials files were reloaded: close every stream whose credential is no longer in force. */
+  private recheck(): void {
+    let closed = 0;
+    for (const sub of this.allSubscribers()) {
+      if (sub.principal === null || this.deps.auth.inForce(sub.principal, false)) continue;
+      sub.sink.end(CLOSE_REVOKED);
+      this.drop(sub);
+      closed++;
+    }
+    if (closed) log.info('live stream: subscribers closed, their credentials are no longer valid', { closed });
+  }
+
+  private allSubscribers(): Subscriber[] {
+    const subs = [...this.everyPlaybook];
+    for (const set of this.byPlaybook.values()) subs.push(...set);
+    for (const ch of this.channels()) subs.push(...ch.members());
+    return subs;
   }
 
   get subscribers(): number {
@@ -477,15 +532,18 @@ export class Stream {
 
   // ---- subscriptions ------------------------------------------------------------
 
-  private subscribe(sink: Sink, params: StreamParams, sse: boolean): Subscriber {
+  private subscribe(sink: Sink, params: StreamParams, sse: boolean, principal: Principal | null, client: string): Subscriber {
     const hello = this.positions.slice();
     const sub = new Subscriber(sink, params, hello, sse);
+    sub.principal = principal;
+    sub.client = client;
     const cursor = encodeCursor(hello);
     const helloJson = '{"op":"hello","cursor":"' + cursor + '"}';
     // SSE: a resuming client keeps its Last-Event-ID until the replay has moved it
     const text = sse ? (params.since ? '' : 'id: ' + cursor + '\n') + 'data: ' + helloJson + '\n\n' : helloJson;
     if (!sink.send(null, text)) { sub.closed = true; return sub; }
     this.deps.gauge?.set(++this.count);
+    this.perClient.set(client, (this.perClient.get(client) ?? 0) + 1);
     if (params.playbook === null) this.everyPlaybook.add(sub);
     else {
       let set = this.byPlaybook.get(params.playbook);
@@ -584,6 +642,8 @@ export class Stream {
     if (sub.closed) return;
     sub.closed = true;
     this.deps.gauge?.set(--this.count);
+    const n = (this.perClient.get(sub.client) ?? 1) - 1;
+    if (n > 0) this.perClient.set(sub.client, n); else this.perClient.delete(sub.client);
     const ch = sub.channel;
     if (ch === null) { this.unlist(sub); return; }
     sub.channel = null;
@@ -611,12 +671,16 @@ export class Stream {
   // ---- Server-Sent Events ----------------------------------------------------------
 
   /** GET /api/v1/stream with Accept: text/event-stream (the request passed the guard). */
-  serveSse(ex: Exchange & { onAbort: (() => void) | null }, query: string, lastEventId: string): void {
+  serveSse(ex: Exchange & { onAbort: (() => void) | null }, query: string, lastEventId: string, authorization: string, address: string): void {
     if (this.pool === null) return reply(ex, 503, Errors.unavailable('logbook is recovering its data; retry shortly.'));
     const parsed = parseStreamQuery(query, lastEventId, this.pool.size);
     if (!parsed.ok) return reply(ex, 400, parsed.body);
+    const principal = this.deps.auth.principalOf(authorization);
+    const client = Stream.clientKey(principal, address);
+    const full = this.full(client);
+    if (full !== null) return reply(ex, 503, Errors.unavailable(full));
     const sink = new SseSink(ex, this.maxBuffer);
-    const sub = this.subscribe(sink, parsed.params, true);
+    const sub = this.subscribe(sink, parsed.params, true, principal, client);
     ex.onAbort = () => this.drop(sub);
     sink.onEnd = () => this.drop(sub);
   }
@@ -640,7 +704,7 @@ export class Stream {
       upgrade: (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => this.upgrade(res, req, context),
       open: (ws: WebSocket<WsData>) => {
         const data = ws.getUserData();
-        data.sub = this.subscribe(new WsSink(ws, this.maxBuffer), data.params, false);
+        data.sub = this.subscribe(new WsSink(ws, this.maxBuffer), data.params, false, data.principal, data.client);
       },
       close: (ws: WebSocket<WsData>) => {
         const data = ws.getUserData();
@@ -657,6 +721,10 @@ export class Stream {
     const extensions = req.getHeader('sec-websocket-extensions');
     const query = req.getQuery() ?? '';
     const authorization = streamAuthorization(req.getHeader('authorization'), query);
+    const origin = req.getHeader('origin');
+    const host = this.deps.config.trustProxy && req.getHeader('x-forwarded-host') !== ''
+      ? req.getHeader('x-forwarded-host').split(',')[0]!.trim() : req.getHeader('host');
+    const address = Buffer.from(res.getRemoteAddressAsText()).toString();
     const state = { aborted: false };
     res.onAborted(() => { state.aborted = true; });
     const refuse = (status: string, body: string, headers: Array<[string, string]> | null = null) => {
@@ -669,16 +737,38 @@ export class Stream {
     };
     if (this.deps.draining()) return refuse('503 Service Unavailable', Errors.unavailable('logbook is shutting down; retry shortly.'), [['Retry-After', '1']]);
     if (!this.deps.ready() || this.pool === null) return refuse('503 Service Unavailable', Errors.unavailable('logbook is recovering its data; retry shortly.'), [['Retry-After', '1']]);
+    // cross-site WebSocket hijacking: browsers send Origin and attach cached credentials; the
+    // same-origin policy does not apply to WebSocket, so the server must refuse other sites' pages
+    if (!this.originAllowed(origin, host)) return refuse('403 Forbidden', Errors.forbiddenOrigin());
     const proceed = (denial: Denial | null) => {
       if (state.aborted) return;
       if (denial) return refuse(denial.status === 401 ? '401 Unauthorized' : denial.status === 403 ? '403 Forbidden' : String(denial.status), denial.body, denial.headers);
       const parsed = parseStreamQuery(query, '', this.pool!.size);
       if (!parsed.ok) return refuse('400 Bad Request', parsed.body);
-      res.cork(() => res.upgrade<WsData>({ params: parsed.params, sub: null }, key, protocol, extensions, context));
+      const principal = this.deps.auth.principalOf(authorization);
+      const client = Stream.clientKey(principal, address);
+      const full = this.full(client);
+      if (full !== null) return refuse('503 Service Unavailable', Errors.unavailable(full), [['Retry-After', '1']]);
+      // uWS opens the socket (open() above) within upgrade(): the count is current for the next one
+      res.cork(() => res.upgrade<WsData>({ params: parsed.params, sub: null, principal, client }, key, protocol, extensions, context));
     };
-    const verdict = this.deps.auth.check(authorization, false);
+    const verdict = this.deps.auth.check(authorization, false, () => address);
     if (verdict instanceof Promise) verdict.then(proceed, () => refuse('500 Internal Server Error', Errors.internal()));
     else proceed(verdict);
+  }
+
+  /**
+   * May a WebSocket upgrade with this Origin proceed? No Origin (not a browser),
+   * the server's own origin (its Host, or X-Forwarded-Host behind a trusted
+   * proxy; scheme and host compared without case), or an origin
+   * LOGBOOK_CORS_ORIGINS allows.
+   */
+  private originAllowed(origin: string, host: string): boolean {
+    if (origin === '') return true;
+    const m = /^https?:\/\/([^/]+)$/i.exec(origin);
+    if (m !== null && host !== '' && m[1]!.toLowerCase() === host.toLowerCase()) return true;
+    const cors = this.deps.cors;
+    return cors.enabled && cors.match(origin) !== '';
   }
 }
 
@@ -822,7 +912,8 @@ class WsSink implements Sink, Flushable {
     if (code !== CLOSE_POLICY) this.flush(); else countCutOff();
     this.gone = true;
     this.queued = [];
-    this.ws.end(code, code === CLOSE_POLICY ? 'too slow: resume with since' : code === CLOSE_GOING_AWAY ? 'server shutting down' : 'server error');
+    this.ws.end(code, code === CLOSE_POLICY ? 'too slow: resume with since' : code === CLOSE_GOING_AWAY ? 'server shutting down'
+      : code === CLOSE_REVOKED ? 'credentials no longer valid' : 'server error');
   }
   heartbeat(): void { /* uWS pings (sendPingsAutomatically) */ }
   join(topic: string): boolean {

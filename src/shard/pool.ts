@@ -253,6 +253,7 @@ export class ShardPool implements Shards {
         if (msg.k === 'failed') { reject(new Error(`shard ${shard}: ${msg.error}`)); return; }
         if (msg.k === 'changes') { this.onChanges?.(shard, CommitChanges.of(msg), msg.stamp); return; }
         if (msg.k === 'position') { this.onPosition?.(shard, msg.seq); return; }
+        this.noteWrite(shard, msg);
         if (this.holdReply?.(shard, msg)) return;
         this.onReply(msg);
       };
@@ -310,6 +311,25 @@ export class ShardPool implements Shards {
   isUp(shard: number): boolean { return this.up[shard]!; }
 
   /** Shards that are down (being restarted). */
+  /** per shard: the first of the current run of writes refused for storage (null: writes work) */
+  private readonly refusedWrites = new Map<number, { since: number; detail: string }>();
+
+  writesRefused(): Array<{ shard: number; since: number; detail: string }> {
+    return [...this.refusedWrites].map(([shard, r]) => ({ shard, ...r }));
+  }
+
+  /** Follow the write path's health from the shards' answers to writes. */
+  private noteWrite(shard: number, msg: ShardToFront): void {
+    if (msg.k !== 'write' && msg.k !== 'ingest') return;
+    if (msg.status === 503) {
+      if (!this.refusedWrites.has(shard)) {
+        let detail = '';
+        try { detail = String(JSON.parse(String(msg.body)).detail ?? ''); } catch { /* not JSON */ }
+        this.refusedWrites.set(shard, { since: Date.now(), detail });
+      }
+    } else if (msg.status < 300) this.refusedWrites.delete(shard);
+  }
+
   down(): number[] {
     const out: number[] = [];
     for (let shard = 0; shard < this.size; shard++) if (!this.up[shard]) out.push(shard);

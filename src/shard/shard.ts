@@ -87,7 +87,15 @@ interface Group { staged: Staged; entry: Waiting; blobs: Map<BlobKey, BlobValue 
  * shard had rebuilt from when the commit was issued (a failure of a commit
  * issued before the last rebuild needs no new one).
  */
-interface Waiting { outcome: 'pending' | 'durable' | 'failed'; replies: ShardToFront[]; generation: number; why: string }
+/**
+ * Replies waiting for a commit. `reads`: the requests of read replies among them
+ * (get, list, replay, stats): if the commit fails they are answered again from the
+ * state rebuilt from disk instead of 503: a read never needs a write to succeed.
+ */
+interface Waiting {
+  outcome: 'pending' | 'durable' | 'failed'; replies: ShardToFront[]; generation: number; why: string;
+  reads: Map<ShardToFront, FrontToShard> | null;
+}
 
 export class Shard {
   state = new ShardState();
@@ -168,13 +176,13 @@ export class Shard {
       case 'get': {
         const { type, id } = msg;
         const row = this.state.index(type).get(id);
-        if (row === undefined) return this.deliver({ k: 'get', rid: msg.rid, status: 404, body: Errors.notFound() }, null);
+        if (row === undefined) return this.deliver({ k: 'get', rid: msg.rid, status: 404, body: Errors.notFound() }, null, msg);
         const agg = type === 'playbook' ? row : this.state.aggregates.get(row.playbook)!;
-        return this.deliver({ k: 'get', rid: msg.rid, status: 200, body: this.serializer.any(type, agg, row, 'detail') }, null);
+        return this.deliver({ k: 'get', rid: msg.rid, status: 200, body: this.serializer.any(type, agg, row, 'detail') }, null, msg);
       }
       case 'list': {
         const { count, rows, beyond } = runList(this.state, this.serializer, msg.q);
-        return this.deliver({ k: 'list', rid: msg.rid, count, rows, status: 200, body: null, beyond }, null);
+        return this.deliver({ k: 'list', rid: msg.rid, count, rows, status: 200, body: null, beyond }, null, msg);
       }
       case 'labels':
         this.state.labelsChanged(msg.upsert, msg.remove);
@@ -182,11 +190,11 @@ export class Shard {
       case 'label': return this.labelChange(msg.rid, msg.change);
       case 'close': return null;
       case 'maintain': return this.maintain(msg.rid, msg.task);
-      case 'stats': return this.deliver(this.stats(msg.rid, -1), null);
+      case 'stats': return this.deliver(this.stats(msg.rid, -1), null, msg);
       case 'replay': {
         // behind every pending commit: the page holds nothing that is not durable when it leaves
         const page = this.changes.replay(msg.from, msg.playbook, msg.limit);
-        return this.deliver({ k: 'replay', rid: msg.rid, status: 200, ...page }, null);
+        return this.deliver({ k: 'replay', rid: msg.rid, status: 200, ...page }, null, msg);
       }
       case 'crash': return null;
       case 'stall': return null; // the worker handles it (test hook)
@@ -342,7 +350,7 @@ export class Shard {
   /** The open group commit, opened (and its flush scheduled) if none is. */
   private openGroup(): Group {
     if (this.group !== null) return this.group;
-    const entry: Waiting = { outcome: 'pending', replies: [], generation: this.generation, why: '' };
+    const entry: Waiting = { outcome: 'pending', replies: [], generation: this.generation, why: '', reads: null };
     // queued now, so that replies computed after these writes (reads) wait behind them
     this.waiting.push(entry);
     this.group = { staged: new Staged(), entry, blobs: new Map() };
@@ -539,14 +547,17 @@ export class Shard {
   }
 
   /** Send now if nothing is waiting for a commit; otherwise queue behind it. */
-  private deliver(reply: ShardToFront, durable: Promise<void> | null): ShardToFront | null {
+  private deliver(reply: ShardToFront, durable: Promise<void> | null, read: FrontToShard | null = null): ShardToFront | null {
     if (durable === null) {
       if (this.waitingHead === this.waiting.length) return reply;
       // computed from a state that includes the commits before it: it shares the last one's fate
-      this.waiting[this.waiting.length - 1]!.replies.push(reply);
+      // (a read is asked again if that commit fails: Waiting.reads)
+      const last = this.waiting[this.waiting.length - 1]!;
+      last.replies.push(reply);
+      if (read !== null) (last.reads ??= new Map()).set(reply, read);
       return null;
     }
-    const entry: Waiting = { outcome: 'pending', replies: [reply], generation: this.generation, why: '' };
+    const entry: Waiting = { outcome: 'pending', replies: [reply], generation: this.generation, why: '', reads: null };
     this.waiting.push(entry);
     durable.then(() => { entry.outcome = 'durable'; this.drain(); }, (err) => this.failed(entry, err));
     return null;
@@ -568,6 +579,14 @@ export class Shard {
       // a failed commit's changes were never durable: never streamed (the rebuild renumbers from disk);
       // its stamp is sent with no changes, so the front stops waiting for it
       else for (const reply of entry.replies) {
+        const read = entry.reads?.get(reply);
+        if (read !== undefined) {
+          // the state is rebuilt from disk by now: the read is answered from it (after the
+          // commits still pending, like any read)
+          const again = this.handle(read);
+          if (again !== null) this.sendChanges(again);
+          continue;
+        }
         this.sendChanges(reply.k === 'changes' ? { k: 'changes', packed: null, stamp: reply.stamp, last: 0 } : notStored(reply, entry.why));
       }
     }

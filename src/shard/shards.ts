@@ -32,6 +32,12 @@ export interface Shards {
   isUp(shard: number): boolean;
   /** shards that are down */
   down(): number[];
+  /**
+   * Shards whose last write was refused for storage (503: disk full, a file-size
+   * limit, the map size, a failing commit), with when and why; a write that
+   * succeeds clears its shard. Reads keep working meanwhile (/healthz reports it).
+   */
+  writesRefused?(): Array<{ shard: number; since: number; detail: string }>;
   /** requests in flight per shard (/metrics) */
   readonly queued: Int32Array;
   /** restarts per shard since start-up (/metrics) */

@@ -49,7 +49,14 @@ export function checkDataDir(dataDir: string, shards: number): void {
   void shards; // a different shard count is refused with its own message (FrontStore.checkFormat)
 }
 
-function checkLmdbFile(path: string, name: string, dir: string): void {
+/**
+ * The guard every tool runs before it maps an LMDB file (the server at start-up,
+ * `logbook check`, `logbook backup`): throws StoreError naming the file when it is
+ * empty, not LMDB, of another data format, or shorter than its meta page says
+ * (and its pages cannot all be read: checked in a child process, where a SIGBUS
+ * ends only that child).
+ */
+export function checkLmdbFile(path: string, name: string, dir: string): void {
   const where = `${join(dir, name)}`;
   const restore = 'restore it from a backup (or move it out to start that part empty); logbook changed nothing';
   const size = statSync(path).size;
@@ -60,6 +67,11 @@ function checkLmdbFile(path: string, name: string, dir: string): void {
   const valid = metas.filter((m): m is Meta => m !== null);
   if (valid.length === 0) {
     throw new StoreError(`${where} is not an LMDB file (no valid meta page): it is not logbook's, or it is damaged; ${restore}`);
+  }
+  // LMDB writes both meta pages when it creates a file and only ever rewrites one at a time:
+  // one that is not a meta page is damage (LMDB itself may fault on it: SIGSEGV)
+  if (valid.length === 1) {
+    throw new StoreError(`${where} has a damaged meta page (page ${metas[0] === null ? 0 : 1} is not an LMDB meta page): ${restore}`);
   }
   const foreign = valid.find((m) => (m.version & 0xffff) !== LMDB_DATA_VERSION);
   if (foreign) {
@@ -93,7 +105,7 @@ function readMeta(path: string, offset: number): Meta | null {
 }
 
 /** Can every table of the file be read to the end? (In a child process: a SIGBUS only ends that.) */
-function readsCompletely(path: string): boolean {
+export function readsCompletely(path: string): boolean {
   const probe = fileURLToPath(new URL('./probe.js', import.meta.url));
   const run = spawnSync(process.execPath, [probe, path], { stdio: 'ignore', timeout: 600_000 });
   return run.status === 0;

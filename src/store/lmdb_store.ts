@@ -183,8 +183,28 @@ export class LmdbShardStore implements DurableShardStore {
     return result === null ? undefined : this.chunks.read(result);
   }
 
+  /**
+   * Journal numbers taken by writes whose commit failed, found when the shard was
+   * rebuilt from disk: recorded (in the `head` table, as `skip:<first>` with the
+   * last as its version) with the next write that commits, so that `logbook check`
+   * and recovery tell them from entries lost later.
+   */
+  private skippedToRecord: Array<[number, number]> = [];
+
+  /** The recorded ranges of journal numbers no write ever committed (see skippedToRecord). */
+  skippedRanges(): Array<[number, number]> {
+    const out: Array<[number, number]> = [];
+    for (const { key, version } of this.heads.getRange({ start: 'skip:', end: 'skip;', versions: true })) {
+      const first = Number(String(key).slice(5));
+      if (Number.isSafeInteger(first) && typeof version === 'number') out.push([first, version]);
+    }
+    return out;
+  }
+
   write(events: Event[], puts: Array<[BlobKey, BlobValue]>, removes: BlobKey[], droppedPlaybooks: number[]): Promise<void> {
     const seq = ++this.seq;
+    const skipped = this.skippedToRecord.length ? this.skippedToRecord : null;
+    if (skipped) this.skippedToRecord = [];
     const after = this.head;
     this.head = seq;
     this.sinceSnapshot++;
@@ -220,6 +240,7 @@ export class LmdbShardStore implements DurableShardStore {
         }
         void this.journal.put(seq, entry === null ? events : asBinary(entry) as unknown as Event[]);
         void this.heads.put(HEAD_KEY, null, seq);
+        if (skipped) for (const [first, last] of skipped) void this.heads.put('skip:' + first, null, last);
       });
       this.lastIssued = stored;
     }
@@ -554,16 +575,51 @@ export class LmdbShardStore implements DurableShardStore {
     // what memory held for commands in flight is not on disk (yet, or ever): reads go to disk
     this.overlay.clear();
     this.generation++;
+    const issued = this.seq;
     this.layouts.clear();
     const snapshots = this.snapshots;
     const journal = this.journal;
     const whole = (id: number, stored: AggregateSnapshot) => this.wholeSnapshot(id, stored);
-    const recovered = recoverShard({
-      *snapshots() { for (const { key, value } of snapshots.getRange({ start: 1 })) yield [key, whole(key, value as AggregateSnapshot)]; },
-      meta: () => snapshots.get(META_KEY) as ShardMeta | undefined,
-      *journal() { for (const { key, value } of journal.getRange()) yield [key, value]; },
-    }, state);
+    // Numbers missing between journal entries are those of writes whose commit failed
+    // (a full disk, an I/O error): a number is taken when the write is issued, and the
+    // writes issued behind a failing commit keep theirs. None of them was acknowledged,
+    // so recovery goes on across the gap; it says so, as `logbook check` does.
+    const gaps: Array<[number, number]> = [];
+    let previous = -1;
+    let recovered: ReturnType<typeof recoverShard>;
+    try {
+      recovered = recoverShard({
+        *snapshots() { for (const { key, value } of snapshots.getRange({ start: 1 })) yield [key, whole(key, value as AggregateSnapshot)]; },
+        meta: () => snapshots.get(META_KEY) as ShardMeta | undefined,
+        *journal() {
+          for (const { key, value } of journal.getRange()) {
+            if (previous >= 0 && (key as number) !== previous + 1 && gaps.length < 100) gaps.push([previous + 1, (key as number) - 1]);
+            previous = key as number;
+            yield [key, value];
+          }
+        },
+      }, state);
+    } catch (err) {
+      // LMDB reports damage it meets while reading as an error (MDB_CORRUPTED, MDB_PAGE_NOTFOUND,
+      // MDB_BAD_TXN, …): say which file, and what to do
+      throw new Error(`${this.path} could not be read back (${(err as Error)?.message ?? String(err)}): the file is damaged; restore it from a backup (logbook changed nothing)`);
+    }
+    if (gaps.length) {
+      const recorded = this.skippedRanges();
+      const unexplained = gaps.filter(([a, b]) => !recorded.some(([x, y]) => x <= a && b <= y));
+      const text = (list: Array<[number, number]>) => list.slice(0, 10).map(([a, b]) => (a === b ? String(a) : `${a}-${b}`)).join(', ');
+      if (unexplained.length < gaps.length) {
+        log.info('journal numbers skipped by writes that failed (never acknowledged); recovery went on across them',
+          { store: this.path, gaps: text(gaps.filter((g) => !unexplained.includes(g))) });
+      }
+      if (unexplained.length) {
+        log.warn('journal entries missing that no failed write explains (run logbook check); recovery went on across them',
+          { store: this.path, gaps: text(unexplained) });
+      }
+    }
     this.chunks.load();
+    // rebuilt after a failed commit: the numbers issued past what is on disk were never written
+    if (issued > recovered.lastSeq) this.skippedToRecord.push([recovered.lastSeq + 1, issued]);
     if (recovered.lastSeq > this.seq) this.seq = recovered.lastSeq;
     if (recovered.lastSnapshotAt !== null) this.lastSnapshotAt = recovered.lastSnapshotAt;
     const head = this.heads.getEntry(HEAD_KEY);

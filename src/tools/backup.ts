@@ -21,6 +21,8 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from
 import { basename, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { open } from 'lmdb';
+import { checkLmdbFile } from '../store/data_dir.js';
+import { StoreError } from '../store/front_store.js';
 
 const USAGE = 'Usage: logbook backup <data dir> <target dir>\n\n'
   + 'Copies every LMDB environment of a (running) logbook data directory into an empty target directory,\n'
@@ -84,6 +86,17 @@ export async function main(argv: string[]): Promise<number> {
     if (readdirSync(targetDir).length > 0) { process.stderr.write(`backup: refusing to write into ${targetDir}: it is not empty\n`); return 1; }
   }
   mkdirSync(targetDir, { recursive: true });
+  // the server's guard before any file is mapped: a truncated source is reported, not a SIGBUS
+  for (const name of environments(dataDir)) {
+    if (!existsSync(join(dataDir, name))) continue; // the copy says it is missing
+    try {
+      checkLmdbFile(join(dataDir, name), name, dataDir);
+    } catch (err) {
+      if (!(err instanceof StoreError)) throw err;
+      process.stderr.write(`backup: nothing copied: ${err.message}\n`);
+      return 1;
+    }
+  }
   const t0 = performance.now();
   const started = new Date().toISOString();
   let total = 0;

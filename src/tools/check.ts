@@ -8,13 +8,21 @@
 //   - placement: each playbook in the shard that owns its id, no id in two shards
 //   - blobs: no blob whose row does not exist (orphan), no file without its text;
 //     no packed chunk of contents (content_chunks.ts) whose playbook does not exist
-//   - journal: no gap between the last snapshot round and the journal tail
+//   - journal: no gap between the last snapshot round and the journal tail, none
+//     inside it but the numbers writes whose commit failed (a full disk) took: the
+//     store records those (LmdbShardStore.skippedRanges); they are noted, never
+//     acknowledged, and recovery goes on across them the same way (it logs them)
+// Before anything is mapped, every LMDB file passes the server's start-up guard
+// (src/store/data_dir.ts checkLmdbFile: size against its meta page); the check
+// itself runs in a child process, so that damage LMDB only finds by faulting
+// (SIGBUS, SIGSEGV) ends that child, and the file at fault is named: exit 1.
 // Prints a summary and exits 0, or lists what is wrong (at most MAX_LISTED) and
 // exits 1. It holds the data directory's lock while it runs, so a logbook cannot
 // start on it meanwhile, and refuses a directory a live logbook holds.
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { open } from 'lmdb';
 import { TYPE_CODE } from '../api/resources.js';
 import { HOST_COUNTERS, HostRow, addToHost } from '../shard/rows.js';
@@ -22,6 +30,7 @@ import { ShardState, type EventType } from '../shard/state.js';
 import { blobKind, type BlobKey } from '../store/blobs.js';
 import { FORMAT_VERSION, StoreError, lockDataDir } from '../store/front_store.js';
 import { LmdbShardStore } from '../store/shard_store.js';
+import { checkLmdbFile, readsCompletely } from '../store/data_dir.js';
 import { bytes } from './backup.js';
 
 const USAGE = 'Usage: logbook check <data dir>\n\n'
@@ -83,8 +92,17 @@ export async function checkDataDir(dataDir: string): Promise<CheckReport> {
     try {
       // journal: entries after the last completed snapshot round must all be there
       const { seqs, snapshotSeq } = store.journalLayout();
+      const skipped: string[] = [];
+      const recorded = store.skippedRanges();
       for (let i = 1; i < seqs.length; i++) {
-        if (seqs[i]! !== seqs[i - 1]! + 1) problem(`${where}: journal entries ${seqs[i - 1]! + 1}–${seqs[i]! - 1} are missing`);
+        if (seqs[i]! === seqs[i - 1]! + 1) continue;
+        const [first, last] = [seqs[i - 1]! + 1, seqs[i]! - 1];
+        if (recorded.some(([a, b]) => a <= first && last <= b)) skipped.push(first === last ? `${first}` : `${first}–${last}`);
+        else problem(`${where}: journal entries ${first}–${last} are missing`);
+      }
+      if (skipped.length) {
+        report.notes.push(`${where}: journal numbers ${skipped.slice(0, 5).join(', ')}${skipped.length > 5 ? ` and ${skipped.length - 5} more ranges` : ''} were never written: `
+          + 'taken by writes whose commit failed (e.g. a full disk), none of them acknowledged; recovery skips them too');
       }
       if (seqs.length && seqs[0]! > (snapshotSeq ?? 0) + 1) {
         problem(`${where}: the journal starts at entry ${seqs[0]} but the last snapshot round covers only up to ${snapshotSeq ?? 0}: entries in between are missing`);
@@ -259,18 +277,62 @@ export async function main(argv: string[]): Promise<number> {
     throw err;
   }
   try {
-    const report = await checkDataDir(dataDir);
+    // the server's guard, before any file is mapped: a truncated file is damage, not a SIGBUS
+    for (const name of readdirSync(dataDir).filter((n) => n.endsWith('.mdb')).sort()) {
+      try {
+        checkLmdbFile(join(dataDir, name), name, dataDir);
+      } catch (err) {
+        if (!(err instanceof StoreError)) throw err;
+        process.stdout.write(`1 problem(s):\n  - ${err.message}\n`);
+        return 1;
+      }
+    }
+    return inChild(dataDir);
+  } finally {
+    unlock();
+  }
+}
+
+const CHILD_ENV = 'LOGBOOK_CHECK_CHILD';
+
+/**
+ * Run the check in a child process (which holds no lock: this one does). A child
+ * ended by a signal met damage LMDB faults on: the file whose tables cannot all be
+ * read is named.
+ */
+function inChild(dataDir: string): number {
+  const run = spawnSync(process.execPath, [fileURLToPath(import.meta.url), dataDir], {
+    stdio: 'inherit', env: { ...process.env, [CHILD_ENV]: '1' },
+  });
+  if (run.signal === null && run.status !== null) return run.status;
+  const why = run.signal ?? String(run.error?.message ?? 'no exit status');
+  const damaged = readdirSync(dataDir).filter((n) => n.endsWith('.mdb')).sort().filter((n) => !readsCompletely(join(dataDir, n)));
+  process.stdout.write('1 problem(s):\n');
+  if (damaged.length) for (const n of damaged) process.stdout.write(`  - ${join(dataDir, n)} is damaged: reading it ended the check (${why}); restore it from a backup\n`);
+  else process.stdout.write(`  - reading ${dataDir} ended the check (${why}): a file in it is damaged; restore it from a backup\n`);
+  return 1;
+}
+
+/** The check proper (in the child process). */
+async function checkChild(dataDir: string): Promise<number> {
+  {
+    let report: CheckReport;
+    try {
+      report = await checkDataDir(dataDir);
+    } catch (err) {
+      // LMDB reports some damage as an error (MDB_CORRUPTED, MDB_PAGE_NOTFOUND, …)
+      process.stdout.write(`1 problem(s):\n  - ${dataDir} could not be read: ${(err as Error)?.message ?? String(err)}; restore the damaged file from a backup\n`);
+      return 1;
+    }
     process.stdout.write(summary(dataDir, report));
     if (report.problems.length === 0) { process.stdout.write('OK: counters, references, blobs and journal agree\n'); return 0; }
     process.stdout.write(`${report.problems.length} problem(s):\n`);
     for (const p of report.problems.slice(0, MAX_LISTED)) process.stdout.write(`  - ${p}\n`);
     if (report.problems.length > MAX_LISTED) process.stdout.write(`  … and ${report.problems.length - MAX_LISTED} more\n`);
     return 1;
-  } finally {
-    unlock();
   }
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  process.exitCode = await main(process.argv.slice(2));
+  process.exitCode = process.env[CHILD_ENV] === '1' ? await checkChild(resolve(process.argv[2]!)) : await main(process.argv.slice(2));
 }
