@@ -185,13 +185,17 @@ try {
       else { process.kill(nodes.get(victim)!.pid, 'SIGSTOP'); stopped.add(victim); }
       // until every writer has an acknowledgement after the fault, and a little steady state
       const deadline = t0 + 90_000;
-      while (performance.now() < deadline && !writers.every((w) => w.acks.some((a) => a > t0 + 1000))) await new Promise((r) => setTimeout(r, 100));
+      const allAcked = () => writers.every((w) => w.acks.some((a) => a > t0 + 1000));
       let takenDuringPause = '';
       if (kind === 'node-pause') {
+        // the pause lasts PAUSE_MS whatever happens meanwhile
+        while (performance.now() < t0 + PAUSE_MS && !allAcked()) await new Promise((r) => setTimeout(r, 100));
         const rest = t0 + PAUSE_MS - performance.now();
         if (rest > 0) await new Promise((r) => setTimeout(r, rest));
         takenDuringPause = (await settled()) ? 'taken over during the pause' : 'NOT taken over during the pause';
+        process.kill(nodes.get(victim)!.pid, 'SIGCONT');
       }
+      while (performance.now() < deadline && !allAcked()) await new Promise((r) => setTimeout(r, 100));
       let failoverMs = 0, stalled = 0;
       for (const w of writers) {
         let last = t0, gap = 0;
@@ -203,7 +207,7 @@ try {
       // heal
       if (kind === 'node-kill') { await nodes.get(victim)!.stop(); await startNode(victim); stopped.delete(victim); }
       else if (kind === 'nats-kill') await nats.restart(victim);
-      else { process.kill(nodes.get(victim)!.pid, 'SIGCONT'); stopped.delete(victim); }
+      else stopped.delete(victim);
       await new Promise((r) => setTimeout(r, 1000));
       const ev = events(from, t0Iso);
       const r: Run = { kind, run, victim, victimOwned, failoverMs: Math.round(failoverMs), stalledWriters: stalled, notes: [takenDuringPause, ...ev].filter(Boolean) };
