@@ -123,6 +123,7 @@ export class ClusterShards implements Shards {
     };
     void (async () => {
       for await (const s of this.nc.status()) {
+        if (s.type !== 'ping' && s.type !== 'staleConnection') log.info('nats connection status', { type: s.type, server: 'server' in s ? s.server : undefined });
         if (s.type === 'disconnect' || s.type === 'reconnecting') this.natsState = 'reconnecting';
         else if (s.type === 'reconnect') this.natsState = 'connected';
         else if (s.type === 'close') this.natsState = 'closed';
@@ -165,7 +166,7 @@ export class ClusterShards implements Shards {
   }
 
   send<C>(partition: number, message: FrontToShard, handler: ReplyHandler<C> | null, context?: C, internal = false): void {
-    if (this.owned.has(partition) && this.pool.isUp(partition)) return this.pool.send(partition, message, handler, context, internal);
+    if (this.owned.has(partition) && !this.leaseLapsed() && this.pool.isUp(partition)) return this.pool.send(partition, message, handler, context, internal);
     if (!handler) return; // label replica changes: the other nodes learn them from the label stream themselves
     this.forward(partition, message, handler as ReplyHandler<unknown>, context);
   }
@@ -221,6 +222,9 @@ export class ClusterShards implements Shards {
         if (err) return;
         let message: FrontToShard;
         try { message = decode<FrontToShard>(m.data); } catch { return; }
+        // woken from a pause past the lease: another node owns it now and answers this request;
+        // an answer from here would come from state that may be stale (a 409 for a seq it never saw)
+        if (this.leaseLapsed()) return;
         if (!this.owned.has(partition) || !this.pool.isUp(partition)) {
           m.respond(encode(unavailable(partition, 'its owner is releasing it')));
           return;
@@ -232,14 +236,32 @@ export class ClusterShards implements Shards {
 
   // ---- membership ----
 
-  private beat(leaving = false): void {
+  /**
+   * Whether this node's own lease ran out: its heartbeat timer has not run for longer
+   * than the lease, so the process was stopped (SIGSTOP, a VM or GC pause) and the others
+   * have taken its partitions meanwhile (fencing them). Checked before anything is served
+   * from a partition, because after a pause the requests that waited in the sockets are
+   * read before the late timer runs. Once lapsed, the node drops every partition at once
+   * (their writers are fenced anyway: no stale write can land) and rejoins as a new node
+   * would, taking its share back after the join grace.
+   */
+  private leaseLapsed(): boolean {
     const now = performance.now();
-    // a timer this late means the process was stopped (SIGSTOP, a VM pause): the others
-    // have taken our partitions meanwhile; rejoin as a new node would (grace before taking)
-    if (now - this.lastBeat > this.timings.leaseMs) {
-      log.warn('this node was paused longer than the lease; rejoining', { node: this.config.node, pausedMs: Math.round(now - this.lastBeat) });
-      this.joinedAt = now;
-    }
+    if (now - this.lastBeat <= this.timings.leaseMs) return false;
+    log.warn('this node was paused longer than the lease; dropping its partitions and rejoining', {
+      node: this.config.node, pausedMs: Math.round(now - this.lastBeat), owned: [...this.owned.keys()],
+    });
+    this.joinedAt = now;
+    this.lastBeat = now;
+    for (const p of [...this.owned.keys()]) void this.release(p, 'this node was paused past its lease');
+    this.beat();
+    return true;
+  }
+
+  private beat(leaving = false): void {
+    // a timer this late means the process was stopped: leaseLapsed() drops what it owned
+    if (!leaving) this.leaseLapsed();
+    const now = performance.now();
     this.lastBeat = now;
     const hb: Heartbeat = {
       node: this.config.node, owned: [...this.owned].map(([p, o]) => [p, o.epoch, this.positions.get(p) ?? 0]), ...(leaving ? { leaving } : {}),

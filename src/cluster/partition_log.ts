@@ -46,6 +46,7 @@ import { deflateRaw, inflateRaw } from 'node:zlib';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { Packr } from 'msgpackr';
+import { errText, log } from '../log.js';
 import { headers, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import {
   DeliverPolicy, DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType,
@@ -101,7 +102,13 @@ export class PartitionCountMismatchError extends Error {
 export interface PartitionLogOptions {
   partitions: number;
   replicas: number;
-  /** PubAck wait per attempt (ms) */
+  /**
+   * PubAck wait per attempt (ms). Short: when a stream's leader dies, the append sent to it
+   * is never answered, and the next attempt can only land once JetStream elected another
+   * (4-9 s on nats-server 2.9: its Raft election timeout); a long wait here is added on top
+   * of the election (5 s made a NATS server's death cost 10+ s). An attempt that timed out
+   * is resolved by reading the log (appendFenced), so a short wait costs a read, not safety.
+   */
   ackTimeoutMs?: number;
   /** how long an append keeps retrying through a leader election before giving up (ms) */
   retryForMs?: number;
@@ -137,6 +144,11 @@ export interface ReplayOptions {
 }
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** PubAck wait per append attempt, and the JetStream API's request timeout (see PartitionLogOptions.ackTimeoutMs) */
+export const ACK_TIMEOUT_MS = 2_000;
+/** most time between two attempts of an append whose outcome is unknown: an election's end is noticed this soon */
+const APPEND_RETRY_MAX_MS = 200;
 
 function apiCode(err: unknown): number | undefined {
   return err instanceof JetStreamApiError ? err.code : undefined;
@@ -188,7 +200,7 @@ export class PartitionLog {
 
   private constructor(readonly nc: NatsConnection, readonly jsm: JetStreamManager, readonly options: PartitionLogOptions) {
     this.js = jetstream(nc);
-    this.ackTimeoutMs = options.ackTimeoutMs ?? 5_000;
+    this.ackTimeoutMs = options.ackTimeoutMs ?? ACK_TIMEOUT_MS;
     this.retryForMs = options.retryForMs ?? 30_000;
     this.maxChunkBytes = Math.max(1024, nc.info!.max_payload - HEADER_ROOM);
   }
@@ -200,7 +212,7 @@ export class PartitionLog {
    */
   static async open(nc: NatsConnection, options: PartitionLogOptions): Promise<PartitionLog> {
     const deadline = Date.now() + (options.openTimeoutMs ?? 30_000);
-    const jsm = await retrying(deadline, () => jetstreamManager(nc));
+    const jsm = await retrying(deadline, () => jetstreamManager(nc, { timeout: options.ackTimeoutMs ?? ACK_TIMEOUT_MS }));
     const log = new PartitionLog(nc, jsm, options);
     await log.ensureMeta(deadline);
     for (let k = 0; k < options.partitions; k++) await log.ensurePartition(k, deadline);
@@ -210,7 +222,7 @@ export class PartitionLog {
   /** A log on streams another PartitionLog.open() already checked (a partition's worker thread). */
   static async attach(nc: NatsConnection, options: PartitionLogOptions): Promise<PartitionLog> {
     const deadline = Date.now() + (options.openTimeoutMs ?? 30_000);
-    const jsm = await retrying(deadline, () => jetstreamManager(nc));
+    const jsm = await retrying(deadline, () => jetstreamManager(nc, { timeout: options.ackTimeoutMs ?? ACK_TIMEOUT_MS }));
     return new PartitionLog(nc, jsm, options);
   }
 
@@ -326,25 +338,32 @@ export class PartitionLog {
     if (!(expected >= 1)) throw new Error('fenced appends need an expected sequence >= 1 (see the init record)');
     h.set(EXPECTED_LAST_SEQ, String(expected));
     const deadline = Date.now() + this.retryForMs;
+    const t0 = performance.now();
     let lastErr: unknown;
+    // an append that waited (a leader election, a reconnect) says how long and why: failover's breakdown
+    const slow = (how: string) => {
+      const ms = performance.now() - t0;
+      if (ms > 1000) log.warn('slow append to the partition log', { partition: k, ms: Math.round(ms), how, unknownOutcomes: this.counters.unknownOutcomes, lastErr: lastErr === undefined ? null : errText(lastErr) });
+    };
     for (let attempt = 0; ; attempt++) {
       if (attempt > 0) {
         // Outcome of the previous attempt unknown: look before publishing again.
         try {
           const at = await this.idAt(k, expected + 1);
-          if (at === id) { this.counters.foundAfterUnknown++; return expected + 1; }
-          if (at !== null) throw new FencedError(k, expected, `sequence ${expected + 1} holds ${at || 'a foreign message'}`);
+          if (at === id) { this.counters.foundAfterUnknown++; slow('found after an unknown outcome'); return expected + 1; }
+          if (at !== null) { slow('fenced'); throw new FencedError(k, expected, `sequence ${expected + 1} holds ${at || 'a foreign message'}`); }
         } catch (err) {
           if (err instanceof FencedError) throw err;
           lastErr = err;
           if (Date.now() > deadline) break;
-          await delay(Math.min(1000, 50 * 2 ** Math.min(attempt, 5)));
+          await delay(Math.min(APPEND_RETRY_MAX_MS, 50 * 2 ** Math.min(attempt, 5)));
           continue;
         }
       }
       try {
         const ack = await this.js.publish(subject, data, { headers: h, timeout: this.ackTimeoutMs });
         if (ack.seq !== expected + 1) throw new Error(`PubAck at ${ack.seq}, expected ${expected + 1} (stream ${ack.stream})`);
+        slow(`acknowledged at attempt ${attempt + 1}`);
         return ack.seq;
       } catch (err) {
         if (isWrongLastSequence(err)) {
@@ -356,7 +375,7 @@ export class PartitionLog {
         lastErr = err;
         this.counters.unknownOutcomes++;
         if (Date.now() > deadline) break;
-        await delay(Math.min(1000, 50 * 2 ** Math.min(attempt, 5)));
+        await delay(Math.min(APPEND_RETRY_MAX_MS, 50 * 2 ** Math.min(attempt, 5)));
       }
     }
     throw new LogUnavailableError(`partition ${k}: append at ${expected + 1} not confirmed within ${this.retryForMs} ms; outcome unknown: ${String(lastErr)}`, { cause: lastErr });
@@ -446,7 +465,7 @@ export async function retrying<T>(deadline: number, fn: () => Promise<T>): Promi
       return await fn();
     } catch (err) {
       if (err instanceof PartitionCountMismatchError || err instanceof FencedError || Date.now() > deadline) throw err;
-      await delay(Math.min(1000, 50 * 2 ** Math.min(attempt, 5)));
+      await delay(Math.min(250, 50 * 2 ** Math.min(attempt, 5)));
     }
   }
 }

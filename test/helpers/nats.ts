@@ -38,6 +38,8 @@ export interface NatsCluster {
   urls: string[];
   /** SIGKILL one server (by server_name) and wait for it to exit */
   kill(name: string): Promise<void>;
+  /** start a killed server again, on its configuration and store directory, and wait until it is ready */
+  restart(name: string): Promise<void>;
   /** the last lines every server logged (for failure messages) */
   logTail(lines?: number): string;
   /** kills every server still running and removes the directory */
@@ -95,11 +97,10 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
     servers.push({ name, url: `nats://127.0.0.1:${clientPorts[i]}`, clientPort: clientPorts[i]!, configFile, child: null });
   }
   const logOf = (s: NatsServerProc) => join(dir, `${s.name}.log`);
-  const ready: Promise<void>[] = [];
-  for (const s of servers) {
+  const launch = (s: NatsServerProc): Promise<void> => {
     const child = spawn(bin, ['-c', s.configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
     s.child = child;
-    ready.push(new Promise<void>((resolve, reject) => {
+    return new Promise<void>((resolve, reject) => {
       let seen = '';
       const timer = setTimeout(() => reject(new Error(`${s.name} not ready in 30 s:\n${seen.slice(-2000)}`)), 30_000);
       const onData = (d: Buffer) => {
@@ -111,8 +112,9 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
       child.stdout!.on('data', onData);
       child.stderr!.on('data', onData);
       child.once('exit', (code, signal) => { clearTimeout(timer); reject(new Error(`${s.name} exited (${code ?? signal}) before ready:\n${seen.slice(-2000)}`)); });
-    }));
-  }
+    });
+  };
+  const ready = servers.map(launch);
   const cluster: NatsCluster = {
     dir,
     servers,
@@ -124,6 +126,11 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
       child.kill('SIGKILL');
       await waitExit(child);
       s.child = null;
+    },
+    async restart(name) {
+      const s = servers.find((x) => x.name === name);
+      if (!s || s.child) throw new Error(`no stopped nats server ${name}`);
+      await launch(s);
     },
     logTail(lines = 20) {
       return servers.map((s) => {
