@@ -1,0 +1,151 @@
+// The orders a shard keeps its rows in for lists (ShardState.orders): for a
+// type and a sort key, an OrderedIndex of every row of the type by (value,
+// id), with the row's status as its class, so a page in that order, with or
+// without a `status` filter, is found by position (src/shard/list.ts).
+//
+// An order is built at the first list that asks for it, then kept up to date
+// by ShardState.apply: a new row is inserted, a row whose value or status
+// changed is moved (ended, duration, updated, status; a host's counters move
+// with every result of the host), a deleted one taken out. Orders no list ever
+// asked for cost nothing; a built one costs a descent of its tree per change
+// (batch_cpu: see the commit that added this).
+import { RESULT_STATUSES, RUN_STATUSES } from '../api/resources.js';
+import { OrderedIndex, compareValues, type ClassMask, type SortValue } from './ordered_index.js';
+import { shownStatus } from './rows.js';
+import type { EventType } from './state.js';
+
+/** The statuses a type's `status` filter chooses from (in class order); none: no status filter. */
+const STATUSES: Record<EventType, readonly string[]> = {
+  playbook: RUN_STATUSES, play: RUN_STATUSES, task: RUN_STATUSES, result: RESULT_STATUSES,
+  host: [], file: [], record: [],
+};
+
+/** The status a filter reads of a row (a playbook's row is its aggregate). */
+function statusOf(type: EventType, row: any): string | null {
+  switch (type) {
+    case 'playbook': return row.playbook.status;
+    case 'result': return shownStatus(row);
+    case 'play': case 'task': return row.status;
+    default: return null;
+  }
+}
+
+/** A row's value for an order key, as the list shows and compares it. */
+export function sortValue(type: EventType, row: any, key: string): SortValue {
+  if (key === 'id') return row.id;
+  const r = type === 'playbook' ? row.playbook : row;
+  switch (key) {
+    case 'duration': return r.ended === null ? null : r.ended - r.started;
+    case 'runner_version': return r.runnerVersion;
+    default: return r[key] ?? null;
+  }
+}
+
+/** One kept order, with what it was built for. */
+class KeptOrder {
+  readonly index: OrderedIndex<any>;
+  constructor(readonly type: EventType, readonly key: string, private readonly statuses: readonly string[]) {
+    // one class more than the statuses: a status outside them (never shown by a filter)
+    this.index = new OrderedIndex(statuses.length + 1);
+  }
+
+  classOf(row: any): number {
+    if (this.statuses.length === 0) return 0;
+    const at = this.statuses.indexOf(statusOf(this.type, row)!);
+    return at < 0 ? this.statuses.length : at;
+  }
+
+  value(row: any): SortValue { return sortValue(this.type, row, this.key); }
+
+  add(row: any): void { this.index.insert(this.value(row), row.id, row, this.classOf(row)); }
+  remove(row: any): void { this.index.remove(this.value(row), row.id, this.classOf(row)); }
+
+  /** The classes of the statuses a filter names. */
+  mask(statuses: readonly string[] | null): ClassMask {
+    if (statuses === null) return null;
+    const mask: number[] = [];
+    for (const s of statuses) {
+      const at = this.statuses.indexOf(s);
+      if (at >= 0 && !mask.includes(at)) mask.push(at);
+    }
+    return mask;
+  }
+}
+
+/** What a row's kept orders held before a change (ListOrders.before). */
+export type OrderMarks = Array<{ value: SortValue; cls: number }>;
+
+export class ListOrders {
+  /** kept orders by type; absent: none of the type is kept */
+  private readonly byType = new Map<EventType, KeptOrder[]>();
+
+  /**
+   * The index of `type` by `key` (building it from `rows`, every row of the
+   * type in id order, if no list asked for it yet), and the class mask of a
+   * status filter's values.
+   */
+  get(type: EventType, key: string, rows: () => Iterable<any>, statuses: readonly string[] | null): { index: OrderedIndex<any>; mask: ClassMask } {
+    let kept = this.byType.get(type)?.find((k) => k.key === key);
+    if (kept === undefined) {
+      kept = new KeptOrder(type, key, STATUSES[type]);
+      const all = Array.from(rows());
+      const keys = all.map((row) => kept!.value(row));
+      // rows come in id order, and most values grow with ids: the sort mostly merges runs
+      const order = Array.from(all.keys()).sort((a, b) => compareValues(keys[a]!, keys[b]!) || all[a].id - all[b].id);
+      kept.index.load(order.map((i) => keys[i]!), order.map((i) => all[i].id), order.map((i) => all[i]), order.map((i) => kept!.classOf(all[i])));
+      let list = this.byType.get(type);
+      if (list === undefined) this.byType.set(type, list = []);
+      list.push(kept);
+    }
+    return { index: kept.index, mask: kept.mask(statuses) };
+  }
+
+  /** Orders of `type` are kept (a change to its rows must be told). */
+  keeps(type: EventType): boolean { return this.byType.has(type); }
+
+  added(type: EventType, row: any): void {
+    const list = this.byType.get(type);
+    if (list !== undefined) for (const k of list) k.add(row);
+  }
+
+  removed(type: EventType, row: any): void {
+    const list = this.byType.get(type);
+    if (list !== undefined) for (const k of list) k.remove(row);
+  }
+
+  /** A row is about to change: what its orders hold (null: none kept). Give it to changed() after. */
+  before(type: EventType, row: any): OrderMarks | null {
+    const list = this.byType.get(type);
+    if (list === undefined || row === undefined) return null;
+    return list.map((k) => ({ value: k.value(row), cls: k.classOf(row) }));
+  }
+
+  /** A row changed: each order its value or status moved in takes it out and in again. */
+  changed(type: EventType, row: any, marks: OrderMarks | null): void {
+    if (marks === null) return;
+    const list = this.byType.get(type)!;
+    for (let i = 0; i < list.length; i++) {
+      const k = list[i]!, was = marks[i]!;
+      const value = k.value(row), cls = k.classOf(row);
+      if (value === was.value && cls === was.cls) continue;
+      k.index.remove(was.value, row.id, was.cls);
+      k.index.insert(value, row.id, row, cls);
+    }
+  }
+
+  /**
+   * Many rows of a type went at once (a playbook deleted with its children):
+   * taken out one by one, or when they are many, the order is dropped and
+   * built again by the next list that asks for it.
+   */
+  removedMany(type: EventType, rows: readonly any[]): void {
+    const list = this.byType.get(type);
+    if (list === undefined || rows.length === 0) return;
+    const size = list[0]!.index.size;
+    if (rows.length * 8 > size && size > 4096) { this.byType.delete(type); return; }
+    for (const k of list) for (const row of rows) k.remove(row);
+  }
+
+  /** Forget every order (the state is rebuilt from a snapshot); lists build them again. */
+  clear(): void { this.byType.clear(); }
+}
