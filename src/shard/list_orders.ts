@@ -9,10 +9,12 @@
 // with every result of the host), a deleted one taken out. Orders no list ever
 // asked for cost nothing; a built one costs a descent of its tree per change
 // (batch_cpu: see the commit that added this).
-import { RESULT_STATUSES, RUN_STATUSES } from '../api/resources.js';
+import { RESULT_STATUSES, RUN_STATUSES, type ChildType } from '../api/resources.js';
 import { OrderedIndex, compareValues, type ClassMask, type SortValue } from './ordered_index.js';
 import { shownStatus } from './rows.js';
-import type { EventType } from './state.js';
+
+/** A type a shard lists (state.ts's EventType, not imported: state.ts imports this file). */
+type EventType = 'playbook' | ChildType;
 
 /** The statuses a type's `status` filter chooses from (in class order); none: no status filter. */
 const STATUSES: Record<EventType, readonly string[]> = {
