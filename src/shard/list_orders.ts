@@ -43,12 +43,44 @@ export function sortValue(type: EventType, row: any, key: string): SortValue {
   }
 }
 
+/**
+ * A reader of one key's value for one type: a function of its own per key, so
+ * each reads one property at a site that sees few row shapes (a keyed read,
+ * row[key], would look the key up at every change of every row).
+ */
+function readerOf(type: EventType, key: string): (row: any) => SortValue {
+  if (type === 'playbook') return (agg) => sortValue(type, agg, key);
+  switch (key) {
+    case 'id': return (r) => r.id;
+    case 'created': return (r) => r.created;
+    case 'updated': return (r) => r.updated;
+    case 'started': return (r) => r.started;
+    case 'ended': return (r) => r.ended;
+    case 'duration': return (r) => (r.ended === null ? null : r.ended - r.started);
+    case 'changed': return (r) => r.changed;
+    case 'failed': return (r) => r.failed;
+    case 'ok': return (r) => r.ok;
+    case 'skipped': return (r) => r.skipped;
+    case 'unreachable': return (r) => r.unreachable;
+    default: return (r) => sortValue(type, r, key);
+  }
+}
+
+/** Order keys whose values are numbers (or null): timestamps, durations, counters, ids. */
+const NUMERIC = new Set(['id', 'created', 'updated', 'started', 'ended', 'duration', 'changed', 'failed', 'ok', 'skipped', 'unreachable']);
+
 /** One kept order, with what it was built for. */
 class KeptOrder {
   readonly index: OrderedIndex<any>;
+  /** what the row being changed held here before (ListOrders.before → changed) */
+  wasValue: SortValue = null;
+  wasCls = 0;
+  /** the row's value for the key */
+  readonly value: (row: any) => SortValue;
   constructor(readonly type: EventType, readonly key: string, private readonly statuses: readonly string[]) {
+    this.value = readerOf(type, key);
     // one class more than the statuses: a status outside them (never shown by a filter)
-    this.index = new OrderedIndex(statuses.length + 1);
+    this.index = new OrderedIndex(statuses.length + 1, NUMERIC.has(key));
   }
 
   classOf(row: any): number {
@@ -56,8 +88,6 @@ class KeptOrder {
     const at = this.statuses.indexOf(statusOf(this.type, row)!);
     return at < 0 ? this.statuses.length : at;
   }
-
-  value(row: any): SortValue { return sortValue(this.type, row, this.key); }
 
   add(row: any): void { this.index.insert(this.value(row), row.id, row, this.classOf(row)); }
   remove(row: any): void { this.index.remove(this.value(row), row.id, this.classOf(row)); }
@@ -74,8 +104,8 @@ class KeptOrder {
   }
 }
 
-/** What a row's kept orders held before a change (ListOrders.before). */
-export type OrderMarks = Array<{ value: SortValue; cls: number }>;
+/** The kept orders of a row about to change, each holding what the row was (ListOrders.before). */
+export type OrderMarks = readonly KeptOrder[];
 
 export class ListOrders {
   /** kept orders by type; absent: none of the type is kept */
@@ -115,22 +145,26 @@ export class ListOrders {
     if (list !== undefined) for (const k of list) k.remove(row);
   }
 
-  /** A row is about to change: what its orders hold (null: none kept). Give it to changed() after. */
+  /**
+   * A row is about to change: each kept order of its type notes what the row
+   * holds there (no allocation: this runs for every result's host). null:
+   * none kept. Give the answer to changed() once the row changed, before any
+   * other row of the type changes.
+   */
   before(type: EventType, row: any): OrderMarks | null {
     const list = this.byType.get(type);
-    if (list === undefined || row === undefined) return null;
-    return list.map((k) => ({ value: k.value(row), cls: k.classOf(row) }));
+    if (list === undefined) return null;
+    for (const k of list) { k.wasValue = k.value(row); k.wasCls = k.classOf(row); }
+    return list;
   }
 
   /** A row changed: each order its value or status moved in takes it out and in again. */
-  changed(type: EventType, row: any, marks: OrderMarks | null): void {
+  changed(_type: EventType, row: any, marks: OrderMarks | null): void {
     if (marks === null) return;
-    const list = this.byType.get(type)!;
-    for (let i = 0; i < list.length; i++) {
-      const k = list[i]!, was = marks[i]!;
+    for (const k of marks) {
       const value = k.value(row), cls = k.classOf(row);
-      if (value === was.value && cls === was.cls) continue;
-      k.index.remove(was.value, row.id, was.cls);
+      if (value === k.wasValue && cls === k.wasCls) continue;
+      k.index.remove(k.wasValue, row.id, k.wasCls);
       k.index.insert(value, row.id, row, cls);
     }
   }

@@ -73,9 +73,19 @@ export interface Entry<R> { value: SortValue; id: number; row: R }
 export class OrderedIndex<R> {
   private root: Node<R>;
 
-  /** `classes`: how many status classes entries fall in (1: the type has no status filter). */
-  constructor(private readonly classes: number) {
+  /**
+   * `classes`: how many status classes entries fall in (1: the type has no
+   * status filter). `numeric`: every value is a number or null, kept as a
+   * number (null as -Infinity, below every number as null sorts), so leaves
+   * hold them unboxed instead of one heap object per timestamp.
+   */
+  constructor(private readonly classes: number, private readonly numeric = false) {
     this.root = new Leaf<R>(classes);
+  }
+
+  /** A value as stored. */
+  private stored(value: SortValue): SortValue {
+    return this.numeric && value === null ? -Infinity : value;
   }
 
   get size(): number { return this.root.size; }
@@ -89,6 +99,7 @@ export class OrderedIndex<R> {
    */
   load(vals: SortValue[], ids: number[], rows: R[], cls: number[]): void {
     const n = vals.length;
+    if (this.numeric) for (let i = 0; i < n; i++) if (vals[i] === null) vals[i] = -Infinity;
     const per = (LEAF_MAX * 3) >> 2;
     let level: Array<Node<R>> = [];
     for (let from = 0; from < n || level.length === 0; from += per) {
@@ -120,6 +131,7 @@ export class OrderedIndex<R> {
   }
 
   insert(value: SortValue, id: number, row: R, cls: number): void {
+    value = this.stored(value);
     const path: Array<Inner<R>> = [];
     const at: number[] = [];
     let node = this.root;
@@ -162,6 +174,7 @@ export class OrderedIndex<R> {
 
   /** Take out the entry (value, id) of class `cls`; false if there is none. */
   remove(value: SortValue, id: number, cls: number): boolean {
+    value = this.stored(value);
     const path: Array<Inner<R>> = [];
     const at: number[] = [];
     let node = this.root;
@@ -198,6 +211,7 @@ export class OrderedIndex<R> {
    * id of -Infinity / +Infinity counts those below / up to the value itself.
    */
   before(value: SortValue, id: number, mask: ClassMask): number {
+    value = this.stored(value);
     let n = 0;
     let node = this.root;
     while (!node.leaf) {
@@ -226,14 +240,20 @@ export class OrderedIndex<R> {
     let i = 0;
     if (mask === null) i = rank;
     else for (;; i++) if (mask.includes(node.cls[i]!) && rank-- === 0) break;
-    return { value: node.vals[i]!, id: node.ids[i]!, row: node.rows[i]! };
+    return { value: this.shown(node.vals[i]!), id: node.ids[i]!, row: node.rows[i]! };
+  }
+
+  /** A stored value as the list shows it. */
+  private shown(value: SortValue): SortValue {
+    return this.numeric && value === -Infinity ? null : value;
   }
 
   /** Every entry ascending (tests check the structure with it). */
   *entries(): IterableIterator<Entry<R> & { cls: number }> {
+    const shown = (v: SortValue): SortValue => this.shown(v);
     const walk = function* (node: Node<R>): IterableIterator<Entry<R> & { cls: number }> {
       if (node.leaf) {
-        for (let i = 0; i < node.vals.length; i++) yield { value: node.vals[i]!, id: node.ids[i]!, row: node.rows[i]!, cls: node.cls[i]! };
+        for (let i = 0; i < node.vals.length; i++) yield { value: shown(node.vals[i]!), id: node.ids[i]!, row: node.rows[i]!, cls: node.cls[i]! };
         return;
       }
       for (const kid of node.kids) yield* walk(kid);
