@@ -193,7 +193,7 @@ test('an ordered index keeps its entries sorted and counted through splits, remo
       const id = op + 1;
       const value = rnd() < 0.5 ? op : rnd() < 0.1 ? null : Math.floor(rnd() * 500);
       const cls = Math.floor(rnd() * 3);
-      index.insert(value, id, id, cls); model.set(id, [value, cls]);
+      index.insert(value, id, cls); model.set(id, [value, cls]);
     } else if (model.size) {
       const keys = [...model.keys()];
       const id = keys[Math.floor(rnd() * Math.min(keys.length, 50))]!;
@@ -203,7 +203,7 @@ test('an ordered index keeps its entries sorted and counted through splits, remo
       if (rnd() < 0.1) t.false(index.remove(value, id, cls));
     }
     if (op % 5000 === 4999) {
-      const want = [...model].map(([id, [value, cls]]) => ({ value, id, row: id, cls }))
+      const want = [...model].map(([id, [value, cls]]) => ({ value, id, cls }))
         .sort((a, b) => compareRows([a.value, a.id], [b.value, b.id], [false]));
       t.deepEqual([...index.entries()], want);
       for (const mask of [null, [0], [1, 2]]) {

@@ -199,7 +199,12 @@ function keptOrderPage(state: ShardState, q: ListQuery, show: (row: any) => stri
   const count = order.n;
   // [value, id, json] in an explicit order; [id, json] in the natural one
   const keyed = q.order.length === 1;
-  const row = (e: Entry<any>): ListRow => (keyed ? [e.value as ListRow[number], e.id, show(e.row)] : [e.id, show(e.row)]);
+  // the tree holds ids: the page's rows are looked up
+  const byId = type === 'playbook' ? state.aggregates : state.index(type);
+  const row = (e: Entry): ListRow => {
+    const r = byId.get(e.id);
+    return keyed ? [e.value as ListRow[number], e.id, show(r)] : [e.id, show(r)];
+  };
   const out: ListRow[] = [];
   if (!q.bound) {
     for (let pos = q.skip; pos < q.skip + q.take && pos < count; pos++) out.push(row(order.at(pos)));

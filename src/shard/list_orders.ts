@@ -89,7 +89,7 @@ class KeptOrder {
     return at < 0 ? this.statuses.length : at;
   }
 
-  add(row: any): void { this.index.insert(this.value(row), row.id, row, this.classOf(row)); }
+  add(row: any): void { this.index.insert(this.value(row), row.id, this.classOf(row)); }
   remove(row: any): void { this.index.remove(this.value(row), row.id, this.classOf(row)); }
 
   /** The classes of the statuses a filter names. */
@@ -124,7 +124,7 @@ export class ListOrders {
       const keys = all.map((row) => kept!.value(row));
       // rows come in id order, and most values grow with ids: the sort mostly merges runs
       const order = Array.from(all.keys()).sort((a, b) => compareValues(keys[a]!, keys[b]!) || all[a].id - all[b].id);
-      kept.index.load(order.map((i) => keys[i]!), order.map((i) => all[i].id), order.map((i) => all[i]), order.map((i) => kept!.classOf(all[i])));
+      kept.index.load(order.map((i) => keys[i]!), order.map((i) => all[i].id), order.map((i) => kept!.classOf(all[i])));
       let list = this.byType.get(type);
       if (list === undefined) this.byType.set(type, list = []);
       list.push(kept);
@@ -165,7 +165,7 @@ export class ListOrders {
       const value = k.value(row), cls = k.classOf(row);
       if (value === k.wasValue && cls === k.wasCls) continue;
       k.index.remove(k.wasValue, row.id, k.wasCls);
-      k.index.insert(value, row.id, row, cls);
+      k.index.insert(value, row.id, cls);
     }
   }
 

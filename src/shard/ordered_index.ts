@@ -1,6 +1,9 @@
 // A shard's rows of one type kept in the order of one sort key: an
-// order-statistic B+tree of (value, id) entries, each with its row and its
-// status class (src/shard/list_orders.ts says what they are for each type).
+// order-statistic B+tree of (value, id) entries, each with its row's status
+// class (src/shard/list_orders.ts says what they are for each type). Leaves
+// hold no row: a page looks its rows up by id, and the tree holds nothing the
+// garbage collector has to trace or a write has to tell it about (with rows
+// in it, batch_cpu's shard CPU per result rose by a third with every order kept).
 //
 // A list in any order used to key every row of the shard and keep the best
 // offset + limit in a heap (src/shard/top_k.ts): on 1 M results,
@@ -44,7 +47,6 @@ class Leaf<R> {
   readonly leaf = true;
   vals: SortValue[] = [];
   ids: number[] = [];
-  rows: R[] = [];
   cls: number[] = [];
   size = 0;
   byClass: Int32Array;
@@ -68,7 +70,7 @@ type Node<R> = Leaf<R> | Inner<R>;
 export type ClassMask = readonly number[] | null;
 
 /** One entry of the order. */
-export interface Entry<R> { value: SortValue; id: number; row: R }
+export interface Entry { value: SortValue; id: number }
 
 export class OrderedIndex<R> {
   private root: Node<R>;
@@ -97,7 +99,7 @@ export class OrderedIndex<R> {
    * Fill an empty index from entries already sorted by (value, id): leaves are
    * filled to 3/4, so the inserts that follow split few of them.
    */
-  load(vals: SortValue[], ids: number[], rows: R[], cls: number[]): void {
+  load(vals: SortValue[], ids: number[], cls: number[]): void {
     const n = vals.length;
     if (this.numeric) for (let i = 0; i < n; i++) if (vals[i] === null) vals[i] = -Infinity;
     const per = (LEAF_MAX * 3) >> 2;
@@ -106,7 +108,7 @@ export class OrderedIndex<R> {
       const leaf = new Leaf<R>(this.classes);
       const to = Math.min(n, from + per);
       leaf.vals = vals.slice(from, to); leaf.ids = ids.slice(from, to);
-      leaf.rows = rows.slice(from, to); leaf.cls = cls.slice(from, to);
+      leaf.cls = cls.slice(from, to);
       leaf.size = to - from;
       for (let i = from; i < to; i++) leaf.byClass[cls[i]!]!++;
       level.push(leaf);
@@ -130,7 +132,7 @@ export class OrderedIndex<R> {
     this.root = level[0]!;
   }
 
-  insert(value: SortValue, id: number, row: R, cls: number): void {
+  insert(value: SortValue, id: number, cls: number): void {
     value = this.stored(value);
     const path: Array<Inner<R>> = [];
     const at: number[] = [];
@@ -144,11 +146,8 @@ export class OrderedIndex<R> {
     const leaf = node;
     const pos = leafLowerBound(leaf, value, id);
     const n = leaf.vals.length;
-    if (pos === n) { leaf.vals.push(value); leaf.ids.push(id); leaf.rows.push(row); leaf.cls.push(cls); }
-    else {
-      leaf.vals.splice(pos, 0, value); leaf.ids.splice(pos, 0, id);
-      leaf.rows.splice(pos, 0, row); leaf.cls.splice(pos, 0, cls);
-    }
+    if (pos === n) { leaf.vals.push(value); leaf.ids.push(id); leaf.cls.push(cls); }
+    else { leaf.vals.splice(pos, 0, value); leaf.ids.splice(pos, 0, id); leaf.cls.splice(pos, 0, cls); }
     leaf.size++; leaf.byClass[cls]!++;
     if (leaf.vals.length <= LEAF_MAX) return;
     // split: an append keeps the left leaf full (keys that only grow fill leaves to the brim)
@@ -188,7 +187,7 @@ export class OrderedIndex<R> {
     if (pos >= leaf.vals.length || leaf.ids[pos] !== id || compareValues(leaf.vals[pos]!, value) !== 0) return false;
     const c = leaf.cls[pos]!;
     if (c !== cls) throw new Error(`ordered index: entry ${id} is of class ${c}, not ${cls}`);
-    leaf.vals.splice(pos, 1); leaf.ids.splice(pos, 1); leaf.rows.splice(pos, 1); leaf.cls.splice(pos, 1);
+    leaf.vals.splice(pos, 1); leaf.ids.splice(pos, 1); leaf.cls.splice(pos, 1);
     leaf.size--; leaf.byClass[c]!--;
     for (const p of path) { p.size--; p.byClass[c]!--; }
     // an empty node leaves its parent (the root stays, even empty)
@@ -226,7 +225,7 @@ export class OrderedIndex<R> {
   }
 
   /** The entry at ascending position `rank` among those of `mask` (0 ≤ rank < count(mask)). */
-  nth(rank: number, mask: ClassMask): Entry<R> {
+  nth(rank: number, mask: ClassMask): Entry {
     let node = this.root;
     while (!node.leaf) {
       let k = 0;
@@ -240,7 +239,7 @@ export class OrderedIndex<R> {
     let i = 0;
     if (mask === null) i = rank;
     else for (;; i++) if (mask.includes(node.cls[i]!) && rank-- === 0) break;
-    return { value: this.shown(node.vals[i]!), id: node.ids[i]!, row: node.rows[i]! };
+    return { value: this.shown(node.vals[i]!), id: node.ids[i]! };
   }
 
   /** A stored value as the list shows it. */
@@ -249,11 +248,11 @@ export class OrderedIndex<R> {
   }
 
   /** Every entry ascending (tests check the structure with it). */
-  *entries(): IterableIterator<Entry<R> & { cls: number }> {
+  *entries(): IterableIterator<Entry & { cls: number }> {
     const shown = (v: SortValue): SortValue => this.shown(v);
-    const walk = function* (node: Node<R>): IterableIterator<Entry<R> & { cls: number }> {
+    const walk = function* (node: Node<R>): IterableIterator<Entry & { cls: number }> {
       if (node.leaf) {
-        for (let i = 0; i < node.vals.length; i++) yield { value: shown(node.vals[i]!), id: node.ids[i]!, row: node.rows[i]!, cls: node.cls[i]! };
+        for (let i = 0; i < node.vals.length; i++) yield { value: shown(node.vals[i]!), id: node.ids[i]!, cls: node.cls[i]! };
         return;
       }
       for (const kid of node.kids) yield* walk(kid);
@@ -279,7 +278,7 @@ export class OrderWindow<R> {
   }
 
   /** The entry at position `pos` of the order (0 ≤ pos < n). */
-  at(pos: number): Entry<R> {
+  at(pos: number): Entry {
     const { index, mask, n } = this;
     if (!this.desc) return index.nth(pos, mask);
     const mirrored = n - 1 - pos;
@@ -341,8 +340,7 @@ function firstKey<R>(node: Node<R>): [SortValue, number] {
 
 function splitLeaf<R>(leaf: Leaf<R>, cut: number, classes: number): Leaf<R> {
   const right = new Leaf<R>(classes);
-  right.vals = leaf.vals.splice(cut); right.ids = leaf.ids.splice(cut);
-  right.rows = leaf.rows.splice(cut); right.cls = leaf.cls.splice(cut);
+  right.vals = leaf.vals.splice(cut); right.ids = leaf.ids.splice(cut); right.cls = leaf.cls.splice(cut);
   right.size = right.vals.length;
   for (const c of right.cls) { right.byClass[c]!++; leaf.byClass[c]!--; }
   leaf.size -= right.size;
