@@ -181,17 +181,19 @@ function idOrderPage(group: readonly IdRow[], q: ListQuery, show: (row: IdRow) =
 
 /**
  * A page of every row of the shard in one order (one sort key, or id with a
- * `status` filter), with no filter but `status`: cut out of the order kept
- * for that key (built at the first list that asks), by position. null: the
- * list is not one of those (several keys, other filters, or a plain id order,
- * which idOrderPage serves).
+ * `status` filter, or id of a type kept in a Map), with no filter but
+ * `status`: cut out of the order kept for that key (built at the first list
+ * that asks), by position. null: the list is not one of those (several keys,
+ * other filters, or an id order of results or playbooks, which idOrderPage
+ * serves from the arrays they are kept in by id).
  */
 function keptOrderPage(state: ShardState, q: ListQuery, show: (row: any) => string): ListReply | null {
   if (q.order.length > 1 || q.filters.length > 1) return null;
   const status = q.filters.length === 1 ? q.filters[0]! : null;
   if (status !== null && status.kind !== 'status') return null;
-  if (status === null && isIdOrder(q.order)) return null;
   const type = q.type;
+  // the natural order's first page of a Map is its first rows; deeper ones, -id and cursors are not
+  if (status === null && isIdOrder(q.order) && (type === 'result' || type === 'playbook' || (q.order.length === 0 && !q.bound && q.skip < 1000))) return null;
   const [key, desc] = q.order[0] ?? ['id', false];
   const rows = (): Iterable<any> => (type === 'playbook' ? state.playbooksInIdOrder() : state.index(type).values());
   const { index, mask } = state.orders.get(type, key, rows, status === null ? null : status.value as string[]);

@@ -104,6 +104,33 @@ class KeptOrder {
   }
 }
 
+/**
+ * Every row's entry of an order, sorted by (value, id): values, ids, classes.
+ * Numbers are sorted as numbers in typed arrays, and not at all when they
+ * already are in order (a row's `created` mostly follows its id).
+ */
+function sortedEntries(kept: KeptOrder, rows: Iterable<any>): [SortValue[], number[], number[]] {
+  const values: SortValue[] = [], ids: number[] = [], cls: number[] = [];
+  let numeric = true, sorted = true;
+  for (const row of rows) {
+    const v = kept.value(row), n = values.length;
+    if (v !== null && typeof v !== 'number') numeric = false;
+    if (sorted && n > 0 && (compareValues(values[n - 1]!, v) || ids[n - 1]! - row.id) > 0) sorted = false;
+    values.push(v); ids.push(row.id); cls.push(kept.classOf(row));
+  }
+  if (sorted) return [values, ids, cls];
+  const n = values.length;
+  const at = new Uint32Array(n);
+  for (let i = 0; i < n; i++) at[i] = i;
+  let order: Uint32Array;
+  if (numeric) {
+    const v = new Float64Array(n), id = new Float64Array(ids);
+    for (let i = 0; i < n; i++) v[i] = values[i] === null ? -Infinity : values[i] as number;
+    order = at.sort((a, b) => (v[a]! - v[b]!) || (id[a]! - id[b]!));
+  } else order = at.sort((a, b) => compareValues(values[a]!, values[b]!) || ids[a]! - ids[b]!);
+  return [Array.from(order, (i) => values[i]!), Array.from(order, (i) => ids[i]!), Array.from(order, (i) => cls[i]!)];
+}
+
 /** The kept orders of a row about to change, each holding what the row was (ListOrders.before). */
 export type OrderMarks = readonly KeptOrder[];
 
@@ -120,11 +147,7 @@ export class ListOrders {
     let kept = this.byType.get(type)?.find((k) => k.key === key);
     if (kept === undefined) {
       kept = new KeptOrder(type, key, STATUSES[type]);
-      const all = Array.from(rows());
-      const keys = all.map((row) => kept!.value(row));
-      // rows come in id order, and most values grow with ids: the sort mostly merges runs
-      const order = Array.from(all.keys()).sort((a, b) => compareValues(keys[a]!, keys[b]!) || all[a].id - all[b].id);
-      kept.index.load(order.map((i) => keys[i]!), order.map((i) => all[i].id), order.map((i) => kept!.classOf(all[i])));
+      kept.index.load(...sortedEntries(kept, rows()));
       let list = this.byType.get(type);
       if (list === undefined) this.byType.set(type, list = []);
       list.push(kept);
