@@ -122,13 +122,48 @@ function sortedEntries(kept: KeptOrder, rows: Iterable<any>): [SortValue[], numb
   const n = values.length;
   const at = new Uint32Array(n);
   for (let i = 0; i < n; i++) at[i] = i;
-  let order: Uint32Array;
-  if (numeric) {
+  let order: Uint32Array | null = numeric ? packedOrder(values, ids) : null;
+  if (order !== null) { /* sorted without a comparator */ } else if (numeric) {
     const v = new Float64Array(n), id = new Float64Array(ids);
     for (let i = 0; i < n; i++) v[i] = values[i] === null ? -Infinity : values[i] as number;
     order = at.sort((a, b) => (v[a]! - v[b]!) || (id[a]! - id[b]!));
   } else order = at.sort((a, b) => compareValues(values[a]!, values[b]!) || ids[a]! - ids[b]!);
   return [Array.from(order, (i) => values[i]!), Array.from(order, (i) => ids[i]!), Array.from(order, (i) => cls[i]!)];
+}
+
+/**
+ * The positions of integer values (null below all) sorted by (value,
+ * position), found by a native sort of 64-bit words (value above, position
+ * below), when the rows came in id order (then position order is id order)
+ * and the words can hold both: on 1 M results' timestamps ~10 x faster than a
+ * sort with a comparator (seconds). null: they cannot.
+ */
+function packedOrder(values: readonly SortValue[], ids: readonly number[]): Uint32Array | null {
+  const n = values.length;
+  let min = Infinity, max = -Infinity;
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (i > 0 && ids[i - 1]! >= ids[i]!) return null;
+    if (v === null) continue;
+    if (!Number.isSafeInteger(v)) return null;
+    if ((v as number) < min) min = v as number;
+    if ((v as number) > max) max = v as number;
+  }
+  if (min === Infinity) min = max = 0;
+  const bits = Math.max(1, Math.ceil(Math.log2(n + 1)));
+  // null is 0, values from 1
+  if ((max - min + 2) * 2 ** bits >= 2 ** 63) return null;
+  const shift = BigInt(bits);
+  const words = new BigUint64Array(n);
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    words[i] = ((v === null ? 0n : BigInt((v as number) - min + 1)) << shift) | BigInt(i);
+  }
+  words.sort();
+  const mask = (1n << shift) - 1n;
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = Number(words[i]! & mask);
+  return order;
 }
 
 /** The kept orders of a row about to change, each holding what the row was (ListOrders.before). */
