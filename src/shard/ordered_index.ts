@@ -74,6 +74,9 @@ export interface Entry { value: SortValue; id: number }
 
 export class OrderedIndex<R> {
   private root: Node<R>;
+  /** the inner nodes a write descended through, and the child taken in each (reused: no garbage per write) */
+  private readonly path: Array<Inner<R>> = [];
+  private readonly at: number[] = [];
 
   /**
    * `classes`: how many status classes entries fall in (1: the type has no
@@ -134,17 +137,17 @@ export class OrderedIndex<R> {
 
   insert(value: SortValue, id: number, cls: number): void {
     value = this.stored(value);
-    const path: Array<Inner<R>> = [];
-    const at: number[] = [];
+    const { path, at } = this;
+    let depth = 0;
     let node = this.root;
     while (!node.leaf) {
-      const j = upperBound(node, value, id);
+      const j = this.numeric ? upperBoundNumber(node, value as number, id) : upperBound(node, value, id);
       node.size++; node.byClass[cls]!++;
-      path.push(node); at.push(j);
+      path[depth] = node; at[depth++] = j;
       node = node.kids[j]!;
     }
     const leaf = node;
-    const pos = leafLowerBound(leaf, value, id);
+    const pos = this.numeric ? leafLowerBoundNumber(leaf, value as number, id) : leafLowerBound(leaf, value, id);
     const n = leaf.vals.length;
     if (pos === n) { leaf.vals.push(value); leaf.ids.push(id); leaf.cls.push(cls); }
     else { leaf.vals.splice(pos, 0, value); leaf.ids.splice(pos, 0, id); leaf.cls.splice(pos, 0, cls); }
@@ -153,7 +156,7 @@ export class OrderedIndex<R> {
     // split: an append keeps the left leaf full (keys that only grow fill leaves to the brim)
     let right: Node<R> = splitLeaf(leaf, pos === n ? LEAF_MAX : (LEAF_MAX + 1) >> 1, this.classes);
     let [sv, sid] = firstKey(right);
-    for (let level = path.length - 1; level >= 0; level--) {
+    for (let level = depth - 1; level >= 0; level--) {
       const parent = path[level]!;
       const j = at[level]!;
       parent.kids.splice(j + 1, 0, right);
@@ -174,25 +177,25 @@ export class OrderedIndex<R> {
   /** Take out the entry (value, id) of class `cls`; false if there is none. */
   remove(value: SortValue, id: number, cls: number): boolean {
     value = this.stored(value);
-    const path: Array<Inner<R>> = [];
-    const at: number[] = [];
+    const { path, at } = this;
+    let depth = 0;
     let node = this.root;
     while (!node.leaf) {
-      const j = upperBound(node, value, id);
-      path.push(node); at.push(j);
+      const j = this.numeric ? upperBoundNumber(node, value as number, id) : upperBound(node, value, id);
+      path[depth] = node; at[depth++] = j;
       node = node.kids[j]!;
     }
     const leaf = node;
-    const pos = leafLowerBound(leaf, value, id);
+    const pos = this.numeric ? leafLowerBoundNumber(leaf, value as number, id) : leafLowerBound(leaf, value, id);
     if (pos >= leaf.vals.length || leaf.ids[pos] !== id || compareValues(leaf.vals[pos]!, value) !== 0) return false;
     const c = leaf.cls[pos]!;
     if (c !== cls) throw new Error(`ordered index: entry ${id} is of class ${c}, not ${cls}`);
     leaf.vals.splice(pos, 1); leaf.ids.splice(pos, 1); leaf.cls.splice(pos, 1);
     leaf.size--; leaf.byClass[c]!--;
-    for (const p of path) { p.size--; p.byClass[c]!--; }
+    for (let level = 0; level < depth; level++) { const p = path[level]!; p.size--; p.byClass[c]!--; }
     // an empty node leaves its parent (the root stays, even empty)
     let empty: Node<R> = leaf;
-    for (let level = path.length - 1; level >= 0 && empty.size === 0; level--) {
+    for (let level = depth - 1; level >= 0 && empty.size === 0; level--) {
       const parent = path[level]!;
       const j = at[level]!;
       parent.kids.splice(j, 1);
@@ -214,11 +217,11 @@ export class OrderedIndex<R> {
     let n = 0;
     let node = this.root;
     while (!node.leaf) {
-      const j = upperBound(node, value, id);
+      const j = this.numeric ? upperBoundNumber(node, value as number, id) : upperBound(node, value, id);
       for (let k = 0; k < j; k++) n += countOf(node.kids[k]!, mask);
       node = node.kids[j]!;
     }
-    const pos = leafLowerBound(node, value, id);
+    const pos = this.numeric ? leafLowerBoundNumber(node, value as number, id) : leafLowerBound(node, value, id);
     if (mask === null) return n + pos;
     for (let i = 0; i < pos; i++) if (mask.includes(node.cls[i]!)) n++;
     return n;
@@ -329,6 +332,32 @@ function leafLowerBound<R>(leaf: Leaf<R>, value: SortValue, id: number): number 
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     if (compareKeys(leaf.vals[mid]!, leaf.ids[mid]!, value, id) < 0) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+/** upperBound of a numeric index: numbers compared as numbers (one type at every comparison site). */
+function upperBoundNumber<R>(node: Inner<R>, value: number, id: number): number {
+  const sepV = node.sepV as number[], sepId = node.sepId;
+  let lo = 0, hi = sepV.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const v = sepV[mid]!;
+    if (v < value || (v === value && sepId[mid]! <= id)) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+/** leafLowerBound of a numeric index. */
+function leafLowerBoundNumber<R>(leaf: Leaf<R>, value: number, id: number): number {
+  const vals = leaf.vals as number[], ids = leaf.ids;
+  const n = vals.length;
+  const below = (i: number): boolean => vals[i]! < value || (vals[i] === value && ids[i]! < id);
+  if (n === 0 || below(n - 1)) return n;
+  let lo = 0, hi = n - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (below(mid)) lo = mid + 1; else hi = mid;
   }
   return lo;
 }
