@@ -1,5 +1,10 @@
 // CPU per result of batch ingest (SPEC §13), in one process, without HTTP:
-// `node dist/bench/batch_cpu.js [batchSize=1000] [seconds=5] [durability=flush]`.
+// `node dist/bench/batch_cpu.js [batchSize=1000] [seconds=5] [durability=flush] [orders=none]`.
+// `orders`: the list orders the shard keeps up to date while it ingests
+// (src/shard/list_orders.ts; built at the first list that asks): `none`;
+// `ara`, the ones ARA's CLI and exporter read (results by -started,
+// playbooks by -started and running by started, hosts by -updated); `all`,
+// every documented order of every type (host counters move with every result).
 // The front's part (Ingest.handle: envelope check, message encoding; then the
 // shard's reply and the commit's live-stream message as the front takes them,
 // with no subscriber) and the shard's part (message decoding, Shard.handle on a
@@ -23,6 +28,8 @@ import {
 import type { ShardPool } from '../src/shard/pool.js';
 import { CommitOrder } from '../src/shard/commit_order.js';
 import { Shard } from '../src/shard/shard.js';
+import { ORDER_KEYS } from '../src/api/resources.js';
+import type { ListQuery } from '../src/shard/protocol.js';
 import { ShardState } from '../src/shard/state.js';
 import { LmdbShardStore } from '../src/store/lmdb_store.js';
 import type { Durability } from '../src/store/types.js';
@@ -31,6 +38,7 @@ import { loopedResultContent } from './lib/payloads.js';
 const batchSize = Number(process.argv[2] ?? 1000);
 const seconds = Number(process.argv[3] ?? 5);
 const durability = (process.argv[4] ?? 'flush') as Durability;
+const orders = process.argv[5] ?? 'none';
 const STREAMS = 4;
 
 /** This thread's CPU time in µs (Linux: the scheduler's run time of the main thread, in ns). */
@@ -149,6 +157,17 @@ for (const s of streams) {
 }
 const seqs = streams.map(() => 3);
 
+// lists that make the shard keep their orders from now on
+const lists: ListQuery[] = [];
+const list = (type: ListQuery['type'], key: string, desc: boolean, status?: string): void => {
+  lists.push({ type, filters: status ? [{ kind: 'status', column: 'status', value: [status] }] : [], order: [[key, desc]], skip: 0, take: 1 });
+};
+if (orders === 'ara') { list('result', 'started', true); list('playbook', 'started', true); list('playbook', 'started', false, 'running'); list('host', 'updated', true); }
+else if (orders === 'all') {
+  for (const [type, keys] of Object.entries(ORDER_KEYS)) if (type !== 'label') for (const key of keys) if (key !== 'id') list(type as ListQuery['type'], key, true);
+} else if (orders !== 'none') throw new Error(`orders: none, ara or all, not ${orders}`);
+for (const q of lists) shard.handle({ k: 'list', rid: 0, q });
+
 /** The front takes a shard's messages as ShardPool does: the reply to its request, the commit's changes (no subscriber: its last seq). */
 function fromShard(bytes: Uint8Array, done: ((r: ShardToFront) => void) | null): number {
   let last = 0;
@@ -207,7 +226,7 @@ await shardPhase(1000);
 const f = await frontPhase(seconds * 1000 / 2);
 const s = await shardPhase(seconds * 1000);
 console.log(JSON.stringify({
-  batchSize, durability,
+  batchSize, durability, orders,
   frontUsPerResult: +(f.us / f.n).toFixed(2),
   shardUsPerResult: +(s.us / s.n).toFixed(2),
   shardProcessUsPerResult: +(s.all / s.n).toFixed(2),

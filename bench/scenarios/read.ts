@@ -8,6 +8,7 @@
 import { encodePageCursor } from '../../src/api/page_cursor.js';
 import { parseTimestamp } from '../../src/api/time.js';
 import { LIMITS } from '../../src/limits.js';
+import { ORDER_KEYS, RESULT_STATUSES, RUN_STATUSES, TYPE_TO_PATH } from '../../src/api/resources.js';
 import type { Context } from '../lib/context.js';
 import { loopedResultContent } from '../lib/payloads.js';
 import { startAra, startLogbook, startRaw, type Running } from '../lib/servers.js';
@@ -40,6 +41,13 @@ export interface ReadResult {
 export interface DeepPages {
   depth: number; samples: number; firstMs: number; offsetMs: number; cursorMs: number;
   idOrder?: Array<{ path: string; ms: number }>;
+  /**
+   * Every documented order of every list (both directions) and every `status`
+   * filter (absent in older runs): median ms of the first page (limit=100), and
+   * of the page after a cursor naming the row half-way down; `firstUseMs`: the
+   * first request of the order, which builds the order its shards keep it in.
+   */
+  orders?: Array<{ path: string; count: number; firstUseMs: number; firstMs: number; cursorMs: number }>;
 }
 
 const CONNECTIONS = 32;
@@ -103,6 +111,10 @@ export async function read(ctx: Context): Promise<ReadResult> {
     deep = await deepPages(lb, store.results);
     ctx.step(`read: logbook results?order=-started&limit=100, median of ${deep.samples}: first page ${deep.firstMs.toFixed(1)} ms, offset ${deep.depth.toLocaleString('en-US')} ${deep.offsetMs.toFixed(1)} ms, cursor at the same row ${deep.cursorMs.toFixed(1)} ms`);
     ctx.step(`read: logbook pages in id order, median of ${deep.samples}: ${deep.idOrder!.map((x) => `${x.path} ${x.ms.toFixed(1)} ms`).join(', ')}`);
+    const orders = deep.orders!;
+    const worst = (f: 'firstMs' | 'cursorMs') => orders.reduce((a, b) => (b[f] > a[f] ? b : a));
+    ctx.step(`read: logbook every order and status filter (${orders.length} lists), median of ${deep.samples}: worst first page ${worst('firstMs').firstMs.toFixed(1)} ms (${worst('firstMs').path}), worst cursor page ${worst('cursorMs').cursorMs.toFixed(1)} ms (${worst('cursorMs').path}); slowest first use ${Math.max(...orders.map((o) => o.firstUseMs)).toFixed(0)} ms`);
+    for (const o of orders) ctx.step(`read:   ${o.path} (${o.count}): first use ${o.firstUseMs.toFixed(0)} ms, first page ${o.firstMs.toFixed(1)} ms, cursor page ${o.cursorMs.toFixed(1)} ms`);
   } finally { await lb.stop(); }
 
   ctx.step('read: starting the raw read ceiling (uWS + one LMDB get + JSON.stringify per GET)');
@@ -175,5 +187,50 @@ async function deepPages(server: Running, results: number): Promise<DeepPages> {
     ['/results?playbook=<id>&order=-id&limit=100', `/api/v1/results?playbook=${task.playbook}&order=-id&limit=100`],
   ];
   for (const [label, p] of pages) idOrder.push({ path: label, ms: (await median(p)).ms });
-  return { depth, samples, firstMs: firstPage.ms, offsetMs: byOffset.ms, cursorMs: byCursor.ms, idOrder };
+  const orders = await everyOrder(server, async (p) => (await median(p)).ms);
+  return { depth, samples, firstMs: firstPage.ms, offsetMs: byOffset.ms, cursorMs: byCursor.ms, idOrder, orders };
+}
+
+/**
+ * Every documented order of every list, both ways, and every `status` filter
+ * (alone, and in the orders ARA's CLI and exporter ask for): the first page,
+ * and the page after a cursor naming the row half-way down (made as the
+ * server makes its own: the row's sort key and id).
+ */
+async function everyOrder(server: Running, median: (p: string) => Promise<number>): Promise<NonNullable<DeepPages['orders']>> {
+  const lists: Array<{ path: string; key: string | null }> = [];
+  for (const [type, keys] of Object.entries(ORDER_KEYS)) {
+    if (type === 'label') continue; // the front's catalogue, not the shards'
+    for (const key of keys) for (const desc of [true, false]) lists.push({ path: `/api/v1/${TYPE_TO_PATH[type as 'playbook']}?order=${desc ? '-' : ''}${key}&limit=100`, key });
+  }
+  for (const s of RESULT_STATUSES) {
+    lists.push({ path: `/api/v1/results?status=${s}&limit=100`, key: null });
+    lists.push({ path: `/api/v1/results?status=${s}&order=-started&limit=100`, key: 'started' });
+  }
+  for (const type of ['playbooks', 'plays', 'tasks']) for (const s of RUN_STATUSES) lists.push({ path: `/api/v1/${type}?status=${s}&order=started&limit=100`, key: 'started' });
+  const out: NonNullable<DeepPages['orders']> = [];
+  for (const { path, key } of lists) {
+    const t0 = performance.now();
+    const head = (await (await fetch(server.url + path.replace('limit=100', 'limit=1'))).json()) as { count: number };
+    const firstUseMs = performance.now() - t0;
+    const firstMs = await median(path);
+    let cursorMs = 0;
+    if (head.count > 1) {
+      const mid = (await (await fetch(`${server.url}${path.replace('limit=100', 'limit=1')}&offset=${Math.min(LIMITS.maxListOffset, head.count >> 1)}`)).json()) as { results: Array<Record<string, unknown> & { id: number }> };
+      const row = mid.results[0]!;
+      const keys = key === null ? [row.id] : [sortKeyOf(row, key), row.id];
+      cursorMs = await median(`${path}&cursor=${encodePageCursor({ back: false, keys })}`);
+    }
+    out.push({ path: path.replace('/api/v1', '').replace('&limit=100', ''), count: head.count, firstUseMs, firstMs, cursorMs });
+  }
+  return out;
+}
+
+/** A row's sort key as a cursor carries it: timestamps in µs, a duration from them, others as shown. */
+function sortKeyOf(row: Record<string, unknown>, key: string): number | string | null {
+  const us = (v: unknown): number | null => (typeof v === 'string' ? parseTimestamp(v) ?? null : null);
+  if (key === 'duration') { const s = us(row.started), e = us(row.ended); return s === null || e === null ? null : e - s; }
+  if (['created', 'updated', 'started', 'ended'].includes(key)) return us(row[key]);
+  if (key === 'id') return row.id as number;
+  return (row[key] ?? null) as number | string | null;
 }

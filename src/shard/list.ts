@@ -2,7 +2,9 @@
 // skip + take (top-k, not a full sort), and return the requested window as
 // [sortKey…, id, json] rows for the front to merge. Rows kept in id order (a
 // task's or host's results, a playbook's, the shard's, its playbooks) give a
-// page in that order by position, without looking at the rest. The front may
+// page in that order by position, without looking at the rest; so do the
+// orders kept for one sort key (src/shard/list_orders.ts) for a list of every
+// row of the shard in any one order, with or without a `status` filter. The front may
 // ask for keys only (json ''), then for the JSON of the rows it kept (`ids`).
 import { pageOrder } from '../api/order.js';
 import type { ListQuery, ListRow, NormalizedFilter } from './protocol.js';
@@ -10,6 +12,7 @@ import { firstAfter } from './result_groups.js';
 import type { ResultRow } from './rows.js';
 import { shownStatus } from './rows.js';
 import { TopK } from './top_k.js';
+import { OrderWindow, type Entry } from './ordered_index.js';
 import type { Aggregate, ShardState, EventType } from './state.js';
 import type { Serializer } from './serialize.js';
 
@@ -98,6 +101,8 @@ export function runList(state: ShardState, serializer: Serializer, q: ListQuery)
   const type = q.type;
   if (q.ids) return renderIds(type, q.ids, state, serializer);
   const show = q.keysOnly ? keysOnly : (row: any): string => render(type, row, state, serializer);
+  const kept = keptOrderPage(state, q, show);
+  if (kept !== null) return kept;
   const narrowed = candidatesOf(state, q);
   if (narrowed === null) return q.bound ? { count: 0, rows: [], beyond: 0 } : { count: 0, rows: [] };
   const candidates = narrowed.rows;
@@ -172,6 +177,52 @@ function idOrderPage(group: readonly IdRow[], q: ListQuery, show: (row: IdRow) =
   const rows: ListRow[] = [];
   for (let i = q.skip; i < q.skip + q.take && i < beyond; i++) rows.push(row(group[up ? from + i : to - 1 - i]!));
   return q.bound ? { count, rows, beyond } : { count, rows };
+}
+
+/**
+ * A page of every row of the shard in one order (one sort key, or id with a
+ * `status` filter, or id of a type kept in a Map), with no filter but
+ * `status`: cut out of the order kept for that key (built at the first list
+ * that asks), by position. null: the list is not one of those (several keys,
+ * other filters, or an id order of results or playbooks, which idOrderPage
+ * serves from the arrays they are kept in by id).
+ */
+function keptOrderPage(state: ShardState, q: ListQuery, show: (row: any) => string): ListReply | null {
+  if (q.order.length > 1 || q.filters.length > 1) return null;
+  const status = q.filters.length === 1 ? q.filters[0]! : null;
+  if (status !== null && status.kind !== 'status') return null;
+  const type = q.type;
+  // the natural order's first page of a Map is its first rows; deeper ones, -id and cursors are not
+  if (status === null && isIdOrder(q.order) && (type === 'result' || type === 'playbook' || (q.order.length === 0 && !q.bound && q.skip < 1000))) return null;
+  const [key, desc] = q.order[0] ?? ['id', false];
+  const rows = (): Iterable<any> => (type === 'playbook' ? state.playbooksInIdOrder() : state.index(type).values());
+  const { index, mask } = state.orders.get(type, key, rows, status === null ? null : status.value as string[]);
+  const order = new OrderWindow(index, desc, mask);
+  const count = order.n;
+  // [value, id, json] in an explicit order; [id, json] in the natural one
+  const keyed = q.order.length === 1;
+  // the tree holds ids: the page's rows are looked up
+  const byId = type === 'playbook' ? state.aggregates : state.index(type);
+  const row = (e: Entry): ListRow => {
+    const r = byId.get(e.id);
+    return keyed ? [e.value as ListRow[number], e.id, show(r)] : [e.id, show(r)];
+  };
+  const out: ListRow[] = [];
+  if (!q.bound) {
+    for (let pos = q.skip; pos < q.skip + q.take && pos < count; pos++) out.push(row(order.at(pos)));
+    return { count, rows: out };
+  }
+  // a keyset page: the rows after its boundary (or before it going back, nearest first)
+  const keys = q.bound.keys;
+  const value = keys[0] ?? null, id = keys[keys.length - 1] as number;
+  if (!q.bound.back) {
+    const from = order.positionOf(value, id, true);
+    for (let pos = from + q.skip; pos < from + q.skip + q.take && pos < count; pos++) out.push(row(order.at(pos)));
+    return { count, rows: out, beyond: count - from };
+  }
+  const to = order.positionOf(value, id, false);
+  for (let pos = to - 1 - q.skip; pos > to - 1 - q.skip - q.take && pos >= 0; pos--) out.push(row(order.at(pos)));
+  return { count, rows: out, beyond: to };
 }
 
 /** The JSON a keys-only row carries: none. */

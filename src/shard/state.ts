@@ -8,6 +8,7 @@ import {
 } from './rows.js';
 import { ResultIndex } from './result_index.js';
 import { ResultGroups, firstAfter } from './result_groups.js';
+import { ListOrders } from './list_orders.js';
 
 export type EventType = 'playbook' | ChildType;
 
@@ -176,6 +177,8 @@ export class ShardState {
   readonly dirty = new Set<number>();
   /** playbook uuid → id (batch-ingest streams; cluster mode routes a stream by its uuid, not by a front-side map) */
   private readonly uuids = new Map<string, number>();
+  /** rows kept in the order of a sort key, for the lists that asked for one (see list_orders.ts) */
+  readonly orders = new ListOrders();
 
   /** The playbook a batch-ingest stream (playbook uuid) created, if it still exists with that uuid. */
   playbookByUuid(uuid: string): number | null {
@@ -220,6 +223,7 @@ export class ShardState {
       this.aggregates.set(d.id, agg);
       this.orderPlaybook(agg);
       if (agg.playbook.uuid !== null) this.uuids.set(agg.playbook.uuid, d.id);
+      this.orders.added('playbook', agg);
       return;
     }
     const agg = this.aggregates.get(d.playbook)!;
@@ -228,6 +232,7 @@ export class ShardState {
       case 'play': {
         const row = new PlayRow(d);
         agg.plays.set(row.id, row); this.plays.set(row.id, row); agg.playByUuid.set(row.uuid, row);
+        this.orders.added(t, row);
         break;
       }
       case 'task': {
@@ -235,28 +240,33 @@ export class ShardState {
         agg.tasks.set(row.id, row); this.tasks.set(row.id, row);
         if (row.uuid !== null) agg.taskByUuid.set(row.uuid, row);
         const play = agg.plays.get(row.play); if (play) play.tasks++;
+        this.orders.added(t, row);
         break;
       }
       case 'host': {
         const row = new HostRow(d);
         agg.hosts.set(row.id, row); this.hosts.set(row.id, row); agg.hostByName.set(row.name, row);
+        this.orders.added(t, row);
         break;
       }
       case 'result': {
         const row = new ResultRow(d);
         agg.addResult(row); this.results.set(row.id, row);
         this.linkResult(agg, row, 1);
+        this.orders.added(t, row);
         break;
       }
       case 'file': {
         const row = new FileRow(d);
         agg.files.set(row.id, row); this.files.set(row.id, row); agg.fileByPath.set(row.path, row);
         this.refFile(row.sha1, 1);
+        this.orders.added(t, row);
         break;
       }
       case 'record': {
         const row = new RecordRow(d);
         agg.records.set(row.id, row); this.records.set(row.id, row); agg.recordByKey.set(row.key, row);
+        this.orders.added(t, row);
         break;
       }
     }
@@ -266,13 +276,22 @@ export class ShardState {
   private linkResult(agg: Aggregate, r: ResultRow, sign: 1 | -1): void {
     const play = agg.plays.get(r.play); if (play) play.results += sign;
     const task = agg.tasks.get(r.task); if (task) task.results += sign;
-    const host = agg.hosts.get(r.host); if (host) addToHost(host, r, sign);
+    const host = agg.hosts.get(r.host);
+    if (host) {
+      // a host's counters are order keys: its kept orders move it
+      const marks = this.orders.before('host', host);
+      addToHost(host, r, sign);
+      this.orders.changed('host', host, marks);
+    }
   }
 
   private update(t: EventType, id: number, d: Record<string, any>): void {
     if (t === 'playbook') {
-      const row = this.aggregates.get(id)!.playbook;
+      const agg = this.aggregates.get(id)!;
+      const row = agg.playbook;
+      const marks = this.orders.before(t, agg);
       assign(row, d);
+      this.orders.changed(t, agg, marks);
       row.summaryCache = null;
       if (typeof d.uuid === 'string') this.uuids.set(d.uuid, id);
       return;
@@ -280,6 +299,7 @@ export class ShardState {
     const row = this.index(t).get(id)!;
     const agg = this.aggregateOf(row);
     agg.playbook.summaryCache = null;
+    const marks = this.orders.before(t, row);
     switch (t) {
       case 'result': {
         const { task, host } = row;
@@ -314,14 +334,17 @@ export class ShardState {
       case 'record': rekey(agg.recordByKey, row, 'key', d); assign(row, d); break;
       default: assign(row, d);
     }
+    this.orders.changed(t, row, marks);
   }
 
   private remove(t: EventType, id: number): Removed {
     const removed = newRemoved();
     if (t === 'playbook') {
       const agg = this.aggregates.get(id)!;
+      this.orders.removed('playbook', agg);
       for (const type of ['play', 'task', 'host', 'result', 'file', 'record'] as const) {
         const index = this.index(type);
+        if (this.orders.keeps(type)) this.orders.removedMany(type, Array.from((agg as any)[type + 's'].values()));
         const ids = removed[TYPE_CODE[type]]!;
         for (const rowId of (agg as any)[type + 's'].keys()) { index.delete(rowId); ids.push(rowId); }
       }
@@ -353,6 +376,7 @@ export class ShardState {
       }
     } else if (t === 'result') drop(row);
     if (results.size) {
+      this.orders.removedMany('result', dropped);
       agg.results.remove(results);
       g?.byTask.deleteAll(dropped);
       g?.byHost.deleteAll(dropped);
@@ -360,9 +384,11 @@ export class ShardState {
     for (const taskId of tasks) {
       const task = agg.tasks.get(taskId)!;
       const play = agg.plays.get(task.play); if (play) play.tasks--;
+      this.orders.removed('task', task);
       agg.tasks.delete(taskId); this.tasks.delete(taskId); removed[TYPE_CODE.task]!.push(taskId);
       if (task.uuid !== null && agg.taskByUuid.get(task.uuid) === task) agg.taskByUuid.delete(task.uuid);
     }
+    if (t !== 'result' && t !== 'task') this.orders.removed(t, row);
     switch (t) {
       case 'play':
         agg.plays.delete(id); this.plays.delete(id);
@@ -448,6 +474,8 @@ export class ShardState {
 
   /** Install an aggregate read from a snapshot; derived counters are recounted. */
   load(pb: PlaybookRow, rows: { plays: PlayRow[]; tasks: TaskRow[]; hosts: HostRow[]; results: ResultRow[]; files: FileRow[]; records: RecordRow[] }): void {
+    // rows arrive without their kept orders: lists build them again
+    this.orders.clear();
     const agg = new Aggregate(pb);
     this.aggregates.set(pb.id, agg);
     this.orderPlaybook(agg);
