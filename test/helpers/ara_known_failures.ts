@@ -6,7 +6,10 @@
 
 /** ARA's integration playbooks, by version then file name (tests/integration/<file>). */
 export const KNOWN_PLAYBOOK_FAILURES: Record<string, Record<string, string>> = {
-  '1.5.8': {},
+  '1.5.8': {
+    'lookups.yaml': "a default logbook answers ARA's http client in its own representation: the playbook detail has runner_version, not ansible_version (assert playbook.ansible_version == ansible_version.full); needs LOGBOOK_ARA_COMPAT=auto",
+    'delegate_to.yaml': "the result detail has no delegated_to in logbook's own representation (assert result.delegated_to == []); needs LOGBOOK_ARA_COMPAT=auto",
+  },
   '1.7.4': {},
   '17968ed': {},
 };
@@ -17,5 +20,8 @@ export const KNOWN_CLI_FAILURES: Record<string, Record<string, string>> = {
   '17968ed': {},
 };
 
-/** Sections of the 1.7.4 run parity snapshot (e2e_ara_cli) that still differ. */
-export const KNOWN_PARITY_FAILURES: Record<string, string> = {};
+/** Recording, run parity and field checks of e2e_ara_cli, by version then check name. */
+export const KNOWN_PARITY_FAILURES: Record<string, Record<string, string>> = {
+  '1.7.4': {},
+  '17968ed': {},
+};

@@ -165,7 +165,7 @@ export async function startAraOf(version: AraVersion): Promise<AraServer> {
   let dead = false;
   void exited.then(() => { dead = true; });
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + 120_000; // a loaded 2-core machine starts Django slowly
   for (;;) {
     if (dead) throw new Error(`ARA ${version.name} gunicorn exited:\n${out}`);
     try {
