@@ -43,7 +43,7 @@ async function suite(t: ExecutionContext, version: AraVersion): Promise<void> {
     t.log(`skipped: ${missing}`);
     return;
   }
-  t.timeout(900_000);
+  t.timeout(1_500_000); // up to 14 playbooks per server; a loaded 2-core machine is slow
   // each server is stopped even when the other failed to start (a loaded CI machine starts slowly)
   const starting = [startAraOf(version), startLogbook({ env: { LOGBOOK_SHARDS: '2' }, startTimeoutMs: 120_000 })] as const;
   t.teardown(async () => { await Promise.allSettled(starting.map(async (s) => (await s).stop())); });
