@@ -66,11 +66,11 @@ async function findIds(base: string): Promise<Partial<Ids>> {
   return ids;
 }
 
-/** The read commands of `version`'s CLI, `{pb}`-style placeholders replaced per server. */
-function commands(version: AraVersion, ansibleVersion: string): string[] {
+/** The read commands of `version`'s CLI; `{pb}`-style placeholders are replaced per server, `{controller}` and `{ansible_version}` per machine. */
+function commands(version: AraVersion): string[] {
   const list = [
     'playbook list', 'playbook list --long', 'playbook list --status failed', 'playbook list --path playbook.yml',
-    'playbook list --label check:False', `playbook list --ansible_version ${ansibleVersion}`, `playbook list --controller ${hostname()}`,
+    'playbook list --label check:False', 'playbook list --ansible_version {ansible_version}', 'playbook list --controller {controller}',
     `playbook list --client_version ${version.name === '1.7.4' ? '1.7.4' : '1.7.5.dev4'}`, 'playbook list --user root',
     'playbook list --order started --limit 5',
     'playbook show {pb}',
@@ -258,11 +258,11 @@ async function suite(t: ExecutionContext, version: AraVersion): Promise<void> {
   verdict('fields: every field ARA serves', fields.length ? fields.join('\n') : null, knownParity['fields: every field ARA serves']);
 
   // the CLI
-  const ansibleVersion = araSnap.playbook.runner_version;
+  const machine: Record<string, string> = { ansible_version: araSnap.playbook.runner_version, controller: hostname() };
   let cliPass = 0;
-  const cmds = commands(version, ansibleVersion);
+  const cmds = commands(version);
   for (const line of cmds) {
-    const fill = (ids: Partial<Ids>) => argv(line).map((a) => a.replace(/\{(\w+)\}/g, (_, k: keyof Ids) => ids[k] ?? `<no ${k}>`));
+    const fill = (ids: Partial<Ids>) => argv(line).map((a) => a.replace(/\{(\w+)\}/g, (_, k: string) => machine[k] ?? ids[k as keyof Ids] ?? `<no ${k}>`));
     const [a, l] = await Promise.all([
       runAraCliOf(version, ara.url, [...fill(araIds), '-f', 'json']),
       runAraCliOf(version, logbook.url, [...fill(lbIds), '-f', 'json']),

@@ -6,14 +6,46 @@
 // copied from the suites' reports (a run against the landed code, before the
 // ARA dialect work); re-run the suite to see the current one.
 
+// ARA 1.7's callback fails on the first task against logbook's own representation.
+const CALLBACK_1_7_LOSES_TASKS = "callback: Failure using method (v2_playbook_on_task_start): 'uuid' (a task logbook returns has no uuid; ARA's _end_task reads it), then Failure using method (v2_runner_on_*): file_id, lineno, and handler are required to create a task; the playbook stays running. Seen on smoke.yaml; the issue measured 0 of 11 for both versions";
+
 /** ARA's integration playbooks, by version then file name (tests/integration/<file>). */
 export const KNOWN_PLAYBOOK_FAILURES: Record<string, Record<string, string>> = {
   '1.5.8': {
     "lookups.yaml": "a default logbook answers ARA's http client in its own representation: the playbook detail has runner_version, not ansible_version (assert playbook.ansible_version == ansible_version.full); needs LOGBOOK_ARA_COMPAT=auto",
     "delegate_to.yaml": "the result detail has no delegated_to in logbook's own representation (assert result.delegated_to == []); needs LOGBOOK_ARA_COMPAT=auto",
   },
-  '1.7.4': {},
-  '17968ed': {},
+  '1.7.4': {
+    "smoke.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "lookups.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "record_settings.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "delegate_to.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "free_strategy.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "hosts.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "import.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "facts.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "long_strings.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "failed.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "incomplete.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "ignored_files.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "ignored_facts.yaml": CALLBACK_1_7_LOSES_TASKS,
+  },
+  '17968ed': {
+    "smoke.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "lookups.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "record_settings.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "delegate_to.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "free_strategy.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "hosts.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "import.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "facts.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "long_strings.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "failed.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "incomplete.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "ignored_files.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "ignored_facts.yaml": CALLBACK_1_7_LOSES_TASKS,
+    "notes.yaml": CALLBACK_1_7_LOSES_TASKS,
+  },
 };
 
 /** `ara` CLI read commands (e2e_ara_cli), by version then the command line as the suite writes it. */
@@ -24,8 +56,8 @@ export const KNOWN_CLI_FAILURES: Record<string, Record<string, string>> = {
     "playbook list --status failed": "the recorded run differs (see the recording and run parity checks): rows: logbook 0, ARA 1; only ARA: {\"id\":\"<id>\",\"status\":\"failed\",\"controller\":\"vm\",\"user\":\"root\",\"ansible_version\":\"2.14.18\",\"path\":\"test/fixtures/e2e/playbook.yml\",\"tasks\":19,\"results\":52,\"hosts\":4,\"started\":\"<time>\",\"duration\":\"<d",
     "playbook list --path playbook.yml": "exit 1: 'controller'",
     "playbook list --label check:False": "exit 1: 'controller'",
-    "playbook list --ansible_version 2.14.18": "exit 1: 'controller'",
-    "playbook list --controller vm": "exit 1: 'controller'",
+    "playbook list --ansible_version {ansible_version}": "exit 1: 'controller'",
+    "playbook list --controller {controller}": "exit 1: 'controller'",
     "playbook list --client_version 1.7.4": "exit 1: 'controller'",
     "playbook list --user root": "exit 1: 'controller'",
     "playbook list --order started --limit 5": "exit 1: 'controller'",
