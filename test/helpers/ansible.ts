@@ -92,9 +92,9 @@ export interface PlaybookRun {
 }
 
 export interface RunOptions {
-  /** Defaults to the e2e fixture's playbook.yml / inventory.ini. */
+  /** Defaults to the e2e fixture's playbook.yml / inventory.ini; inventory null: no -i (Ansible's implicit localhost). */
   playbook?: string;
-  inventory?: string;
+  inventory?: string | null;
   cwd?: string;
   /** Extra variables for ansible-playbook (ARA_*, ANSIBLE_*), e.g. ARA_CALLBACK_THREADS. */
   env?: Record<string, string>;
@@ -207,7 +207,7 @@ export async function runPlaybook(serverUrl: string, opts: RunOptions = {}): Pro
       ...opts.env,
     });
     const args = [
-      '-i', opts.inventory ?? join(FIXTURE_DIR, 'inventory.ini'),
+      ...(opts.inventory === null ? [] : ['-i', opts.inventory ?? join(FIXTURE_DIR, 'inventory.ini')]),
       opts.playbook ?? join(FIXTURE_DIR, 'playbook.yml'),
       ...(opts.args ?? []),
     ];
