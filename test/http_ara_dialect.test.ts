@@ -14,8 +14,8 @@ let auto: Logbook;
 let off: Logbook;
 test.before(async () => {
   [auto, off] = await Promise.all([
-    startLogbook({ env: SERVER_ENV }),
-    startLogbook({ env: { ...SERVER_ENV, LOGBOOK_ARA_COMPAT: 'false' } }),
+    startLogbook({ env: SERVER_ENV, startTimeoutMs: 120_000 }),
+    startLogbook({ env: { ...SERVER_ENV, LOGBOOK_ARA_COMPAT: 'false' }, startTimeoutMs: 120_000 }),
   ]);
 });
 test.after.always(async () => { await Promise.all([auto?.stop(), off?.stop()]); });
@@ -65,7 +65,7 @@ test('false: ARA\'s client gets §2 shapes too, and no Vary on the User-Agent', 
 });
 
 test('the old boolean values and a wrong one', async (t) => {
-  const on = await startLogbook({ env: { ...SERVER_ENV, LOGBOOK_ARA_COMPAT: '1' } });
+  const on = await startLogbook({ env: { ...SERVER_ENV, LOGBOOK_ARA_COMPAT: '1' }, startTimeoutMs: 120_000 });
   try {
     const pb = await createPlaybook(on.url, { runner_version: '2.15.13' });
     t.is(pb.ansible_version, '2.15.13', 'true (1): every request gets the dialect');
@@ -73,4 +73,43 @@ test('the old boolean values and a wrong one', async (t) => {
     t.is(r.headers.get('vary'), 'Accept');
   } finally { await on.stop(); }
   await t.throwsAsync(startLogbook({ env: { ...SERVER_ENV, LOGBOOK_ARA_COMPAT: 'sometimes' } }));
+});
+
+test('playbook client_version and python_version: stored, filtered, shown in the dialect, kept across a restart', async (t) => {
+  let lb = await startLogbook({ env: { ...SERVER_ENV, LOGBOOK_SNAPSHOT_EVERY: '3' }, keepData: true, startTimeoutMs: 120_000 });
+  try {
+    const body = { path: '/v.yml', ansible_version: '2.16.1', client_version: '1.7.4', python_version: '3.11.2', status: 'running' };
+    const pb = (await call(lb.url, 'POST', '/api/v1/playbooks', body, 201, ARA)).body;
+    t.is(pb.client_version, '1.7.4');
+    t.is(pb.python_version, '3.11.2');
+    t.is(typeof pb.server_version, 'string');
+    // several more writes: the shard snapshots (LOGBOOK_SNAPSHOT_EVERY) and journals after it
+    for (let i = 0; i < 4; i++) await createPlaybook(lb.url);
+    const late = (await call(lb.url, 'POST', '/api/v1/playbooks', { ...body, client_version: '1.8.0' }, 201, ARA)).body;
+    await lb.stop();
+    lb = await startLogbook({ env: SERVER_ENV, dataDir: lb.dataDir, keepData: true, startTimeoutMs: 120_000 });
+    for (const [id, v] of [[pb.id, '1.7.4'], [late.id, '1.8.0']] as const) {
+      const back = (await call(lb.url, 'GET', `/api/v1/playbooks/${id}`, undefined, 200, ARA)).body;
+      t.is(back.client_version, v);
+      t.is(back.python_version, '3.11.2');
+    }
+    const filtered = (await call(lb.url, 'GET', '/api/v1/playbooks?client_version=1.8', undefined, 200, ARA)).body;
+    t.deepEqual(filtered.results.map((p: Json) => p.id), [late.id]);
+    const byPython = (await call(lb.url, 'GET', '/api/v1/playbooks?python_version=3.11', undefined, 200)).body;
+    t.deepEqual(byPython.results.map((p: Json) => p.id), [pb.id, late.id]);
+  } finally { await lb.stop(); }
+});
+
+test('task warnings, deprecations and exceptions: [] by default, PATCHed as ARA\'s newest callback does, shown in the dialect only', async (t) => {
+  const { task } = await run(auto.url);
+  const before = (await call(auto.url, 'GET', `/api/v1/tasks/${task.id}`, undefined, 200, ARA)).body;
+  t.deepEqual([before.warnings, before.deprecations, before.exceptions], [[], [], []]);
+  const warnings = [{ msg: 'a warning' }];
+  const patched = (await call(auto.url, 'PATCH', `/api/v1/tasks/${task.id}`, { warnings, exceptions: ['boom'] }, 200, ARA)).body;
+  t.deepEqual(patched.warnings, warnings);
+  t.deepEqual(patched.exceptions, ['boom']);
+  const row = (await call(auto.url, 'GET', `/api/v1/tasks?playbook=${task.playbook}`, undefined, 200, ARA)).body.results[0];
+  t.deepEqual([row.warnings, row.deprecations, row.exceptions], [warnings, [], ['boom']]);
+  const plain = (await call(auto.url, 'GET', `/api/v1/tasks/${task.id}`, undefined, 200)).body;
+  t.false('warnings' in plain);
 });

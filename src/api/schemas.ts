@@ -119,7 +119,8 @@ const cap = (type: ResourceType): string => type[0]!.toUpperCase() + type.slice(
 /** Every response schema by component name (closed under `$ref`). */
 export function responseSchemas(compat: boolean): Record<string, TSchema> {
   const extra = (fields: Fields): Fields => (compat ? fields : []);
-  const compatPlaybook = extra([['ansible_version', text], ['controller', nullable(text)], ['user', nullable(text)], ['uuid', nullable(text)]]);
+  const compatPlaybook = extra([['ansible_version', text], ['controller', nullable(text)], ['user', nullable(text)], ['uuid', nullable(text)],
+    ['client_version', nullable(text)], ['server_version', text], ['python_version', nullable(text)]]);
   const compatStamps = extra(stampsOf);
   const pbHead: Fields = [['id', id], ['items', ref('PlaybookItems')]];
   const pbTail: Fields = [...timing, ['name', nullable(text)], ['runner_version', text], ['status', runStatus], ['path', text], ...compatPlaybook];
@@ -141,7 +142,7 @@ export function responseSchemas(compat: boolean): Record<string, TSchema> {
     PlayWrite: obj([['id', id], ['items', ref('PlayItems')], ...stampsOf, ...timing, ['name', nullable(text)], ['uuid', text], ['status', runStatus], ['playbook', id]]),
   };
   const taskBody: Fields = [...timing, ['name', nullable(text)], ['action', text], ['lineno', Type.Integer()], ['handler', Type.Boolean()], ['status', runStatus],
-    ...extra([['uuid', nullable(text)]])];
+    ...extra([['uuid', nullable(text)], ['warnings', anyJson], ['deprecations', anyJson], ['exceptions', anyJson]])];
   const taskIds: Fields = [['play', id], ['file', id], ['playbook', id]];
   const taskHead: Fields = [['id', id], ['items', ref('TaskItems')], ['path', nullable(text)]];
   Object.assign(s, {
