@@ -86,6 +86,8 @@ export const WRITE_FIELDS: Record<ResourceType, readonly FieldSpec[]> = uniformS
     { name: 'path', kind: 'string', required: true, maxLength: PATH },
     { name: 'controller', kind: 'string', nullable: true, blank: true, maxLength: NAME },
     { name: 'user', kind: 'string', nullable: true, blank: true, maxLength: NAME },
+    { name: 'client_version', kind: 'string', nullable: true, blank: true, maxLength: NAME },
+    { name: 'python_version', kind: 'string', nullable: true, blank: true, maxLength: NAME },
     streamKey,
   ],
   play: [
@@ -107,6 +109,9 @@ export const WRITE_FIELDS: Record<ResourceType, readonly FieldSpec[]> = uniformS
     { name: 'file', kind: 'fk', target: 'file', required: true },
     playbookFk,
     streamKey,
+    { name: 'warnings', kind: 'json', resetTo: '[]' },
+    { name: 'deprecations', kind: 'json', resetTo: '[]' },
+    { name: 'exceptions', kind: 'json', resetTo: '[]' },
   ],
   host: [
     { name: 'facts', kind: 'json', resetTo: '{}' },
@@ -223,6 +228,8 @@ export const FILTERS: Record<ResourceType, readonly FilterSpec[]> = {
     { param: 'controller', kind: 'icontains', column: 'controller' },
     { param: 'user', kind: 'icontains', column: 'user' },
     { param: 'uuid', kind: 'exact', column: 'uuid' },
+    { param: 'client_version', kind: 'icontains', column: 'client_version' },
+    { param: 'python_version', kind: 'icontains', column: 'python_version' },
   ],
   play: [
     ...timed, byPlaybook,

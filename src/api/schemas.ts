@@ -119,7 +119,8 @@ const cap = (type: ResourceType): string => type[0]!.toUpperCase() + type.slice(
 /** Every response schema by component name (closed under `$ref`). */
 export function responseSchemas(compat: boolean): Record<string, TSchema> {
   const extra = (fields: Fields): Fields => (compat ? fields : []);
-  const compatPlaybook = extra([['ansible_version', text], ['controller', nullable(text)], ['user', nullable(text)], ['uuid', nullable(text)]]);
+  const compatPlaybook = extra([['ansible_version', text], ['controller', nullable(text)], ['user', nullable(text)], ['uuid', nullable(text)],
+    ['client_version', nullable(text)], ['server_version', text], ['python_version', nullable(text)]]);
   const compatStamps = extra(stampsOf);
   const pbHead: Fields = [['id', id], ['items', ref('PlaybookItems')]];
   const pbTail: Fields = [...timing, ['name', nullable(text)], ['runner_version', text], ['status', runStatus], ['path', text], ...compatPlaybook];
@@ -141,7 +142,7 @@ export function responseSchemas(compat: boolean): Record<string, TSchema> {
     PlayWrite: obj([['id', id], ['items', ref('PlayItems')], ...stampsOf, ...timing, ['name', nullable(text)], ['uuid', text], ['status', runStatus], ['playbook', id]]),
   };
   const taskBody: Fields = [...timing, ['name', nullable(text)], ['action', text], ['lineno', Type.Integer()], ['handler', Type.Boolean()], ['status', runStatus],
-    ...extra([['uuid', nullable(text)]])];
+    ...extra([['uuid', nullable(text)], ['warnings', anyJson], ['deprecations', anyJson], ['exceptions', anyJson]])];
   const taskIds: Fields = [['play', id], ['file', id], ['playbook', id]];
   const taskHead: Fields = [['id', id], ['items', ref('TaskItems')], ['path', nullable(text)]];
   Object.assign(s, {
@@ -193,7 +194,7 @@ export function responseSchemas(compat: boolean): Record<string, TSchema> {
       description: 'every failing field (or non_field_errors, or a list query parameter) with its messages',
     }),
     Options: obj([['name', text], ['renders', Type.Array(text)], ['parses', Type.Array(text)]]),
-    ApiIndex: obj([['kind', Type.Literal('logbook')], ['version', text], ['api', Type.Array(Type.String({ format: 'uri' }))]]),
+    ApiIndex: obj([['kind', compat ? Type.Literal('ara') : Type.Literal('logbook')], ['version', text], ['api', Type.Array(Type.String({ format: 'uri' }))]]),
     ApiRoot: obj(RESOURCE_TYPES.map((t) => [TYPE_TO_PATH[t], Type.String({ format: 'uri' })])),
     Health: Type.Object({
       status: Type.Union([Type.Literal('ok'), Type.Literal('recovering'), Type.Literal('degraded'), Type.Literal('stopping')]),

@@ -24,6 +24,8 @@ function column(type: EventType, row: any, col: string, state: ShardState): Valu
     const pb = (row as Aggregate).playbook;
     switch (col) {
       case 'runner_version': return pb.runnerVersion;
+      case 'client_version': return pb.clientVersion;
+      case 'python_version': return pb.pythonVersion;
       case 'duration': return pb.ended === null ? null : pb.ended - pb.started;
       default: return (pb as any)[col] ?? null;
     }

@@ -16,6 +16,8 @@ export class PlaybookRow {
   name: string | null; runnerVersion: string; status: string; path: string;
   labels: number[];
   controller: string | null; user: string | null;
+  /** ARA's client_version and python_version: the recording client's versions (null when not sent) */
+  clientVersion: string | null; pythonVersion: string | null;
   /** the client's key of a batch-ingest stream (docs/api.md#batch-ingest), or one given on POST */
   uuid: string | null;
   /** last batch `seq` applied by batch ingest (0: none): duplicates and gaps are told from it */
@@ -29,17 +31,19 @@ export class PlaybookRow {
     this.path = d.path; this.labels = d.labels ?? [];
     this.controller = d.controller ?? null; this.user = d.user ?? null;
     this.uuid = d.uuid ?? null; this.ingestSeq = d.ingest_seq ?? 0;
+    this.clientVersion = d.client_version ?? null; this.pythonVersion = d.python_version ?? null;
     this.summaryCache = null;
   }
   toArray(): unknown[] {
     return [this.id, this.created, this.updated, this.started, this.ended, this.name, this.runnerVersion,
-      this.status, this.path, this.labels, this.controller, this.user, this.uuid, this.ingestSeq];
+      this.status, this.path, this.labels, this.controller, this.user, this.uuid, this.ingestSeq,
+      this.clientVersion, this.pythonVersion];
   }
-  /** Snapshots written before uuid/ingestSeq existed have 12 elements: the rest default. */
+  /** Snapshots written before uuid/ingestSeq existed have 12 elements, before client/python versions 14: the rest default. */
   static fromArray(a: any[]): PlaybookRow {
     return new PlaybookRow({ id: a[0], created: a[1], updated: a[2], started: a[3], ended: a[4], name: a[5],
       runner_version: a[6], status: a[7], path: a[8], labels: a[9], controller: a[10], user: a[11],
-      uuid: a[12], ingest_seq: a[13] });
+      uuid: a[12], ingest_seq: a[13], client_version: a[14], python_version: a[15] });
   }
 }
 
@@ -69,6 +73,8 @@ export class TaskRow {
   created: number; updated: number; started: number; ended: number | null;
   name: string | null; action: string; lineno: number; handler: boolean;
   tags: string; status: string;
+  /** ARA's task warnings, deprecations and exceptions: JSON text as sent ('[]' by default) */
+  warnings: string; deprecations: string; exceptions: string;
   /** the client's key of one task start (docs/api.md#batch-ingest), null when not given */
   uuid: string | null;
   /** items.results */
@@ -78,15 +84,19 @@ export class TaskRow {
     this.created = d.created; this.updated = d.updated; this.started = d.started; this.ended = d.ended ?? null;
     this.name = d.name ?? null; this.action = d.action; this.lineno = d.lineno; this.handler = d.handler;
     this.tags = d.tags ?? '[]'; this.status = d.status ?? 'unknown'; this.uuid = d.uuid ?? null;
+    this.warnings = d.warnings ?? '[]'; this.deprecations = d.deprecations ?? '[]'; this.exceptions = d.exceptions ?? '[]';
     this.results = 0;
   }
   toArray(): unknown[] {
     return [this.id, this.playbook, this.play, this.file, this.created, this.updated, this.started, this.ended,
-      this.name, this.action, this.lineno, this.handler, this.tags, this.status, this.uuid];
+      this.name, this.action, this.lineno, this.handler, this.tags, this.status, this.uuid,
+      this.warnings, this.deprecations, this.exceptions];
   }
+  /** Snapshots written before warnings/deprecations/exceptions existed have 15 elements: those default to []. */
   static fromArray(a: any[]): TaskRow {
     return new TaskRow({ id: a[0], playbook: a[1], play: a[2], file: a[3], created: a[4], updated: a[5], started: a[6],
-      ended: a[7], name: a[8], action: a[9], lineno: a[10], handler: a[11], tags: a[12], status: intern(a[13]), uuid: a[14] });
+      ended: a[7], name: a[8], action: a[9], lineno: a[10], handler: a[11], tags: a[12], status: intern(a[13]), uuid: a[14],
+      warnings: a[15], deprecations: a[16], exceptions: a[17] });
   }
 }
 

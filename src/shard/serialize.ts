@@ -2,6 +2,7 @@
 // in the exact key order the contract fixes. Stored JSON values (content, facts,
 // arguments, tags, value) are spliced in as the text the client sent.
 import { formatTimestamp, formatDuration } from '../api/time.js';
+import { VERSION } from '../version.js';
 import type { Aggregate, ShardState } from './state.js';
 import { BLOB_DEFAULT, blobKey, type BlobKey, type BlobReader } from '../store/blobs.js';
 import {
@@ -36,6 +37,9 @@ export type ResultListFields = [
   delegatedTo: readonly number[] | null, created: number | null, updated: number | null,
 ];
 
+/** ARA's playbook `server_version`: the server that answers (logbook's version). */
+const SERVER_VERSION = JSON.stringify(VERSION);
+
 export function resultListFields(r: ResultRow, compat: boolean): ResultListFields {
   return [r.id, shownStatus(r), r.playbook, r.play, r.task, r.host, r.started, r.ended, r.changed, r.ignoreErrors,
     compat ? r.delegatedTo : null, compat ? r.created : null, compat ? r.updated : null];
@@ -62,7 +66,8 @@ export class Serializer {
   private compatPlaybook(pb: PlaybookRow): string {
     return this.compat
       ? ',"ansible_version":' + str(pb.runnerVersion) + ',"controller":' + str(pb.controller) + ',"user":' + str(pb.user)
-        + ',"uuid":' + str(pb.uuid)
+        + ',"uuid":' + str(pb.uuid) + ',"client_version":' + str(pb.clientVersion) + ',"server_version":' + SERVER_VERSION
+        + ',"python_version":' + str(pb.pythonVersion)
       : '';
   }
   private compatStamps(row: { created: number; updated: number }): string {
@@ -131,7 +136,8 @@ export class Serializer {
 
   private taskBody(t: TaskRow): string {
     return timing(t) + ',"name":' + str(t.name) + ',"action":' + str(t.action) + ',"lineno":' + t.lineno
-      + ',"handler":' + t.handler + ',"status":' + str(t.status) + (this.compat ? ',"uuid":' + str(t.uuid) : '');
+      + ',"handler":' + t.handler + ',"status":' + str(t.status) + (this.compat ? ',"uuid":' + str(t.uuid) + ',"warnings":' + t.warnings + ',"deprecations":' + t.deprecations
+        + ',"exceptions":' + t.exceptions : '');
   }
   private taskIds(t: TaskRow): string {
     return ',"play":' + t.play + ',"file":' + t.file + ',"playbook":' + t.playbook;

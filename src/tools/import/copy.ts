@@ -47,7 +47,7 @@ export function storedResultStatus(shown: string, changed: boolean, ignoreErrors
 
 /** The playbook's own fields, as logbook takes them on POST. */
 export function playbookBody(row: JsonObject): JsonObject {
-  const body = present(row, ['path', 'name', 'status', 'started', 'ended', 'arguments', 'controller', 'user']);
+  const body = present(row, ['path', 'name', 'status', 'started', 'ended', 'arguments', 'controller', 'user', 'client_version', 'python_version']);
   body.runner_version = str(row.ansible_version ?? row.runner_version) ?? 'unknown';
   if (Array.isArray(row.labels)) {
     body.labels = row.labels.map((l) => (l && typeof l === 'object' ? str((l as JsonObject).name) : str(l))).filter((n) => n !== null);
