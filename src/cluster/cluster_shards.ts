@@ -76,6 +76,8 @@ export class ClusterShards implements Shards {
   private lastBeat = performance.now();
   private timers: NodeJS.Timeout[] = [];
   private reconciling = false;
+  /** after a pause past the lease: no ownership decisions before this (leaseLapsed) */
+  private quietUntil = 0;
   private closing = false;
   private remoteInFlight = 0;
   private natsState: ClusterStatus['nats'] = 'connected';
@@ -253,6 +255,9 @@ export class ClusterShards implements Shards {
     });
     this.joinedAt = now;
     this.lastBeat = now;
+    // what it knows of the others is from before the pause (they all look gone): take nothing
+    // until their heartbeats have been heard again, or it would fence every live owner
+    this.quietUntil = now + this.timings.leaseMs + this.timings.joinGraceMs;
     for (const p of [...this.owned.keys()]) void this.release(p, 'this node was paused past its lease');
     this.beat();
     return true;
@@ -326,7 +331,7 @@ export class ClusterShards implements Shards {
   // ---- ownership ----
 
   private async reconcile(): Promise<void> {
-    if (this.reconciling || this.closing) return;
+    if (this.reconciling || this.closing || performance.now() < this.quietUntil) return;
     this.reconciling = true;
     try {
       const live = this.liveNodes();
