@@ -55,7 +55,7 @@ function request(authorization: string): HttpRequest {
 }
 const guard = new Guard(config);
 await guard.auth.check(basic, true); // verified once, as a first request would
-const ex = (): Exchange => ({ res: null as never, method: 'POST', allow: '', aborted: false, done: false, close: false, extraHeaders: null, cors: null, slot: 0, t0: 0, url: '/api/v1/results' });
+const ex = (): Exchange => ({ res: null as never, method: 'POST', allow: '', aborted: false, done: false, close: false, extraHeaders: null, cors: null, ara: false, varyAgent: false, slot: 0, t0: 0, url: '/api/v1/results' });
 const anonReq = request('');
 const basicReq = request(basic);
 const openGuard = new Guard(loadConfig({}, []));

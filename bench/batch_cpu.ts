@@ -111,7 +111,7 @@ const replies: Array<(r: ShardToFront) => void> = [];
 /** the last commit's live-stream message, as the worker posts it */
 let changesPosted: Uint8Array | null = null;
 const shard = new Shard({
-  compat: false, store, ids: dir.ids, normalizer,
+  store, ids: dir.ids, normalizer,
   // as in a server (src/server.ts): every commit with changes takes a stamp of the live stream's commit order
   order: { shard: 0, order: CommitOrder.create(1) },
   // the worker encodes every message it posts; live-stream changes go to the front too

@@ -74,7 +74,7 @@ async function build(spec: BuildSpec): Promise<BuildResult> {
   let issued = 0, answered = 0;
   let refused: string | null = null;
   const onReply = (r: ShardToFront) => { answered++; if ('status' in r && r.status >= 300) refused ??= `${r.status} ${String((r as { body?: unknown }).body)}`; };
-  const shards = stores.map((store) => new Shard({ compat: false, store, snapshotEvery: Infinity, onReply }));
+  const shards = stores.map((store) => new Shard({ store, snapshotEvery: Infinity, onReply }));
   const settled = async () => {
     while (answered < issued) await new Promise((r) => setTimeout(r, 5));
     if (refused) throw new Error(`build: a write was refused: ${refused}`);

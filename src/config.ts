@@ -25,7 +25,7 @@ export interface Config {
   readonly ignoredFacts: readonly string[];
   readonly ignoredArguments: readonly string[];
   readonly trustProxy: boolean;
-  readonly araCompat: boolean;
+  readonly araCompat: AraDialectMode;
   readonly logLevel: LogLevel;
   /** days; null = off */
   readonly retentionDays: number | null;
@@ -93,6 +93,12 @@ const bool: Parse<boolean> = (raw, name) => {
   if (['true', '1', 'yes', 'on'].includes(t)) return true;
   if (['false', '0', 'no', 'off', ''].includes(t)) return false;
   return fail(name, raw, 'true or false');
+};
+/** LOGBOOK_ARA_COMPAT: auto, or the true/false it was before `auto` existed. */
+export type AraDialectMode = 'auto' | 'true' | 'false';
+const araDialect: Parse<AraDialectMode> = (raw, name) => {
+  if (raw.trim().toLowerCase() === 'auto') return 'auto';
+  try { return bool(raw, name) ? 'true' : 'false'; } catch { return fail(name, raw, 'auto, true or false'); }
 };
 const text: Parse<string> = (raw, name) => (raw.trim() === '' ? fail(name, raw, 'a non-empty value') : raw);
 const optionalText: Parse<string | null> = (raw) => (raw.trim() === '' ? null : raw);
@@ -162,7 +168,7 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   option('ignoredFacts', 'IGNORED_FACTS', ['ansible_env'], list, 'host facts replaced by a notice before storing'),
   option('ignoredArguments', 'IGNORED_ARGUMENTS', ['extra_vars'], list, 'playbook arguments replaced by a notice before storing'),
   option('trustProxy', 'TRUST_PROXY', false, bool, 'build links from X-Forwarded-Proto/Host'),
-  option('araCompat', 'ARA_COMPAT', false, bool, 'add the fields ARA 1.5 clients read (SPEC §9)'),
+  option('araCompat', 'ARA_COMPAT', 'auto', araDialect, "answer in ARA's dialect: auto (requests from ARA's http client), true (every request) or false (none); docs/ara-dialect.md"),
   option('logLevel', 'LOG_LEVEL', 'info', level, `log level: ${LOG_LEVELS.join(', ')}`),
   option('retentionDays', 'RETENTION_DAYS', null, optionalInt(1, 36_500), 'delete playbooks older than N days (off)'),
   option('expireRunningAfter', 'EXPIRE_RUNNING_AFTER', null, interval, 'mark playbooks running longer than this expired (off)'),
@@ -197,7 +203,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
     if (!opt) throw new ConfigError(`unknown option ${name} (see --help)`);
     let value: string;
     if (eq >= 0) value = arg.slice(eq + 1);
-    else if (opt.parse === bool && (i + 1 >= argv.length || argv[i + 1]!.startsWith('--'))) value = 'true';
+    else if ((opt.parse === bool || opt.parse === araDialect) && (i + 1 >= argv.length || argv[i + 1]!.startsWith('--'))) value = 'true';
     else if (i + 1 < argv.length) value = argv[++i]!;
     else throw new ConfigError(`${name} needs a value`);
     flags.set(name, value);

@@ -141,7 +141,7 @@ async function listen(front: Front, config: Config): Promise<us_listen_socket> {
 /** Shard worker settings from the configuration (the shard count and data directory are the mode's). */
 function poolOptions(config: Config, front: Front): Omit<PoolOptions, 'shards' | 'dataDir'> {
   return {
-    compat: config.araCompat, durability: config.durability,
+    durability: config.durability,
     snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000, logLevel: config.logLevel,
     queueLimit: config.shardQueue, queueDelayMs: config.shardQueueDelay, ids: front.ids.buffer,
     ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments, streamRetention: config.streamRetention,

@@ -32,7 +32,7 @@ function harness() {
   let pending: (() => void) | null = null;
   let failures = 0;
   const shard = new Shard({
-    compat: false, store, clock: () => T0,
+    store, clock: () => T0,
     onReply: (r) => replies.push(r),
     onStorageFailure: () => { failures++; },
     schedule: (flush) => { pending = flush; },

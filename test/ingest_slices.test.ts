@@ -56,7 +56,7 @@ function harness(slice: number, options: { snapshotEvery?: number; unscheduled?:
   const scheduled: Array<() => void> = [];
   let failures = 0;
   const shard = new Shard({
-    compat: false, store, clock: () => T0, normalizer, batchSlice: slice, snapshotEvery: options.snapshotEvery,
+    store, clock: () => T0, normalizer, batchSlice: slice, snapshotEvery: options.snapshotEvery,
     onReply: (r) => replies.push(r),
     onStorageFailure: () => { failures++; },
     ...(options.unscheduled ? {} : { schedule: (f: () => void) => { scheduled.push(f); } }),

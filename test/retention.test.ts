@@ -32,7 +32,7 @@ class Cluster implements MaintenanceTarget {
   private readonly waiting = new Map<number, (r: ShardToFront) => void>();
   constructor(readonly size: number, store?: (k: number) => ShardStore) {
     this.shards = Array.from({ length: size }, (_, k) => new Shard({
-      compat: false, clock: () => this.now, onReply: (r) => this.answered(r), ...(store ? { store: store(k) } : {}),
+      clock: () => this.now, onReply: (r) => this.answered(r), ...(store ? { store: store(k) } : {}),
     }));
   }
 

@@ -72,8 +72,9 @@ class Harness {
   readonly labelByName = new Map<string, number>();
   private rid = 1;
 
-  constructor(compat = false) {
-    this.shard = new Shard({ compat, store: this.store, clock: () => (this.now += 1000) });
+  /** `ara`: requests ask for ARA's dialect (docs/ara-dialect.md) */
+  constructor(private readonly ara = false) {
+    this.shard = new Shard({ store: this.store, clock: () => (this.now += 1000) });
   }
 
   allocate(type: string): number {
@@ -87,7 +88,7 @@ class Harness {
     };
     const batches = this.store.batches;
     // the command itself crosses a thread boundary too
-    const reply = this.shard.handle(decode(encode({ k: 'write', rid: this.rid++, cmd: full })));
+    const reply = this.shard.handle(decode(encode({ k: 'write', rid: this.rid++, cmd: full, ...(this.ara ? { ara: true } : {}) })));
     if (!reply || reply.k !== 'write') throw new Error('no write reply');
     if (this.store.batches > batches) this.model(full, reply);
     return reply;
@@ -151,7 +152,7 @@ class Harness {
   }
 
   getReply(type: WType, id: number): GetReply {
-    return this.shard.handle({ k: 'get', rid: this.rid++, type, id }) as GetReply;
+    return this.shard.handle({ k: 'get', rid: this.rid++, type, id, ...(this.ara ? { ara: true as const } : {}) }) as GetReply;
   }
   detail(type: WType, id: number): Json {
     const r = this.getReply(type, id);
@@ -162,7 +163,7 @@ class Harness {
     return this.getReply(type, id).status === 200;
   }
   list(type: WType, q: Partial<ListQuery> = {}): Json[] {
-    const r = this.shard.handle({ k: 'list', rid: this.rid++, q: { type, filters: [], order: [], skip: 0, take: 1e9, ...q } });
+    const r = this.shard.handle({ k: 'list', rid: this.rid++, q: { type, filters: [], order: [], skip: 0, take: 1e9, ...q }, ...(this.ara ? { ara: true as const } : {}) });
     if (!r || r.k !== 'list') throw new Error('no list reply');
     return r.rows.map((row) => JSON.parse(row[row.length - 1] as string));
   }
@@ -1321,8 +1322,8 @@ function diffViews(live: string[], replayed: string[]): string | null {
 
 /** A fresh shard rebuilt from journaled events only, over a copy of the live blobs; the
  * front then re-sends its label catalogue, as it does after recovery. */
-function replay(live: Shard, events: readonly Event[], compat = false): Shard {
-  const replica = new Shard({ compat, store: new ReplayStore((live.store as MemoryStore).blobs) });
+function replay(live: Shard, events: readonly Event[]): Shard {
+  const replica = new Shard({ store: new ReplayStore((live.store as MemoryStore).blobs) });
   for (const ev of events) replica.state.apply(decode<Event>(encode(ev)));
   replica.state.releasedFiles = [];
   replica.handle({ k: 'labels', upsert: [...live.state.labels], remove: [] });
@@ -1334,7 +1335,7 @@ function everything(shard: Shard, state: ShardState, compat: boolean): string[] 
   const out: string[] = [];
   for (const type of TYPES) {
     for (const id of state.index(type).keys()) {
-      out.push((shard.handle({ k: 'get', rid: 1, type, id }) as GetReply).body);
+      out.push((shard.handle({ k: 'get', rid: 1, type, id, ...(compat ? { ara: true as const } : {}) }) as GetReply).body);
     }
     const serializer = new Serializer(state, shard.store, compat);
     for (const order of [[], [['updated', true]], [['started', false], ['ended', true]]] as Array<Array<[string, boolean]>>) {
@@ -1362,7 +1363,7 @@ for (const seed of [1, 2, 3, 20261122, 0xdecaf]) {
     t.deepEqual(diffStates(h.shard.state, replica.state), []);
     t.is(diffViews(liveView, everything(replica, replica.state, false)), null);
     // and once more in compat mode, from two independent replays
-    const x = replay(h.shard, h.store.events, true); const y = replay(h.shard, h.store.events, true);
+    const x = replay(h.shard, h.store.events); const y = replay(h.shard, h.store.events);
     everything(x, x.state, true); // warm x's caches, then change nothing: views must still agree
     t.is(diffViews(everything(x, x.state, true), everything(y, y.state, true)), null);
   });

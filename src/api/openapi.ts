@@ -261,7 +261,7 @@ function ingestPaths(config: Config): Record<string, Json> {
 /** The whole document (a plain JSON object). */
 export function buildOpenApi(config: Config, version: string): Json {
   const schemas: Record<string, unknown> = {};
-  for (const [key, schema] of Object.entries(responseSchemas(config.araCompat))) schemas[key] = portable(schema);
+  for (const [key, schema] of Object.entries(responseSchemas(config.araCompat === 'true'))) schemas[key] = portable(schema);
   for (const type of RESOURCE_TYPES) {
     schemas[`${cap(type)}Create`] = bodySchema(type, 'create');
     schemas[`${cap(type)}Put`] = bodySchema(type, 'put');
@@ -324,7 +324,8 @@ export function buildOpenApi(config: Config, version: string): Json {
       title: 'logbook',
       version,
       description: 'Records automation runs (ARA-compatible HTTP JSON API). A trailing slash on any path means the same path.'
-        + (config.araCompat ? ' ARA compatibility mode is on: representations carry the extra fields ARA 1.5 clients read.' : ''),
+        + (config.araCompat === 'true' ? " ARA's dialect is on for every request: representations carry the extra fields ARA's clients read."
+          : config.araCompat === 'auto' ? " Requests from ARA's http client (User-Agent ara-http-client_*) are answered in ARA's dialect (docs/ara-dialect.md); these are the shapes everyone else gets." : ''),
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     tags: [...RESOURCE_TYPES.map((t) => ({ name: TYPE_TO_PATH[t] })), { name: 'ingest' }, { name: 'operations' }],

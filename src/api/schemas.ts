@@ -193,7 +193,7 @@ export function responseSchemas(compat: boolean): Record<string, TSchema> {
       description: 'every failing field (or non_field_errors, or a list query parameter) with its messages',
     }),
     Options: obj([['name', text], ['renders', Type.Array(text)], ['parses', Type.Array(text)]]),
-    ApiIndex: obj([['kind', Type.Literal('logbook')], ['version', text], ['api', Type.Array(Type.String({ format: 'uri' }))]]),
+    ApiIndex: obj([['kind', compat ? Type.Literal('ara') : Type.Literal('logbook')], ['version', text], ['api', Type.Array(Type.String({ format: 'uri' }))]]),
     ApiRoot: obj(RESOURCE_TYPES.map((t) => [TYPE_TO_PATH[t], Type.String({ format: 'uri' })])),
     Health: Type.Object({
       status: Type.Union([Type.Literal('ok'), Type.Literal('recovering'), Type.Literal('degraded'), Type.Literal('stopping')]),

@@ -71,10 +71,18 @@ function exchange(res: HttpResponse, method: string, url: string, route: Req['ro
     forwardedProto: req ? req.getHeader('x-forwarded-proto') : '', forwardedHost: req ? req.getHeader('x-forwarded-host') : '',
     contentType: req ? req.getHeader('content-type') : '', contentEncoding: req ? req.getHeader('content-encoding') : '',
     minimal: req ? /\breturn=minimal\b/i.test(req.getHeader('prefer')) : false,
-    route, cors: null, onAbort: null,
+    route, cors: null, onAbort: null, ara: false, varyAgent: false,
     stream: req && route.kind === 'stream' ? { accept: req.getHeader('accept'), lastEventId: req.getHeader('last-event-id') } : null,
     slot: HTTP.slotOf(metricRoute(route), method), t0: HTTP.start(),
   };
+}
+
+/** ARA's http client's User-Agent: `ara-http-client_<version>` (ara/clients/http.py) */
+const ARA_CLIENT_AGENT = 'ara-http-client_';
+
+/** The routes with a dialect: ARA's API paths (not the stream, batch ingest, operations or the UI). */
+function isApiRoute(route: Req['route']): boolean {
+  return route.kind === 'list' || route.kind === 'detail' || route.kind === 'index' || route.kind === 'root';
 }
 
 /** Does the request carry a body: a method that has one, or a length or chunked encoding announced? */
@@ -240,6 +248,7 @@ export class Front {
     const target = this.ready && !this.draining ? admissionTarget(route, method, this.dir) : null;
     if (target !== null && this.admission.shed(target)) return this.refuse(res, req, method, url, route);
     const ex = exchange(res, method, url, route, req);
+    this.chooseDialect(ex, req);
     let reader: BodyReader | null = null;
     res.onAborted(() => {
       if (!ex.done && !ex.aborted) HTTP.abort(ex);
@@ -262,6 +271,18 @@ export class Front {
     reader = readBody(res, limit, announced, (bytes) => this.afterGate(gate, ex, bytes), () => this.tooLarge(ex), () => this.overloaded(ex));
     // refused while its body was still arriving: the connection closes without onAborted
     if (gate !== true) gate.then((ok) => { if (!ok) reader!.release(); }, () => reader!.release());
+  }
+
+  /**
+   * ARA's dialect or §2's shapes, per request: ARA's http client says who it is
+   * (`ara-http-client_<version>`); the stream and the UI are never answered in it.
+   */
+  private chooseDialect(ex: Req, req: HttpRequest): void {
+    const mode = this.config.araCompat;
+    if (mode === 'false' || !isApiRoute(ex.route)) return;
+    if (mode === 'true') { ex.ara = true; return; }
+    ex.varyAgent = true;
+    ex.ara = req.getHeader('user-agent').startsWith(ARA_CLIENT_AGENT);
   }
 
   /**
@@ -380,7 +401,7 @@ export class Front {
   }
 
   private indexBody(ex: Req): string {
-    return JSON.stringify({ kind: 'logbook', version: this.version, api: [`${this.origin(ex)}/api/v1/`] });
+    return JSON.stringify({ kind: ex.ara ? 'ara' : 'logbook', version: this.version, api: [`${this.origin(ex)}/api/v1/`] });
   }
 
   private rootBody(ex: Req): string {

@@ -52,7 +52,7 @@ export class Reads {
   get(ex: Req, type: Exclude<ResourceType, 'label'>, id: number): void {
     const shard = this.deps.dir.shardOf(type, id);
     if (shard < 0) return reply(ex, 404, Errors.notFound());
-    this.deps.pool().send(shard, { k: 'get', rid: 0, type, id }, onSimpleReply, ex);
+    this.deps.pool().send(shard, ex.ara ? { k: 'get', rid: 0, type, id, ara: true } : { k: 'get', rid: 0, type, id }, onSimpleReply, ex);
   }
 
   list(ex: Req, type: Exclude<ResourceType, 'label'>, parsed: ParsedPage): void {
@@ -69,7 +69,7 @@ export class Reads {
     const keysOnly = !single && parsed.cursor === null && parsed.offset > 0;
     if (keysOnly) q.keysOnly = true;
     const ctx: ListContext = { ex, type, parsed, remaining: shards.length, single, count: 0, parts: [], failed: null, beyond: 0, keysOnly };
-    for (const shard of shards) pool.send(shard, { k: 'list', rid: 0, q }, this.onList, ctx);
+    for (const shard of shards) pool.send(shard, ex.ara ? { k: 'list', rid: 0, q, ara: true } : { k: 'list', rid: 0, q }, this.onList, ctx);
   }
 
   /**
@@ -123,7 +123,8 @@ export class Reads {
     const next: RenderContext = { ex: ctx.ex, parsed: ctx.parsed, count: ctx.count, rows, remaining: byShard.size, json: new Map(), failed: null };
     if (byShard.size === 0) return this.envelope(ctx.ex, ctx.parsed, ctx.count, []);
     for (const [shard, ids] of byShard) {
-      pool.send(shard, { k: 'list', rid: 0, q: { type: ctx.type, filters: [], order: [], skip: 0, take: ids.length, ids } }, this.onRendered, next);
+      const q = { type: ctx.type, filters: [], order: [], skip: 0, take: ids.length, ids };
+      pool.send(shard, ctx.ex.ara ? { k: 'list', rid: 0, q, ara: true } : { k: 'list', rid: 0, q }, this.onRendered, next);
     }
   }
 

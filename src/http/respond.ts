@@ -29,6 +29,10 @@ export interface Exchange {
   extraHeaders: Array<[string, string]> | null;
   /** CORS (src/http/cors.ts): null when off; '' when on but the Origin is not allowed; else the Origin to echo */
   cors: string | null;
+  /** answer in ARA's dialect (LOGBOOK_ARA_COMPAT; docs/ara-dialect.md) */
+  ara: boolean;
+  /** the dialect follows the User-Agent (LOGBOOK_ARA_COMPAT=auto): caches must key on it */
+  varyAgent: boolean;
   // ---- operations: metrics slot (route × method), arrival time, path (metrics.ts) ----
   slot: number;
   t0: number;
@@ -51,7 +55,8 @@ export function replyAs(ex: Exchange, status: number, body: string | null, conte
   res.cork(() => {
     res.writeStatus(STATUS_LINE[status] ?? String(status));
     if (body !== null) res.writeHeader('Content-Type', contentType);
-    res.writeHeader('Vary', ex.cors === null ? 'Accept' : 'Accept, Origin');
+    res.writeHeader('Vary', ex.varyAgent ? (ex.cors === null ? 'Accept, User-Agent' : 'Accept, Origin, User-Agent')
+      : ex.cors === null ? 'Accept' : 'Accept, Origin');
     if (ex.cors) res.writeHeader('Access-Control-Allow-Origin', ex.cors);
     if (ex.allow) res.writeHeader('Allow', ex.allow); // none for a path that is nothing
     if (ex.extraHeaders) for (const [k, v] of ex.extraHeaders) res.writeHeader(k, v);

@@ -101,7 +101,7 @@ export class Writes {
       const cmd: WriteCommand = {
         op, type, id, put, set: n.set, errors: n.errors, elsewhere: this.foreignKeys(type, n.set, ctx.shard), minimal: ex.minimal,
       };
-      pool().send(ctx.shard, { k: 'write', rid: 0, cmd }, this.onWrite, ctx);
+      pool().send(ctx.shard, ex.ara ? { k: 'write', rid: 0, cmd, ara: true } : { k: 'write', rid: 0, cmd }, this.onWrite, ctx);
     };
     if (type === 'playbook' && Array.isArray(n.set.labels)) {
       // New label names become labels first (durably), so a committed playbook

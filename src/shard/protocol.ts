@@ -123,10 +123,11 @@ export interface ListQuery {
 }
 
 export type FrontToShard =
-  | { k: 'write'; rid: number; cmd: WriteCommand }
+  /** `ara`: render the reply in ARA's dialect (docs/ara-dialect.md); absent: §2's shapes */
+  | { k: 'write'; rid: number; cmd: WriteCommand; ara?: true }
   | { k: 'ingest'; rid: number; cmd: IngestCommand }
-  | { k: 'get'; rid: number; type: Exclude<ResourceType, 'label'>; id: number }
-  | { k: 'list'; rid: number; q: ListQuery }
+  | { k: 'get'; rid: number; type: Exclude<ResourceType, 'label'>; id: number; ara?: true }
+  | { k: 'list'; rid: number; q: ListQuery; ara?: true }
   | { k: 'labels'; upsert: Array<[number, string]>; remove: number[] }
   /** live stream: log a label change (answered once it is durable, with LabelReply) */
   | { k: 'label'; rid: number; change: LabelChangeCommand }
@@ -333,7 +334,6 @@ export type Reply = Exclude<ShardToFront, ReadyMessage | FailedMessage | Changes
 export interface ShardInit {
   shard: number;
   shards: number;
-  compat: boolean;
   /** null: keep everything in memory (no persistence) */
   dataDir: string | null;
   durability: 'flush' | 'commit' | 'none';

@@ -33,7 +33,6 @@ import { decodeUtf8 } from '../api/utf8.js';
 import { LIMITS } from '../limits.js';
 
 export interface ShardOptions {
-  compat: boolean;
   store?: ShardStore;
   clock?: () => number;
   /** snapshot once this many commands were journaled since the last one */
@@ -91,10 +90,12 @@ interface Waiting { outcome: 'pending' | 'durable' | 'failed'; replies: ShardToF
 
 export class Shard {
   state = new ShardState();
+  /** §2's shapes (and the live stream's rows) */
   private serializer: Serializer;
+  /** ARA's dialect, for the requests that ask for it */
+  private araSerializer: Serializer;
   readonly store: ShardStore;
   private readonly clock: () => number;
-  private readonly compat: boolean;
   private readonly snapshotEvery: number;
   private readonly onReply: (reply: ShardToFront) => void;
   private readonly onStorageFailure: (err: unknown) => void;
@@ -122,9 +123,9 @@ export class Shard {
   private readonly releaseBody: ((body: Uint8Array) => void) | null;
 
   constructor(options: ShardOptions) {
-    this.compat = options.compat;
     this.store = options.store ?? new MemoryStore();
-    this.serializer = new Serializer(this.state, this.blobReader, options.compat);
+    this.serializer = new Serializer(this.state, this.blobReader, false);
+    this.araSerializer = new Serializer(this.state, this.blobReader, true);
     this.clock = options.clock ?? nowMicros;
     this.snapshotEvery = options.snapshotEvery ?? Infinity;
     this.onReply = options.onReply ?? (() => {});
@@ -152,7 +153,8 @@ export class Shard {
   replaceState(state: ShardState): void {
     for (const [id, name] of this.state.labels) state.labels.set(id, name);
     this.state = state;
-    this.serializer = new Serializer(state, this.blobReader, this.compat);
+    this.serializer = new Serializer(state, this.blobReader, false);
+    this.araSerializer = new Serializer(state, this.blobReader, true);
   }
 
   /** Handle one message; returns the reply if it can leave now, else it leaves via onReply. */
@@ -163,17 +165,17 @@ export class Shard {
     // label replica change too: the group's rows, taken at its flush, show the names before it)
     if (this.group !== null && msg.k !== 'write' && msg.k !== 'get' && msg.k !== 'list' && msg.k !== 'stats') this.flushGroup();
     switch (msg.k) {
-      case 'write': return this.write(msg.rid, msg.cmd);
+      case 'write': return this.write(msg.rid, msg.cmd, msg.ara === true);
       case 'ingest': return this.ingest(msg.rid, msg.cmd);
       case 'get': {
         const { type, id } = msg;
         const row = this.state.index(type).get(id);
         if (row === undefined) return this.deliver({ k: 'get', rid: msg.rid, status: 404, body: Errors.notFound() }, null);
         const agg = type === 'playbook' ? row : this.state.aggregates.get(row.playbook)!;
-        return this.deliver({ k: 'get', rid: msg.rid, status: 200, body: this.serializer.any(type, agg, row, 'detail') }, null);
+        return this.deliver({ k: 'get', rid: msg.rid, status: 200, body: (msg.ara ? this.araSerializer : this.serializer).any(type, agg, row, 'detail') }, null);
       }
       case 'list': {
-        const { count, rows, beyond } = runList(this.state, this.serializer, msg.q);
+        const { count, rows, beyond } = runList(this.state, msg.ara ? this.araSerializer : this.serializer, msg.q);
         return this.deliver({ k: 'list', rid: msg.rid, count, rows, status: 200, body: null, beyond }, null);
       }
       case 'labels':
@@ -194,7 +196,7 @@ export class Shard {
     }
   }
 
-  write(rid: number, cmd: WriteCommand): ShardToFront | null {
+  write(rid: number, cmd: WriteCommand, ara = false): ShardToFront | null {
     const now = this.clock();
     const decision = decide(this.state, cmd, now, this.ids);
     const reply: WriteReply = { k: 'write', rid, status: decision.status, body: null, created: null, deleted: null };
@@ -216,7 +218,7 @@ export class Shard {
       else {
         const row = this.state.index(decision.type).get(decision.id);
         const agg = decision.type === 'playbook' ? row : this.state.aggregates.get(row.playbook)!;
-        reply.body = this.serializer.any(decision.type, agg, row, 'write');
+        reply.body = (ara ? this.araSerializer : this.serializer).any(decision.type, agg, row, 'write');
       }
     }
     if (group !== null) { group.entry.replies.push(reply); return null; }

@@ -89,7 +89,7 @@ try {
   store = partition?.store ?? durable ?? new MemoryStore();
   const order = init.streamOrder ? new CommitOrder(init.streamOrder) : null;
   shard = new Shard({
-    compat: init.compat, store, snapshotEvery: init.snapshotEvery, onReply: post,
+    store, snapshotEvery: init.snapshotEvery, onReply: post,
     // group commit: the writes of one event-loop pass are one journal entry (src/shard/shard.ts)
     schedule: (flush) => { setImmediate(flush); },
     // batch bodies were moved to this thread: this shard owns them

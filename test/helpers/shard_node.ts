@@ -50,7 +50,7 @@ export class ShardNode {
       ...(options.partRows ? { snapshotPartRows: options.partRows } : {}),
     });
     this.shard = new Shard({
-      compat: false, store: this.store, clock: () => (this.now += 1000),
+      store: this.store, clock: () => (this.now += 1000),
       ...(options.groupCommit ? { schedule: (flush: () => void) => setImmediate(flush) } : {}),
       onReply: (r) => { if ('rid' in r) this.replies.set(r.rid, r); },
       onStorageFailure: () => { this.rebuilds++; this.recover(); },
