@@ -216,6 +216,7 @@ async function suite(t: ExecutionContext, version: AraVersion): Promise<void> {
 
   // the same run recorded by this version's callback into each server, side by side
   const [araRun, lbRun] = await Promise.all([ara.url, logbook.url].map((url) => runPlaybook(url, {
+    timeoutMs: 400_000, // two runs side by side on a loaded 2-core machine
     // ARA's callback settings at their defaults (the integration suite sets ARA CI's)
     env: Object.fromEntries(Object.entries(recordingEnv(version, url)).filter(([k]) => k !== 'ARA_DEFAULT_LABELS' && k !== 'ARA_IGNORED_FILES')),
   })));
