@@ -289,8 +289,13 @@ async function suite(t: ExecutionContext, version: AraVersion): Promise<void> {
   t.deepEqual(nowPassing, [], `${version.name}: known failures that now pass (delete them from ara_known_failures.ts)`);
 }
 
+// On demand (LOGBOOK_ARA_SUITES=1), as test/e2e_ara_integration.test.ts says why.
+const ARA_SUITES = process.env.LOGBOOK_ARA_SUITES === '1';
+if (!ARA_SUITES) console.warn('e2e_ara_cli: skipped (set LOGBOOK_ARA_SUITES=1 to run the ara CLI of 1.7.4 and the newest commit; see docs/ara-client-tests.md)');
+const suiteTest = ARA_SUITES ? test.serial : test.serial.skip;
+
 for (const name of ['1.7.4', ARA_NEWEST]) {
   const version = ARA_VERSIONS[name]!;
-  test.serial(`ARA ${name}: a run recorded into logbook reads back as on ARA's server, and every ara read command works the same`,
+  suiteTest(`ARA ${name}: a run recorded into logbook reads back as on ARA's server, and every ara read command works the same`,
     (t) => suite(t, version));
 }
