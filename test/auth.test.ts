@@ -325,14 +325,14 @@ test('CORS: allowed origins get ACAO and Vary: Origin; others get no ACAO; prefl
   let r = await api(strict.url, 'GET', '/api/v1/labels', undefined, { ...h, origin: 'http://ui.example' });
   t.is(r.status, 200);
   t.is(r.headers.get('access-control-allow-origin'), 'http://ui.example');
-  t.is(r.headers.get('vary'), 'Accept, Origin');
+  t.is(r.headers.get('vary'), 'Accept, Origin, User-Agent');
   r = await api(strict.url, 'GET', '/api/v1/labels', undefined, { origin: 'https://dash.example:8443' });
   t.is(r.status, 401, 'CORS does not replace authentication');
   t.is(r.headers.get('access-control-allow-origin'), 'https://dash.example:8443', 'errors carry ACAO too, so browsers can read them');
   r = await api(strict.url, 'GET', '/api/v1/labels', undefined, { ...h, origin: 'http://evil.example' });
   t.is(r.status, 200);
   t.is(r.headers.get('access-control-allow-origin'), null);
-  t.is(r.headers.get('vary'), 'Accept, Origin');
+  t.is(r.headers.get('vary'), 'Accept, Origin, User-Agent');
 
   r = await api(strict.url, 'OPTIONS', '/api/v1/playbooks/7', undefined, {
     origin: 'http://ui.example', 'access-control-request-method': 'PATCH', 'access-control-request-headers': 'authorization, content-type',
@@ -343,7 +343,7 @@ test('CORS: allowed origins get ACAO and Vary: Origin; others get no ACAO; prefl
   const allowed = r.headers.get('access-control-allow-headers')!.split(/,\s*/);
   t.true(allowed.includes('authorization') && allowed.includes('content-type'));
   t.is(r.headers.get('access-control-max-age'), '86400');
-  t.is(r.headers.get('vary'), 'Accept, Origin');
+  t.is(r.headers.get('vary'), 'Accept, Origin, User-Agent');
   t.is(r.text, '');
 
   r = await api(strict.url, 'OPTIONS', '/api/v1/playbooks', undefined, { origin: 'http://evil.example', 'access-control-request-method': 'POST' });
@@ -351,7 +351,7 @@ test('CORS: allowed origins get ACAO and Vary: Origin; others get no ACAO; prefl
   t.is(r.headers.get('access-control-allow-origin'), null);
   r = await api(open.url, 'GET', '/api/v1/labels', undefined, { origin: 'http://ui.example' });
   t.is(r.headers.get('access-control-allow-origin'), null, 'CORS off by default');
-  t.is(r.headers.get('vary'), 'Accept');
+  t.is(r.headers.get('vary'), 'Accept, User-Agent');
 });
 
 test.serial('credentials never reach the log', async (t) => {

@@ -378,7 +378,7 @@ test('errors are JSON for every status the API produces', async (t) => {
     const r = await api(url, method, path, body, headers);
     t.is(r.status, status, `${method} ${path}`);
     isJson(t, r, `${method} ${path}`);
-    t.is(r.headers.get('vary'), 'Accept', `${method} ${path} Vary`);
+    t.is(r.headers.get('vary'), 'Accept, User-Agent', `${method} ${path} Vary`);
   }
 });
 
