@@ -2,6 +2,7 @@
 // front, then decode messages, let the Shard handle them and encode the replies.
 // A bug while handling one message answers that request 500 and the shard keeps
 // serving; a failed commit makes the shard rebuild its state from disk.
+import { join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
 import { TYPE_CODE } from '../api/resources.js';
@@ -158,7 +159,14 @@ try {
   post(ready);
 } catch (err) {
   logError('shard failed to start', err);
-  post({ k: 'failed', shard: init.shard, error: String((err as Error)?.message ?? err) });
+  let error = String((err as Error)?.message ?? err);
+  // Reading the data file failed in a way the store's own checks did not name (a damaged
+  // page can make a stored record undecodable): say which file, and what to do about it.
+  if (!partition && init.dataDir && !error.includes('.mdb')) {
+    error = `${join(init.dataDir, `shard-${init.shard}.mdb`)} could not be read (${error}): it may be damaged; `
+      + 'run logbook check on the data directory, and restore it from a backup if check reports damage';
+  }
+  post({ k: 'failed', shard: init.shard, error });
   exit(1);
 }
 
