@@ -218,7 +218,8 @@ async function everyOrder(server: Running, median: (p: string) => Promise<number
     if (head.count > 1) {
       const mid = (await (await fetch(`${server.url}${path.replace('limit=100', 'limit=1')}&offset=${Math.min(LIMITS.maxListOffset, head.count >> 1)}`)).json()) as { results: Array<Record<string, unknown> & { id: number }> };
       const row = mid.results[0]!;
-      const keys = key === null ? [row.id] : [sortKeyOf(row, key), row.id];
+      // `order=id` is the natural order (list_query drops it): its cursor names the id alone
+      const keys = key === null || path.includes('?order=id&') ? [row.id] : [sortKeyOf(row, key), row.id];
       cursorMs = await median(`${path}&cursor=${encodePageCursor({ back: false, keys })}`);
     }
     out.push({ path: path.replace('/api/v1', '').replace('&limit=100', ''), count: head.count, firstUseMs, firstMs, cursorMs });
