@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
 import {
-  SERVER_ENV, call, createHost, createPlay, createPlaybook, createResult, createTask, createTree,
+  SERVER_ENV, call, createFile, createHost, createPlay, createPlaybook, createResult, createTask, createTree,
   del, patch, post, randomUuid, serveForFile, sleep, uniq,
 } from './helpers/fixtures.js';
 import { changes, openSse, openWs, type StreamClient, type StreamMessage } from './helpers/stream.js';
@@ -45,12 +45,31 @@ test('the first message is hello with a cursor; a change carries op, type, id, p
       t.is(m.data.op, 'create');
       t.is(m.data.playbook, pb.id);
       t.deepEqual(Object.keys(m.data), ['cursor', 'op', 'type', 'id', 'playbook', 'row']);
-      const listed = (await api(lb.url, 'GET', `/api/v1/playbooks?name=streamed&id=${pb.id}`)).body.results.find((r: any) => r.id === pb.id);
-      t.deepEqual(m.data.row, listed, 'row = the list row of §2');
+      const { arguments: args, ...listed } = (await api(lb.url, 'GET', `/api/v1/playbooks?name=streamed`)).body.results.find((r: any) => r.id === pb.id);
+      t.deepEqual(args, {}, 'the list row has arguments');
+      t.deepEqual(m.data.row, listed, 'row = the list row, without a playbook\'s arguments');
       t.not(m.data.cursor, hello!.data.cursor);
       if (open === openSse) t.is(m.id, m.data.cursor, 'SSE id: is the cursor');
     } finally { s.close(); }
   }
+});
+
+test('a playbook\'s stream rows leave out its arguments, however large (they are re-sent on every counter change)', async (t) => {
+  const s = await openSse(lb.url);
+  try {
+    await s.waitFor(1);
+    const pb = await createPlaybook(lb.url, { arguments: { inventory: 'v'.repeat(500_000) } });
+    await createHost(lb.url, pb.id);
+    const ms = await until(s, (d) => d.type === 'playbook' && d.id === pb.id && d.row.items.hosts === 1);
+    const rows = ms.filter((m) => m.data.type === 'playbook' && m.data.id === pb.id);
+    t.deepEqual(rows.map((m) => m.data.op), ['create', 'update']);
+    for (const m of rows) {
+      t.false('arguments' in m.data.row);
+      t.true(JSON.stringify(m.data).length < 2_000, 'a small message');
+    }
+    const read = (await api(lb.url, 'GET', `/api/v1/playbooks/${pb.id}`)).body;
+    t.is(read.arguments.inventory.length, 500_000, 'the playbook keeps them');
+  } finally { s.close(); }
 });
 
 test('a refused write sends nothing; a delete sends op delete with row null', async (t) => {
@@ -323,10 +342,12 @@ test('auth, reset and slow consumers (read login required, STREAM_RETENTION=20, 
     t.true(sseText.includes(': keep-alive\n\n'), 'an idle SSE stream gets comment lines (LOGBOOK_STREAM_HEARTBEAT=1)');
     sse.pause();
     (slowWs.ws as any)._socket.pause();
-    const big = { arguments: { blob: 'x'.repeat(200_000) } };
+    // a task's list row carries its tags: 150 rows of 200 kB each
+    const file = await createFile(strict.url, pb.id);
+    const play = await createPlay(strict.url, pb.id);
+    const task = await createTask(strict.url, { playbook: pb.id, play: play.id, file: file.id });
     for (let i = 0; i < 150; i++) {
-      big.arguments.blob = String(i).padEnd(200_000, 'x');
-      await patch(strict.url, `/api/v1/playbooks/${pb.id}`, big);
+      await patch(strict.url, `/api/v1/tasks/${task.id}`, { tags: [String(i).padEnd(200_000, 'x')] });
     }
     // ~30 MB were sent to each: far more than the bound and the kernel's socket buffers
     sse.resume();

@@ -185,7 +185,7 @@ function listRow(state: ShardState, serializer: Serializer, t: EventType, id: nu
   }
   if (t === 'playbook') {
     const agg = state.aggregates.get(id);
-    return agg === undefined ? null : serializer.playbook(agg, 'list');
+    return agg === undefined ? null : serializer.playbookStreamRow(agg);
   }
   const row = state.index(t).get(id);
   if (row === undefined) return null;

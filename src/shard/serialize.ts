@@ -104,6 +104,17 @@ export class Serializer {
     return json;
   }
 
+  /**
+   * A playbook's row in the live stream: its list row without `arguments`. The row is re-sent on
+   * every change of its counters, to every subscriber, and `arguments` can be megabytes; a client
+   * reads them once from the playbook (docs/api.md#live-stream).
+   */
+  playbookStreamRow(agg: Aggregate): string {
+    const pb = agg.playbook;
+    return '{"id":' + pb.id + ',"items":' + this.playbookItems(agg) + ',"labels":' + this.labels(pb) + ','
+      + (this.compat ? stamps(pb) + ',' : '') + this.playbookTail(pb);
+  }
+
   playbook(agg: Aggregate, form: Form): string {
     const pb = agg.playbook;
     const head = '{"id":' + pb.id + ',"items":' + this.playbookItems(agg) + ',"arguments":' + this.blob(blobKey.arguments(pb.id), BLOB_DEFAULT.arguments)

@@ -496,7 +496,7 @@ export class Shard {
           // a deleted label goes from the playbooks (their rows would skip it anyway: the replica no longer names it)
           if (c.op === OP_DELETE) pb.labels = pb.labels.filter((l) => l !== c.id);
           pb.summaryCache = null;
-          changes.push([++seq, OP_UPDATE, TYPE_CODE.playbook, pb.id, pb.id, this.serializer.playbook(agg, 'list')]);
+          changes.push([++seq, OP_UPDATE, TYPE_CODE.playbook, pb.id, pb.id, this.serializer.playbookStreamRow(agg)]);
           pb.summaryCache = null;
         }
         if (held === undefined) labels.delete(c.id); else labels.set(c.id, held);

@@ -42,6 +42,8 @@ export function PlaybookPage({ id, query }: { id: number; query: URLSearchParams
   const [pbRow, setPbRow] = useState<Playbook | null>(null);
   const running = useRef(false);
   running.current = (pbRow ?? pb.data)?.status === 'running';
+  const pbRef = useRef(pb.data);
+  pbRef.current = pb.data;
   const ctxRef = useRef(ctx.data);
   ctxRef.current = ctx.data;
   // Everything re-read: polling without a stream, a stream reset, deletions.
@@ -55,7 +57,8 @@ export function PlaybookPage({ id, query }: { id: number; query: URLSearchParams
     onChange: (m) => {
       const c = ctxRef.current;
       if (m.op === 'reset' || m.op === 'delete' || !m.row || !c) return refresh();
-      if (m.type === 'playbook') return setPbRow(m.row as unknown as Playbook);
+      // the stream's playbook row has no `arguments` (they can be megabytes): keep the ones read
+      if (m.type === 'playbook') return setPbRow((prev) => ({ ...(prev ?? pbRef.current), ...(m.row as unknown as Playbook) }));
       if (m.type === 'task') {
         const t = m.row as unknown as Task;
         if (!c.tasks.has(t.id)) c.taskList.push(t);
