@@ -19,6 +19,7 @@ export interface Subcommand {
 export const COMMANDS: readonly Subcommand[] = [
   { name: 'serve', summary: 'run the logbook server (what `npm start` runs; `serve --help` lists its options)', load: () => import('./commands/serve.js') },
   { name: 'hash-password', summary: 'hash a password or token secret read on stdin, for a users/tokens file line', load: () => import('./tools/hash_password.js') },
+  { name: 'ansible-env', summary: 'print the exports that make ansible-playbook record here with logbook\'s callback: eval "$(logbook ansible-env URL)"', load: () => import('./tools/ansible_env.js') },
   { name: 'import-ara', summary: 'copy every playbook from a running ARA server into logbook, resumably', load: () => import('./tools/import_ara.js') },
   { name: 'backup', summary: 'write a consistent copy of a (running) data directory: backup <data dir> <target dir>', load: () => import('./tools/backup.js') },
   { name: 'check', summary: 'verify a stopped data directory (journal, snapshots, blobs, counters, references)', load: () => import('./tools/check.js') },

@@ -12,8 +12,8 @@ import { CLI_JS } from './helpers/cli.js';
 
 interface Run { code: number | null; stdout: string; stderr: string }
 
-function cli(args: string[], input?: string): Promise<Run> {
-  const child = spawn(process.execPath, [CLI_JS, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+function cli(args: string[], input?: string, cwd?: string): Promise<Run> {
+  const child = spawn(process.execPath, [CLI_JS, ...args], { stdio: ['pipe', 'pipe', 'pipe'], cwd });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
@@ -60,6 +60,7 @@ for (const [name, usage] of [
   ['serve', /^Usage: logbook serve/m],
   ['hash-password', /^Usage: logbook hash-password/m],
   ['import-ara', /^Usage: logbook import-ara <ARA URL>/m],
+  ['ansible-env', /^Usage: logbook ansible-env/m],
   ['backup', /^Usage: logbook backup <data dir> <target dir>/m],
   ['check', /^Usage: logbook check <data dir>/m],
 ] as const) {
@@ -110,6 +111,28 @@ test('logbook import-ara: bad arguments exit 2; an unreachable server is a clear
   const r = await cli(['import-ara', `http://127.0.0.1:${port}`, '--timeout', '5']);
   t.is(r.code, 1);
   t.regex(r.stderr, new RegExp(`cannot reach ARA at http://127\\.0\\.0\\.1:${port} .*ECONNREFUSED`));
+});
+
+test('logbook ansible-env works from any directory: plugin paths of this package, a warning when the server does not answer, exit 2 on a bad URL', async (t) => {
+  const elsewhere = mkdtempSync(join(tmpdir(), 'logbook-playbooks-'));
+  t.teardown(() => rmSync(elsewhere, { recursive: true, force: true }));
+  const port = await new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const p = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(p));
+    });
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const r = await cli(['ansible-env', url], undefined, elsewhere);
+  t.is(r.code, 0, r.stderr);
+  const root = process.cwd();
+  t.is(r.stdout, `export ANSIBLE_CALLBACK_PLUGINS='${root}/src/ansible/callback'\n`
+    + `export ANSIBLE_ACTION_PLUGINS='${root}/src/ansible/action'\nexport LOGBOOK_API_SERVER='${url}'\n`);
+  t.regex(r.stderr, new RegExp(`warning: ${url} does not answer .*ECONNREFUSED`));
+  const bad = await cli(['ansible-env', 'ftp://x'], undefined, elsewhere);
+  t.is(bad.code, 2);
+  t.is(bad.stdout, '', 'nothing for eval to run');
+  t.regex(bad.stderr, /"ftp:\/\/x" is not an http\(s\) URL/);
 });
 
 test('logbook serve runs the server: it answers, and SIGTERM stops it with exit 0', async (t) => {

@@ -19,13 +19,14 @@
 // Needs ansible-core and python3-ara / ara-server (for the comparison), which CI
 // installs; without them these tests are skipped.
 import test, { type ExecutionContext } from 'ava';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createServer as createTcpServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
+import { ansibleEnv } from './helpers/ansible_env.js';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
 import { hashSecret } from '../src/http/password.js';
 import {
@@ -41,16 +42,6 @@ const TEST_TIMEOUT_MS = 900_000;
 const withAnsible = hasAnsible() ? test.serial : test.skip;
 const withAra = hasAnsible() && hasAraServer() ? test.serial : test.skip;
 
-/** `npm run ansible-env -- URL` (the script behind it): the variables that enable logbook's callback. */
-function ansibleEnv(url: string): Record<string, string> {
-  const out = execFileSync('sh', [join(process.cwd(), 'src', 'tools', 'ansible_env.sh'), url], { encoding: 'utf8' });
-  const env: Record<string, string> = {};
-  for (const line of out.split('\n')) {
-    const m = /^export ([A-Z_]+)='(.*)'$/.exec(line);
-    if (m) env[m[1]!] = m[2]!.replace(/'\\''/g, "'");
-  }
-  return env;
-}
 
 /** Runs a playbook with logbook's callback (not ARA's) recording into url. */
 function runWithLogbook(url: string, spoolDir: string, opts: RunOptions = {}): Promise<PlaybookRun> {

@@ -25,10 +25,10 @@
 // `npm run test:quick`. Needs ansible-core and python3-ara (the stock callback);
 // skipped without them.
 import test, { type ExecutionContext } from 'ava';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ansibleEnv } from './helpers/ansible_env.js';
 import { startLogbook } from './helpers/server.js';
 import { hasAnsible, runPlaybook, type HostRecap, type PlaybookRun } from './helpers/ansible.js';
 import { diffDumps, parityDump, type ParityDump } from './helpers/parity.js';
@@ -37,16 +37,6 @@ const FIXTURE = join(process.cwd(), 'test', 'fixtures', 'parity');
 const RUN_TIMEOUT_MS = 400_000; // a loaded 2-core machine: the site run takes 40 s alone, several times that under load
 const withAnsible = hasAnsible() ? test.serial : test.skip;
 
-/** The variables `npm run ansible-env -- URL` prints: logbook's callback and action instead of ARA's. */
-function ansibleEnv(url: string): Record<string, string> {
-  const out = execFileSync('sh', [join(process.cwd(), 'src', 'tools', 'ansible_env.sh'), url], { encoding: 'utf8' });
-  const env: Record<string, string> = {};
-  for (const line of out.split('\n')) {
-    const m = /^export ([A-Z_]+)='(.*)'$/.exec(line);
-    if (m) env[m[1]!] = m[2]!.replace(/'\\''/g, "'");
-  }
-  return env;
-}
 
 function logbookWarnings(run: PlaybookRun): string[] {
   return `${run.stdout}\n${run.stderr}`.split(/\n(?=\[WARNING\])/).map((b) => b.replace(/\s*\n\s*/g, ' ').trim())
