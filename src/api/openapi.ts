@@ -280,6 +280,18 @@ export function buildOpenApi(config: Config, version: string): Json {
   for (const type of RESOURCE_TYPES) Object.assign(paths, resourcePaths(type, config));
   Object.assign(paths, ingestPaths(config));
   Object.assign(paths, {
+    '/api/v1/playbooks/{id}/junit.xml': {
+      get: operation('playbookJunit', 'The run as JUnit XML for CI (docs/api.md#junit-xml): a testsuite per play, a testcase per result', {
+        tags: ['playbooks'],
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } }],
+        responses: {
+          200: { description: 'JUnit XML', content: { 'application/xml': { schema: { type: 'string' } } } },
+          404: detailResponse('no such playbook'),
+          ...commonErrors(),
+        },
+      }),
+      options: optionsOp('describePlaybookJunit', 'Playbook JUnit XML'),
+    },
     '/api/v1/stream': {
       get: operation('stream', 'Live stream of changes (docs/api.md#live-stream): Server-Sent Events, or a WebSocket upgrade on the same path', {
         parameters: [

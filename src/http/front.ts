@@ -57,6 +57,10 @@ function admissionTarget(route: Req['route'], method: string, dir: Directory): T
       const shard = dir.shardOf(route.type, route.id);
       return shard < 0 ? 'front' : shard;
     }
+    case 'junit': {
+      const shard = dir.shardOf('playbook', route.playbook);
+      return shard < 0 ? 'front' : shard;
+    }
     case 'index': case 'root': return 'front';
     default: return null;
   }
@@ -400,6 +404,10 @@ export class Front {
         }
         if (method === 'DELETE') return this.writes.remove(ex, route.type, route.id);
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody(`${DISPLAY_NAME[route.type]} Instance`));
+        return this.notAllowed(ex);
+      case 'junit':
+        if (read) return this.reads.junit(ex, route.playbook);
+        if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Playbook JUnit XML'));
         return this.notAllowed(ex);
     }
   }

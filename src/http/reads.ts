@@ -13,7 +13,7 @@ import type { Shards } from '../shard/shards.js';
 import type { ListReply, ListRow, Reply } from '../shard/protocol.js';
 import type { Directory } from './directory.js';
 import { pageLinks } from './page_links.js';
-import { answering, reply } from './respond.js';
+import { answering, reply, replyAs } from './respond.js';
 import type { Req } from './routes.js';
 
 export type ParsedPage = Extract<ParsedList, { ok: true }>;
@@ -55,6 +55,13 @@ export class Reads {
     const shard = this.deps.dir.shardOf(type, id);
     if (shard < 0) return reply(ex, 404, Errors.notFound());
     this.deps.pool().send(shard, ex.ara ? { k: 'get', rid: 0, type, id, ara: true } : { k: 'get', rid: 0, type, id }, onSimpleReply, ex);
+  }
+
+  /** A run as JUnit XML, rendered by the playbook's shard (src/shard/junit.ts). */
+  junit(ex: Req, playbook: number): void {
+    const shard = this.deps.dir.shardOf('playbook', playbook);
+    if (shard < 0) return reply(ex, 404, Errors.notFound());
+    this.deps.pool().send(shard, { k: 'junit', rid: 0, playbook }, onJunitReply, ex);
   }
 
   list(ex: Req, type: Exclude<ResourceType, 'label'>, parsed: ParsedPage): void {
@@ -197,6 +204,12 @@ function keysetOffset(count: number, beyond: number, rows: number, back: boolean
 function replyFailed(ex: Req, failed: ListReply | Reply): void {
   reply(ex, failed.status, 'body' in failed && typeof failed.body === 'string' ? failed.body : Errors.internal());
 }
+
+const onJunitReply = answering((ex: Req) => ex, (r: Reply, ex: Req): void => {
+  const body = 'body' in r && typeof r.body === 'string' ? r.body : null;
+  if (r.status === 200) replyAs(ex, 200, body, 'application/xml; charset=utf-8');
+  else reply(ex, r.status, body);
+});
 
 const onSimpleReply = answering((ex: Req) => ex, (r: Reply, ex: Req): void => {
   reply(ex, r.status, 'body' in r && typeof r.body === 'string' ? r.body : null);

@@ -13,7 +13,9 @@ export type Route =
   | { kind: 'missing'; detail?: true }
   | { kind: 'ingest' } | { kind: 'stream' }
   | { kind: 'list'; type: ResourceType }
-  | { kind: 'detail'; type: ResourceType; id: number };
+  | { kind: 'detail'; type: ResourceType; id: number }
+  /** a run as JUnit XML, for CI (docs/api.md#junit-xml) */
+  | { kind: 'junit'; playbook: number };
 
 /** Everything a request needs after its handler returns (uWS's HttpRequest dies then). */
 export interface Req extends Exchange {
@@ -33,6 +35,7 @@ export interface Req extends Exchange {
 }
 
 const ID = /^[1-9]\d{0,15}$/;
+const JUNIT = /^([1-9]\d{0,15})\/junit\.xml$/;
 const ALLOW_INGEST = 'POST, OPTIONS';
 
 /** URL segment → type as a Map: one lookup, and no prototype keys ('constructor') to guard against. */
@@ -55,6 +58,8 @@ export function parseRoute(url: string): Route {
   const idText = rest.slice(slash + 1);
   const id = ID.test(idText) ? Number(idText) : NaN;
   if (Number.isSafeInteger(id)) return { kind: 'detail', type, id };
+  const junit = type === 'playbook' ? JUNIT.exec(idText) : null;
+  if (junit !== null) return { kind: 'junit', playbook: Number(junit[1]) };
   // an id that cannot be one (abc, 0, 1e3, too large): still the detail path, whose methods its 404 gives
   return idText.includes('/') ? { kind: 'missing' } : { kind: 'missing', detail: true };
 }
@@ -66,6 +71,7 @@ export function allowOf(route: Route): string {
     case 'missing': return route.detail ? ALLOW_DETAIL : '';
     case 'ingest': return ALLOW_INGEST;
     case 'stream': return ALLOW_STREAM;
+    case 'junit': return ALLOW_INDEX;
     case 'ops': return opsAllow(route);
     default: return ALLOW_INDEX;
   }
@@ -79,6 +85,7 @@ export function metricRoute(route: Route): number {
     case 'missing': return ROUTE.missing;
     case 'ingest': return ROUTE.ingest;
     case 'stream': return ROUTE.stream;
+    case 'junit': return ROUTE.junit;
     case 'list': return ROUTE.list + TYPE_CODE[route.type];
     case 'detail': return ROUTE.detail + TYPE_CODE[route.type];
     case 'ops': return opsMetricRoute(route);

@@ -128,6 +128,8 @@ export type FrontToShard =
   | { k: 'ingest'; rid: number; cmd: IngestCommand }
   | { k: 'get'; rid: number; type: Exclude<ResourceType, 'label'>; id: number; ara?: true }
   | { k: 'list'; rid: number; q: ListQuery; ara?: true }
+  /** a playbook as JUnit XML (answered with a GetReply whose body is the XML) */
+  | { k: 'junit'; rid: number; playbook: number }
   | { k: 'labels'; upsert: Array<[number, string]>; remove: number[] }
   /** live stream: log a label change (answered once it is durable, with LabelReply) */
   | { k: 'label'; rid: number; change: LabelChangeCommand }

@@ -31,6 +31,7 @@ import { getHeapStatistics } from 'node:v8';
 import { isAscii } from 'node:buffer';
 import { decodeUtf8 } from '../api/utf8.js';
 import { LIMITS } from '../limits.js';
+import { junitXml } from './junit.js';
 
 export interface ShardOptions {
   store?: ShardStore;
@@ -171,7 +172,7 @@ export class Shard {
     if (this.openBatch !== null) this.finishBatch();
     // writes and reads join the open group; anything else is ordered after it (a
     // label replica change too: the group's rows, taken at its flush, show the names before it)
-    if (this.group !== null && msg.k !== 'write' && msg.k !== 'get' && msg.k !== 'list' && msg.k !== 'stats') this.flushGroup();
+    if (this.group !== null && msg.k !== 'write' && msg.k !== 'get' && msg.k !== 'list' && msg.k !== 'junit' && msg.k !== 'stats') this.flushGroup();
     switch (msg.k) {
       case 'write': return this.write(msg.rid, msg.cmd, msg.ara === true);
       case 'ingest': return this.ingest(msg.rid, msg.cmd);
@@ -181,6 +182,12 @@ export class Shard {
         if (row === undefined) return this.deliver({ k: 'get', rid: msg.rid, status: 404, body: Errors.notFound() }, null, msg);
         const agg = type === 'playbook' ? row : this.state.aggregates.get(row.playbook)!;
         return this.deliver({ k: 'get', rid: msg.rid, status: 200, body: (msg.ara ? this.araSerializer : this.serializer).any(type, agg, row, 'detail') }, null, msg);
+      }
+      case 'junit': {
+        const agg = this.state.aggregates.get(msg.playbook);
+        if (agg === undefined) return this.deliver({ k: 'get', rid: msg.rid, status: 404, body: Errors.notFound() }, null, msg);
+        const xml = junitXml(agg, (id) => this.blobReader.getBlob(blobKey.content(id)), LIMITS.pageBytes / 2);
+        return this.deliver({ k: 'get', rid: msg.rid, status: 200, body: xml }, null, msg);
       }
       case 'list': {
         const { count, rows, beyond } = runList(this.state, msg.ara ? this.araSerializer : this.serializer, msg.q);
