@@ -381,8 +381,10 @@ serial('batch ingest naming a missing, deleted or other-kind playbook: the same 
     // earlier tests may have taken a partition's playbook ids well past its play ids: more plays
     // are added until one has an id no playbook has
     let play = 0;
+    let last = 1;
     for (let round = 1; play === 0 && round <= 20; round++) {
       if (round > 1) {
+        last = round;
         const more = await ingest(s, {
           seq: round, playbook: { uuid: `${run}-live` },
           events: Array.from({ length: 8 }, (_, i) => ({ kind: 'play', uuid: `${run}-r${round}-p${i}`, name: `play ${round}.${i}` })),
@@ -394,7 +396,11 @@ serial('batch ingest naming a missing, deleted or other-kind playbook: the same 
       }
     }
     t.true(play > 0, 'a play id that is no playbook id');
-    return { deleted: gone.body.playbook as number, play, live: opened.body.playbook as number };
+    // one more (empty) batch: seq 1 is an older seq on every server, whatever the rounds above took
+    last++;
+    const moved = await ingest(s, { seq: last, playbook: { uuid: `${run}-live` }, events: [] });
+    t.is(moved.status, 200, moved.text);
+    return { deleted: gone.body.playbook as number, play, live: opened.body.playbook as number, last };
   }));
   const counts = () => Promise.all(servers.map(async (s) => [
     (await api(s.url, 'GET', '/api/v1/playbooks?limit=1')).body.count, (await api(s.url, 'GET', '/api/v1/plays?limit=1')).body.count,
@@ -435,6 +441,10 @@ serial('batch ingest naming a missing, deleted or other-kind playbook: the same 
   for (const [what, named] of [['by uuid', () => ({ uuid: `${run}-live`, path: '/missing/site.yml', runner_version: '2.16.0' })], ['by id', (i: number) => ({ id: setup[i]!.live })]] as const) {
     const answers = await Promise.all(servers.map((s, i) => ingest(s, { playbook: named(i), seq: 1, events: [relabel] })));
     t.deepEqual(answers.map((r) => r.body), servers.map((_, i) => ({ playbook: setup[i]!.live, seq: 1, applied: 0, duplicate: true })), `a duplicate named ${what}`);
+    // the last applied seq with another body: refused (409), on both
+    const reused = await Promise.all(servers.map((s, i) => ingest(s, { playbook: named(i), seq: setup[i]!.last, events: [relabel] })));
+    t.deepEqual(reused.map((r) => [r.status, r.body]), servers.map((_, i) => [409, { detail: `Batch ${setup[i]!.last} was already applied with other content.` }]),
+      `the last seq with another body named ${what}`);
   }
   t.deepEqual(await counts(), before, 'nothing changed: no playbook, play, result or label');
   for (const n of live()) t.is((await api(n.url, 'GET', `/api/v1/labels?name=${label}`)).body.count, 0, 'no node has the label');

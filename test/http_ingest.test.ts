@@ -314,7 +314,7 @@ test('seq: a repeated batch is a duplicate that changes nothing; a gap is 409; a
   t.is((await list(url, 'results', { playbook: first.body.playbook })).count, 2);
 });
 
-test('a duplicate batch creates no label: a playbook event naming a new one, by uuid or by id, changes nothing', async (t) => {
+test('a duplicate or refused repeat of a batch creates no label: a playbook event naming a new one, by uuid or by id, changes nothing', async (t) => {
   const uuid = uniq('run');
   const first = await ingest(opening(uuid).body);
   t.is(first.status, 200);
@@ -327,7 +327,9 @@ test('a duplicate batch creates no label: a playbook event naming a new one, by 
   const never = uniq('never');
   for (const [what, named, seq] of [['uuid, seq 2', { uuid }, 2], ['uuid, seq 1', { uuid }, 1], ['id, seq 2', { id }, 2], ['id as text, seq 1', { id: String(id) }, 1]] as const) {
     const again = await ingest({ playbook: named, seq, events: [{ kind: 'playbook', labels: [never] }] });
-    t.deepEqual(again.body, { playbook: id, seq, applied: 0, duplicate: true }, what);
+    // the last applied seq (2) with another body is refused; an older one is a duplicate
+    if (seq === 2) t.deepEqual([again.status, again.body], [409, { detail: 'Batch 2 was already applied with other content.' }], what);
+    else t.deepEqual(again.body, { playbook: id, seq, applied: 0, duplicate: true }, what);
   }
   t.is(await labelled(never), 0, 'no label was created');
   t.deepEqual((await get(url, `/api/v1/playbooks/${id}`)).labels.map((l: Json) => l.name), [kept], 'the playbook keeps its labels');
@@ -364,8 +366,11 @@ test('a later batch may name its playbook by id as every FK takes one: an intege
   t.like(spaced.body, { playbook: id, seq: 3, applied: 1, duplicate: false });
   const byNumber = await ingest({ playbook: { id }, seq: 4, events: [result(4)] });
   t.like(byNumber.body, { playbook: id, seq: 4, applied: 1, duplicate: false });
-  const again = await ingest({ playbook: { id: String(id) }, seq: 4, events: [result(4)] });
-  t.deepEqual(again.body, { playbook: id, seq: 4, applied: 0, duplicate: true });
+  // the id as text names the same stream: its older seq is a duplicate; the last seq resent as sent is one too
+  const again = await ingest({ playbook: { id: String(id) }, seq: 3, events: [result(3)] });
+  t.deepEqual(again.body, { playbook: id, seq: 3, applied: 0, duplicate: true });
+  const resent = await ingest({ playbook: { id }, seq: 4, events: [result(4)] });
+  t.deepEqual(resent.body, { playbook: id, seq: 4, applied: 0, duplicate: true });
   t.is((await list(url, 'results', { playbook: id })).count, 3);
 });
 

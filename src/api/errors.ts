@@ -73,6 +73,7 @@ export const Errors = {
 
   // ---- batch ingest (docs/api.md#batch-ingest) ----
   expectedSeq: (seq: number) => detail(`Expected seq ${seq}.`),
+  seqReused: (seq: number) => detail(`Batch ${seq} was already applied with other content.`),
   tooManyEvents: (limit: number) => detail(`A batch carries at most ${limit} events.`),
   unsupportedEncoding: (enc: string) => detail(`Unsupported content encoding "${enc}": send identity or gzip.`),
   badGzip: () => detail('The body is not valid gzip.'),

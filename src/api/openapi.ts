@@ -209,7 +209,7 @@ function ingestPaths(config: Config): Record<string, Json> {
         description: 'the stream: `uuid` (with the create fields of POST /playbooks on seq 1), or the `id` of its playbook',
         anyOf: [{ type: 'object', required: ['uuid'], properties: { uuid: key } }, { type: 'object', required: ['id'], properties: { id: { type: 'integer', minimum: 1 } } }],
       },
-      seq: { type: 'integer', minimum: 1, description: '1 for the first batch of a stream, then +1 per batch; a repeated seq is a duplicate' },
+      seq: { type: 'integer', minimum: 1, description: '1 for the first batch of a stream, then +1 per batch; a repeated seq is a duplicate (the last applied one with another body: 409)' },
       events: {
         type: 'array', maxItems: LIMITS.ingestEvents,
         items: {
@@ -246,7 +246,7 @@ function ingestPaths(config: Config): Record<string, Json> {
         requestBody: { required: true, content: json(batch) },
         responses: {
           200: { description: 'applied (or a duplicate): per-event outcomes; durable', content: json(answer) },
-          409: detailResponse('seq is not the next one of the stream: "Expected seq N."'),
+          409: detailResponse('seq is not the next one of the stream ("Expected seq N."), or is the last applied one with another body ("Batch N was already applied with other content.")'),
           ...writeErrors(config),
           413: detailResponse(`body over ${config.maxBodyBytes} bytes after gunzip, or more than ${LIMITS.ingestEvents} events`),
           415: detailResponse('body not application/json, or an encoding other than gzip'),

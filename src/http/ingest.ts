@@ -10,7 +10,7 @@ import { nowMicros } from '../api/time.js';
 import { fkId, storableText, type BodyNormalizer } from '../api/validate.js';
 import { LIMITS } from '../limits.js';
 import { log } from '../log.js';
-import { EVENT_KINDS } from '../shard/ingest.js';
+import { EVENT_KINDS, batchDigest } from '../shard/ingest.js';
 import type { Shards } from '../shard/shards.js';
 import type { IngestCommand, Reply } from '../shard/protocol.js';
 import { scanBatchBody } from '../api/json_scan.js';
@@ -138,7 +138,8 @@ export class Ingest {
     // stands). So before the front creates a label the shard is asked, unless the batch opens a
     // stream the front knows to be new.
     if (!(create !== null && routed === null) && names.some((name) => !this.deps.labels.byName.has(name))) {
-      const probe: IngestCommand = { playbook, uuid, seq, create, text: '', body: null, labels: [], spans: null, probe: true };
+      // a probe carries no body: the digest that tells a resend from another batch of the same seq goes instead
+      const probe: IngestCommand = { playbook, uuid, seq, create, text: '', body: null, labels: [], spans: null, probe: true, digest: batchDigest(bytes) };
       this.deps.pool().send(shard, { k: 'ingest', rid: 0, cmd: probe }, (r: Reply) => {
         if (r.k === 'ingest' && r.status === 0) this.resolved(ctx, cmd, names, eventLabels, create, send);
         else this.finish(r, ctx);

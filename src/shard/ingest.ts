@@ -5,6 +5,7 @@
 // the same apply(), so derived state is by construction what per-record writes
 // give. An event that breaks a rule is reported and skipped; the rest apply, and
 // the whole batch (with the stream's new `seq`) is one journal entry.
+import { createHash } from 'node:crypto';
 import { Errors, Messages } from '../api/errors.js';
 import { asciiEventSpans, jsonStandIn } from '../api/json_scan.js';
 import { arrayMemberSpans, parseSpan, type ElementSpans } from '../api/json_text.js';
@@ -31,6 +32,17 @@ export interface BatchOutcome {
   staged: boolean;
   /** its `seq` was applied before (the answer says so too) */
   duplicate: boolean;
+}
+
+/**
+ * The digest kept of an applied batch: the first 128 bits of the SHA-256 of its body's bytes as the
+ * client sent them (after gunzip), the bytes a spool sends again (docs/api.md#batch-ingest: "the
+ * same body" means the same bytes; the same JSON spaced or ordered otherwise is another body).
+ * SHA-256 rather than a faster non-cryptographic hash: node:crypto has it (SHA-NI where the CPU has
+ * it), and it runs on the shard's thread, not the front's.
+ */
+export function batchDigest(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest().toString('base64url', 0, 16);
 }
 
 /** Event kind → resource type (the kinds docs/api.md#batch-ingest allows, minus `playbook`). */
@@ -66,6 +78,14 @@ export class BatchRunner {
       return null;
     }
     const last = agg.playbook.ingestSeq;
+    // The last applied seq again with other bytes is a client bug (two batches numbered alike), not a
+    // resend: refused, so that its events are not dropped quietly. Older seqs are not compared (only
+    // the last batch's digest is kept): a spool re-shipping them in order gets a string of duplicates.
+    // No digest kept (applied before digests were kept): a duplicate whatever its body, as then.
+    const kept = agg.playbook.ingestDigest;
+    if (cmd.seq === last && kept !== null && cmd.digest !== undefined && cmd.digest !== kept) {
+      return refusal(409, Errors.seqReused(cmd.seq), true);
+    }
     if (cmd.seq <= last) return answer(agg.playbook.id, cmd.seq, 0, [], true, null, true, false);
     if (cmd.seq !== last + 1) return refusal(409, Errors.expectedSeq(last + 1), true);
     return null;
@@ -88,7 +108,7 @@ export class BatchRunner {
     const pid = this.playbookOf(cmd);
     let agg = this.state.aggregates.get(pid);
     if (agg === undefined) {
-      const set = { ...cmd.create!, uuid: cmd.uuid, ingest_seq: cmd.seq };
+      const set = { ...cmd.create!, uuid: cmd.uuid, ingest_seq: cmd.seq, ingest_digest: cmd.digest ?? null };
       const decision = decide(this.state, command('create', 'playbook', pid, set), now, this.ids);
       if (!decision.ok) return refusal(400, JSON.stringify({ playbook: JSON.parse(decision.body) }), false);
       this.stage(decision.events);
@@ -101,8 +121,9 @@ export class BatchRunner {
   end(batch: RunningBatch): BatchOutcome {
     const pid = batch.agg.playbook.id;
     const seq = batch.cmd.seq;
-    if (batch.agg.playbook.ingestSeq !== seq) {
-      this.stage([{ e: 'update', t: 'playbook', p: pid, id: pid, d: { ingest_seq: seq } }]);
+    const digest = batch.cmd.digest ?? null;
+    if (batch.agg.playbook.ingestSeq !== seq || batch.agg.playbook.ingestDigest !== digest) {
+      this.stage([{ e: 'update', t: 'playbook', p: pid, id: pid, d: { ingest_seq: seq, ingest_digest: digest } }]);
     }
     return answer(pid, seq, batch.applied, batch.rejected, false, batch.created, true, true);
   }

@@ -49,6 +49,13 @@ export interface IngestCommand {
    * (api/json_scan.ts, an Int32Array's bytes; only for an ASCII body); null: the shard finds them itself */
   spans?: Uint8Array | null;
   /**
+   * the digest of the body's bytes as received (after gunzip), batchDigest in shard/ingest.ts: kept
+   * with the stream's `seq` when the batch applies, compared when that `seq` comes again. The shard
+   * computes it from `body` (off the front's thread); the front sets it only on a probe, which
+   * carries no body.
+   */
+  digest?: string;
+  /**
    * Only ask where the batch stands before its events are read: answered with
    * its refusal (no playbook by that id, an unknown stream, a gap in `seq`) or
    * with the duplicate's answer (its `seq` was applied), or status 0 when it

@@ -22,6 +22,13 @@ export class PlaybookRow {
   uuid: string | null;
   /** last batch `seq` applied by batch ingest (0: none): duplicates and gaps are told from it */
   ingestSeq: number;
+  /**
+   * digest of the body of that last applied batch (batchDigest): the same `seq` with another body is
+   * refused rather than taken for a duplicate. null: none yet, or the batch was applied by a version
+   * that kept no digest (journal entries and snapshots from before it); then a repeat of that `seq`
+   * is answered as a duplicate whatever its body, as it was then.
+   */
+  ingestDigest: string | null;
   /** JSON of summary(playbook), rebuilt lazily after any change (null = stale) */
   summaryCache: string | null;
   constructor(d: Record<string, any>) {
@@ -31,19 +38,20 @@ export class PlaybookRow {
     this.path = d.path; this.labels = d.labels ?? [];
     this.controller = d.controller ?? null; this.user = d.user ?? null;
     this.uuid = d.uuid ?? null; this.ingestSeq = d.ingest_seq ?? 0;
+    this.ingestDigest = d.ingest_digest ?? null;
     this.clientVersion = d.client_version ?? null; this.pythonVersion = d.python_version ?? null;
     this.summaryCache = null;
   }
   toArray(): unknown[] {
     return [this.id, this.created, this.updated, this.started, this.ended, this.name, this.runnerVersion,
       this.status, this.path, this.labels, this.controller, this.user, this.uuid, this.ingestSeq,
-      this.clientVersion, this.pythonVersion];
+      this.clientVersion, this.pythonVersion, this.ingestDigest];
   }
-  /** Snapshots written before uuid/ingestSeq existed have 12 elements, before client/python versions 14: the rest default. */
+  /** Snapshots written before uuid/ingestSeq existed have 12 elements, before client/python versions 14, before ingestDigest 16: the rest default. */
   static fromArray(a: any[]): PlaybookRow {
     return new PlaybookRow({ id: a[0], created: a[1], updated: a[2], started: a[3], ended: a[4], name: a[5],
       runner_version: a[6], status: a[7], path: a[8], labels: a[9], controller: a[10], user: a[11],
-      uuid: a[12], ingest_seq: a[13], client_version: a[14], python_version: a[15] });
+      uuid: a[12], ingest_seq: a[13], client_version: a[14], python_version: a[15], ingest_digest: a[16] });
   }
 }
 

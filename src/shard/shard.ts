@@ -20,7 +20,7 @@ import {
   encode, type FrontToShard, type IngestCommand, type IngestReply, type LabelChangeCommand, type LabelReply, type MaintainReply,
   type MaintenanceTask, type ShardToFront, type StatsReply, type WriteCommand, type WriteReply,
 } from './protocol.js';
-import { BatchRunner, RunningBatch, type BatchOutcome } from './ingest.js';
+import { BatchRunner, RunningBatch, batchDigest, type BatchOutcome } from './ingest.js';
 import { IdAllocator, type Ids } from './ids.js';
 import type { BodyNormalizer } from '../api/validate.js';
 import { Maintenance } from './maintenance.js';
@@ -254,6 +254,7 @@ export class Shard {
     // the front sent the body's bytes (protocol.ts postToShard): an ASCII body with the
     // front's spans stays bytes, its events are read one by one (api/json_scan.ts asciiEventSpans)
     const received = cmd.body ?? null;
+    if (cmd.digest === undefined && !cmd.probe) cmd.digest = batchDigest(cmd.body ?? Buffer.from(cmd.text, 'utf8'));
     if (cmd.body && !(cmd.spans && isAscii(cmd.body))) { cmd.text = decodeUtf8(cmd.body); cmd.body = null; }
     const staged = new Staged();
     const runner = new BatchRunner(this.state, this.normalizer, this.ids, (events) => this.stage(staged, events));

@@ -142,7 +142,7 @@ export type RowIndex = Map<number, any> | ResultIndex<any>;
 /** Wire field name → row property, where they differ. */
 const PROP: Record<string, string> = {
   runner_version: 'runnerVersion', ignore_errors: 'ignoreErrors', delegated_to: 'delegatedTo',
-  ingest_seq: 'ingestSeq', client_version: 'clientVersion', python_version: 'pythonVersion',
+  ingest_seq: 'ingestSeq', ingest_digest: 'ingestDigest', client_version: 'clientVersion', python_version: 'pythonVersion',
 };
 
 /** Ids removed by one event, per type code (for the front's directory). */
