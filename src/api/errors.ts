@@ -16,7 +16,7 @@ export const Messages = {
   maxLength: (n: number) => `Ensure this field has no more than ${n} characters.`,
   /** DRF ListField(max_length=n) */
   maxElements: (n: number) => `Ensure this field has no more than ${n} elements.`,
-  /** a JSON field's stored (minified) text past its bound (docs/api.md#limits) */
+  /** a JSON field's stored (minified) text past its bound (docs/api.md#write-bounds) */
   maxBytes: (n: number) => `Ensure this field has no more than ${n} bytes of JSON.`,
   invalidChoice: (v: string) => `"${v}" is not a valid choice.`,
   invalidInt: 'A valid integer is required.',
