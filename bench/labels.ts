@@ -29,7 +29,7 @@ const timed = async <T>(f: () => Promise<T>): Promise<[T, number]> => {
 
 const lb = await startLogbook({
   env: {
-    LOGBOOK_SHARDS: '1', LOGBOOK_SNAPSHOT_INTERVAL: '86400', LOGBOOK_SNAPSHOT_EVERY: '100000000', LOGBOOK_LOG_LEVEL: 'warn',
+    LOGBOOK_SHARDS: '1', LOGBOOK_SNAPSHOT_INTERVAL: '86400', LOGBOOK_SNAPSHOT_EVERY: '100000000',
     LOGBOOK_TEST_HOOKS: '1', LOGBOOK_TEST_WRITE_BOUNDS: `labels=${Math.max(LABELS, 1000)}`,
   },
 });
