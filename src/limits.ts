@@ -6,6 +6,9 @@
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
+/** see labelsPerPlaybook and labelsPerBatch below */
+const LABELS_PER_PLAYBOOK = testBound('labels', 1000);
+const LABELS_PER_BATCH = testBound('batchLabels', 1000);
 
 export const LIMITS = {
   // ---- HTTP (the front) ------------------------------------------------------
@@ -53,6 +56,38 @@ export const LIMITS = {
   pathLength: 4096,
   /** Client keys of batch ingest: playbook, play and task `uuid` (docs/api.md#batch-ingest). */
   uuidLength: 64,
+  /**
+   * Label names in one playbook write (`labels` replaces the set, so this also
+   * bounds the labels of a playbook); more → 400 in DRF's ListField wording,
+   * nothing changed. ARA's users tag a playbook with a handful (environment,
+   * team, check mode); a thousand leaves room for generated ones. Every list
+   * row and stream message of a playbook carries its labels' names: ~200
+   * playbooks of 100 k labels made one list page too large to build.
+   * Data written before the bound still loads and reads.
+   */
+  labelsPerPlaybook: LABELS_PER_PLAYBOOK,
+  /**
+   * Distinct label names one batch (`POST /api/v1/ingest`) may name, its
+   * playbook events and the new stream's header together; more → 413, nothing
+   * changed. New ones are created in one step (labelChangesPerCommit), so this
+   * is what one batch can hold other label writers back by.
+   */
+  labelsPerBatch: LABELS_PER_BATCH,
+  /**
+   * Bytes of a playbook's `arguments` as stored (its minified JSON text); more
+   * → 400 naming the bound, nothing changed. Ansible's arguments (its CLI
+   * options and extra vars) are a few KB; every list row and stream message of
+   * the playbook carries them, so 30 MB arguments made one page of 18
+   * playbooks too large to build. Data written before the bound still reads.
+   */
+  playbookArgumentsBytes: testBound('argumentsBytes', 1 * MiB),
+  /**
+   * Label changes the front hands the shards as one batch, logged by each as
+   * one commit (src/http/label_changes.ts): a playbook write's or a batch's new
+   * labels all go in one (they may name labelsPerPlaybook / labelsPerBatch),
+   * and another writer's label change waits for at most one such batch.
+   */
+  labelChangesPerCommit: Math.max(1000, LABELS_PER_PLAYBOOK, LABELS_PER_BATCH),
 
   // ---- batch ingest (docs/api.md#batch-ingest) -------------------------------------------------
 
@@ -242,6 +277,21 @@ export const LIMITS = {
   scryptKeyBytes: 32,
 } as const;
 
+/**
+ * A write bound a test may lower or raise (to check the refusal cheaply, or
+ * to write data past the default and read it back under it): only with
+ * LOGBOOK_TEST_HOOKS=1, from LOGBOOK_TEST_WRITE_BOUNDS=labels=5,argumentsBytes=100.
+ * Shard workers see the same environment.
+ */
+function testBound(name: string, value: number): number {
+  if (process.env.LOGBOOK_TEST_HOOKS !== '1') return value;
+  for (const pair of (process.env.LOGBOOK_TEST_WRITE_BOUNDS ?? '').split(',')) {
+    const [key, n] = pair.split('=');
+    if (key === name && /^\d+$/.test(n ?? '')) return Number(n);
+  }
+  return value;
+}
+
 function assert(ok: boolean, what: string): void {
   if (!ok) throw new Error(`limits.ts: ${what}`);
 }
@@ -253,6 +303,7 @@ assert(LIMITS.shardQueue >= 1 && LIMITS.shardQueue <= LIMITS.shardQueueCeiling, 
 assert(LIMITS.shardQueueDelayMinimum <= LIMITS.shardQueue, 'shardQueueDelayMinimum ≤ shardQueue');
 assert(LIMITS.shardQueueDelayMs >= 0 && LIMITS.shardQueueDelayMs <= LIMITS.shardQueueDelayCeiling, '0 ≤ shardQueueDelayMs ≤ shardQueueDelayCeiling');
 assert(LIMITS.nameLength <= LIMITS.pathLength, 'nameLength ≤ pathLength');
+assert(LIMITS.labelChangesPerCommit >= Math.max(LIMITS.labelsPerPlaybook, LIMITS.labelsPerBatch), 'one write\'s new labels are one commit');
 assert(LIMITS.headerBytesMin <= LIMITS.headerBytes && LIMITS.headerBytes <= LIMITS.headerBytesMax, 'headerBytesMin ≤ headerBytes ≤ headerBytesMax');
 assert(128 * 2 ** LIMITS.scryptLogN * LIMITS.scryptR <= LIMITS.scryptMaxMemoryBytes, 'default scrypt cost within the accepted maximum');
 assert(LIMITS.authKdfConcurrency >= 1 && LIMITS.authKdfQueue >= LIMITS.authKdfConcurrency, 'KDF queue holds at least one round');

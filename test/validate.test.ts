@@ -187,6 +187,9 @@ test('every message of the catalogue, word for word', (t) => {
     ['result', 'patch', '{"delegated_to":["x"]}', { delegated_to: ['Incorrect type. Expected pk value, received str.'] }],
     ['playbook', 'patch', `{"labels":["ok","${'l'.repeat(256)}"]}`, { labels: ['Ensure this field has no more than 255 characters.'] }],
     ['playbook', 'patch', '{"labels":[{}]}', { labels: ['Not a valid string.'] }],
+    // write bounds (docs/api.md#write-bounds): labels per playbook write, counted as sent (DRF's ListField); arguments as stored, in UTF-8 bytes
+    ['playbook', 'patch', JSON.stringify({ labels: Array.from({ length: 1001 }, () => 'same') }), { labels: ['Ensure this field has no more than 1000 elements.'] }],
+    ['playbook', 'patch', JSON.stringify({ arguments: { v: 'é'.repeat(524_285) } }), { arguments: ['Ensure this field has no more than 1048576 bytes of JSON.'] }],
     ['playbook', 'patch', '{"labels":null}', { labels: ['This field may not be null.'] }],
     ['result', 'patch', '{"content":null}', { content: ['This field may not be null.'] }],
     ['play', 'patch', '{"started":null}', { started: ['This field may not be null.'] }],
@@ -203,12 +206,18 @@ test('every message of the catalogue, word for word', (t) => {
     invalidString: Messages.invalidString, invalidUuid: Messages.invalidUuid, invalidDatetime: Messages.invalidDatetime,
     datetimeOutOfRange: Messages.datetimeOutOfRange('2400-01-01T00:00:00.000001Z'),
     pkType: Messages.pkType('str'), notAList: Messages.notAList('str'), unpairedSurrogate: Messages.unpairedSurrogate,
+    maxElements: Messages.maxElements(1000), maxBytes: Messages.maxBytes(1_048_576),
   };
   const listOnly = ['enterNumber', 'enterDatetime', 'enterUuid', 'selectChoice', 'minValue', 'offsetTooLarge', 'invalidCursor'];
   t.deepEqual(Object.keys(Messages).filter((k) => !listOnly.includes(k)).sort(), Object.keys(templates).sort(), 'a new message needs a case here');
   for (const [key, msg] of Object.entries(templates)) t.true(seen.has(msg), `Messages.${key} is exercised`);
   // the strings themselves
   t.is(Messages.invalidDatetime, 'Datetime has wrong format. Use one of these formats instead: YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z].');
+});
+
+test('a playbook\'s arguments may be exactly the bound: 1 MiB of UTF-8, not of characters', (t) => {
+  const at = JSON.stringify({ arguments: { v: 'é'.repeat(524_284) } }); // {"v":"…"}: 8 + 2 × 524,284 = 1,048,576 bytes
+  t.is(norm('playbook', 'patch', at).errors, null);
 });
 
 test('lengths count code points, not UTF-16 units', (t) => {

@@ -14,6 +14,10 @@ export const Messages = {
   notNull: 'This field may not be null.',
   notBlank: 'This field may not be blank.',
   maxLength: (n: number) => `Ensure this field has no more than ${n} characters.`,
+  /** DRF ListField(max_length=n) */
+  maxElements: (n: number) => `Ensure this field has no more than ${n} elements.`,
+  /** a JSON field's stored (minified) text past its bound (docs/api.md#write-bounds) */
+  maxBytes: (n: number) => `Ensure this field has no more than ${n} bytes of JSON.`,
   invalidChoice: (v: string) => `"${v}" is not a valid choice.`,
   invalidInt: 'A valid integer is required.',
   invalidBool: 'Must be a valid boolean.',
@@ -75,6 +79,7 @@ export const Errors = {
   expectedSeq: (seq: number) => detail(`Expected seq ${seq}.`),
   seqReused: (seq: number) => detail(`Batch ${seq} was already applied with other content.`),
   tooManyEvents: (limit: number) => detail(`A batch carries at most ${limit} events.`),
+  tooManyBatchLabels: (limit: number) => detail(`A batch names at most ${limit} distinct labels; send the rest in later batches.`),
   unsupportedEncoding: (enc: string) => detail(`Unsupported content encoding "${enc}": send identity or gzip.`),
   badGzip: () => detail('The body is not valid gzip.'),
   /** a parent named by natural key that this playbook does not have (never sent, or its event was rejected) */

@@ -166,6 +166,7 @@ function checkValue(spec: FieldSpec, v: unknown): FieldResult {
     }
     case 'labels': {
       if (!Array.isArray(v)) return bad(Messages.notAList(pythonType(v)));
+      if (v.length > LIMITS.labelsPerPlaybook) return bad(Messages.maxElements(LIMITS.labelsPerPlaybook));
       const names: string[] = [];
       for (const item of v) {
         const name = pythonStr(item);
@@ -177,6 +178,12 @@ function checkValue(spec: FieldSpec, v: unknown): FieldResult {
     }
     case 'json': return ok(undefined); // the text is taken from the body below
   }
+}
+
+/** Bytes of a JSON value's stored text (UTF-8), counted only when it may be near a bound. */
+function jsonBytes(value: string | JsonBytes): number {
+  if (typeof value !== 'string') return value.length;
+  return value.length * 3 <= LIMITS.playbookArgumentsBytes ? value.length : Buffer.byteLength(value, 'utf8');
 }
 
 const isText = (spec: FieldSpec): boolean => spec.kind === 'string' || spec.kind === 'text' || spec.kind === 'labels';
@@ -211,7 +218,7 @@ function convertCanonical(spec: FieldSpec, v: unknown): unknown {
       return isSupported(us) ? us : FAILED;
     }
     case 'uuid': return normalizeUuid(v as string) ?? FAILED;
-    case 'labels': return [...new Set(v as string[])];
+    case 'labels': return (v as string[]).length > LIMITS.labelsPerPlaybook ? FAILED : [...new Set(v as string[])];
     case 'fklist': return [...new Set(v as number[])]; // a set, as in checkValue
     default: return v;
   }
@@ -273,7 +280,12 @@ export class BodyNormalizer {
       }
       if (spec.kind === 'json') {
         spans ??= memberSpans(text, start, end)!;
-        set[spec.name] = this.jsonText(type, spec.name, text, spans.get(key)!);
+        const stored = this.jsonText(type, spec.name, text, spans.get(key)!);
+        if (type === 'playbook' && spec.name === 'arguments' && jsonBytes(stored) > LIMITS.playbookArgumentsBytes) {
+          errors[key] = [Messages.maxBytes(LIMITS.playbookArgumentsBytes)]; hasErrors = true;
+          continue;
+        }
+        set[spec.name] = stored;
         continue;
       }
       // an alias is not in the schema, so only the field's own name is known canonical

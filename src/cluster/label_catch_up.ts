@@ -83,7 +83,7 @@ export class LabelCatchUp {
   /** Ask a partition (wherever it is owned) to log the label stream's changes up to `target`. */
   private send(partition: number, target: number, done: (ok: boolean) => void): void {
     const change = { seq: target, op: 0, id: 0, row: null, own: partition === LABEL_SHARD, catchUp: true };
-    this.shards.send(partition, { k: 'label', rid: 0, change }, (r: Reply) => {
+    this.shards.send(partition, { k: 'label', rid: 0, changes: [change] }, (r: Reply) => {
       const ok = r.k === 'label' && r.status === 200;
       if (ok) {
         if (partition === LABEL_SHARD && target > this.zeroReached) this.zeroReached = target;

@@ -72,7 +72,21 @@ export class Ingest {
     /** the stream's shard when it is routed by uuid (cluster mode) */
     let routed: number | null = null;
     let create: Obj | null = null;
+    // label names of `playbook` events, resolved here (the front owns the catalogue); an event
+    // whose labels its shard will reject (not strings, too long, too many) gets none created
     const names: string[] = [];
+    const eventLabels: Array<[number, string[]]> = [];
+    for (let i = 0; i < events.length; i++) {
+      const ev = events[i] as Obj;
+      if (ev.kind === 'playbook' && Array.isArray(ev.labels) && ev.labels.length <= LIMITS.labelsPerPlaybook
+        && ev.labels.every((l) => typeof l === 'string' && l.length <= LIMITS.nameLength && storableText(l))) {
+        eventLabels.push([i, ev.labels as string[]]);
+        names.push(...(ev.labels as string[]));
+      }
+    }
+    // every new label of a batch is created in one step: that step is bounded (nothing changed yet)
+    const tooManyLabels = (): boolean => names.length > LIMITS.labelsPerBatch && new Set(names).size > LIMITS.labelsPerBatch;
+    if (tooManyLabels()) return reply(ex, 413, Errors.tooManyBatchLabels(LIMITS.labelsPerBatch));
     if (header.id !== undefined && header.uuid === undefined) {
       // an id as every FK takes one (docs/api.md#writes: an integer or a decimal string, so "2" is 2)
       const id = fkId(header.id, () => {
@@ -109,6 +123,7 @@ export class Ingest {
         if (n.errors) return reply(ex, 400, JSON.stringify({ playbook: JSON.parse(Errors.fields(n.errors, WRITE_FIELDS.playbook)) }));
         create = n.set;
         if (Array.isArray(create.labels)) names.push(...(create.labels as string[]));
+        if (tooManyLabels()) return reply(ex, 413, Errors.tooManyBatchLabels(LIMITS.labelsPerBatch));
         if (routed === null) {
           playbook = this.deps.dir.allocate('playbook');
           this.streams.set(key, playbook);
@@ -117,15 +132,6 @@ export class Ingest {
       } else playbook = known;
     }
 
-    // label names of `playbook` events, resolved here (the front owns the catalogue)
-    const eventLabels: Array<[number, string[]]> = [];
-    for (let i = 0; i < events.length; i++) {
-      const ev = events[i] as Obj;
-      if (ev.kind === 'playbook' && Array.isArray(ev.labels) && ev.labels.every((l) => typeof l === 'string' && l.length <= LIMITS.nameLength && storableText(l))) {
-        eventLabels.push([i, ev.labels as string[]]);
-        names.push(...(ev.labels as string[]));
-      }
-    }
     const shard = routed ?? this.deps.pool().shardOf(playbook);
     const ctx: IngestContext = { ex, shard, uuid, playbook, claims: null };
     // the shard gets the body's bytes (moved to its worker) rather than the text: see protocol.ts postToShard

@@ -138,8 +138,13 @@ export type FrontToShard =
   /** a playbook as JUnit XML (answered with a GetReply whose body is the XML) */
   | { k: 'junit'; rid: number; playbook: number }
   | { k: 'labels'; upsert: Array<[number, string]>; remove: number[] }
-  /** live stream: log a label change (answered once it is durable, with LabelReply) */
-  | { k: 'label'; rid: number; change: LabelChangeCommand }
+  /**
+   * live stream: log label changes, in the order they were made, as one commit
+   * (answered once it is durable, with LabelReply): the front sends every change
+   * queued meanwhile together, so a write that created many labels costs one
+   * commit of each shard, not one per label (src/http/label_changes.ts)
+   */
+  | { k: 'label'; rid: number; changes: LabelChangeCommand[] }
   /** finish pending commits, flush, close the store and exit */
   | { k: 'close' }
   // ---- operations (metrics, retention/expiry, test hooks) ----

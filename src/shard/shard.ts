@@ -196,7 +196,7 @@ export class Shard {
       case 'labels':
         this.state.labelsChanged(msg.upsert, msg.remove);
         return null;
-      case 'label': return this.labelChange(msg.rid, msg.change);
+      case 'label': return this.labelChanges(msg.rid, msg.changes);
       case 'close': return null;
       case 'maintain': return this.maintain(msg.rid, msg.task);
       case 'stats': return this.deliver(this.stats(msg.rid, -1), null, msg);
@@ -461,21 +461,16 @@ export class Shard {
   }
 
   /**
-   * A label change the front has made durable (src/http/label_changes.ts), as
+   * Label changes the front has made durable (src/http/label_changes.ts), as
    * this shard's live-stream messages: the designated shard's own message for
-   * the label, then an update for each playbook here that carries it (its list
-   * row shows the label's name), one commit with a journal entry of no events.
-   * The playbook rows show the name the change gave, which in a single process
-   * the front's `labels` message, sent right before this one (once the label
-   * was durable), has put in the replica. A shard with nothing to log stores nothing.
-   */
-  labelChange(rid: number, c: LabelChangeCommand): ShardToFront | null {
-    return this.labelChanges(rid, [c]);
-  }
-
-  /**
-   * Label changes in the order they were made, logged as one commit (cluster
-   * mode: the ones a partition read from the label stream, src/shard/worker.ts).
+   * each label, then an update for each playbook here that carries it (its list
+   * row shows the label's name). Logged in the order they were made, as one
+   * commit with a journal entry of no events, however many there are (the
+   * front sends every change queued meanwhile together; cluster mode: also the
+   * ones a partition read from the label stream, src/shard/worker.ts). The
+   * playbook rows show the name the change gave, which in a single process the
+   * front's `labels` message, sent right before this one (once the label was
+   * durable), has put in the replica. A shard with nothing to log stores nothing.
    * A playbook's row shows the label as the change has it (its name then),
    * whatever the replica holds by now; the replica is left as it is.
    */

@@ -219,7 +219,7 @@ function handle(msg: FrontToShard): void {
       if (testHooks) setImmediate(() => { throw new Error(`shard ${init.shard}: crash requested by a test hook`); });
       return;
     }
-    if (partition && msg.k === 'label') { logLabelChange(partition, msg.rid, msg.change); return; }
+    if (partition && msg.k === 'label') { logLabelChanges(partition, msg.rid, msg.changes); return; }
     if (durable && (msg.k === 'ingest' || (msg.k === 'write' && msg.cmd.op !== 'delete')) && durable.full()) {
       // refused before it changes anything (a batch keeps its seq); deletes still go through (they make room)
       post({ k: 'error', rid: msg.rid, status: 503, body: storageFull(durable.sizeLimit!) });
@@ -251,20 +251,23 @@ async function labelSeqOf(opened: OpenedPartition): Promise<number> {
 let labelChain: Promise<void> = Promise.resolve();
 
 /**
- * A label change, or "every change up to seq" (catchUp). The partition logs
- * every change of the label stream once, in the stream's order: the one it is
- * sent when it is the next, else each it has not logged, read from the stream.
+ * Label changes (in the stream's order), or "every change up to seq" (catchUp).
+ * The partition logs every change of the label stream once, in the stream's
+ * order, as one commit: the ones it is sent when they are the next ones, one
+ * after another, else each it has not logged up to the last, read from the stream.
  * So a change it could not log when it was made (it was moving, its node was
  * gone) is logged on the next request, whichever node sends it (the one that
  * made the change tries again; every node asks the partitions it owns to catch
  * up with the stream: src/cluster/label_catch_up.ts).
  */
-function logLabelChange(opened: OpenedPartition, rid: number, c: LabelChangeCommand): void {
+function logLabelChanges(opened: OpenedPartition, rid: number, sent: LabelChangeCommand[]): void {
   labelChain = labelChain.then(async () => {
     const have = shard.changes.labelSeq;
     let list: LabelChangeCommand[] = [];
-    if (c.seq > have) {
-      if (!c.catchUp && c.seq === have + 1) list = [c];
+    const c = sent[sent.length - 1];
+    if (c !== undefined && c.seq > have) {
+      const fresh = sent.filter((s) => s.seq > have);
+      if (fresh.every((s, i) => !s.catchUp && s.seq === have + 1 + i)) list = fresh;
       else {
         const own = init.shard === LABEL_SHARD;
         list = (await opened.readLabels(have + 1, c.seq)).map((l) => ({
