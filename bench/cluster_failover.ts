@@ -137,10 +137,11 @@ let stop = false;
 let running: Promise<void>[] = [];
 
 /** log lines of every node since `from` (output lengths) that tell what happened */
-function events(from: Map<string, number>, t0Iso: number): string[] {
+function events(from: Map<Running, number>, t0Iso: number): string[] {
   const out: string[] = [];
   for (const [name, n] of nodes) {
-    const text = n.output().slice(from.get(name) ?? 0);
+    // a node restarted since (node-kill) is a new process: all of its output is after the fault
+    const text = n.output().slice(from.get(n) ?? 0);
     for (const line of text.split('\n')) {
       if (!/partition|standby|paused|nats|append|fence|promot/i.test(line)) continue;
       try {
@@ -177,7 +178,7 @@ try {
         const best = [...leaders].sort((a, b) => b[1] - a[1])[0]!;
         victim = best[0]; victimOwned = best[1];
       }
-      const from = new Map([...nodes].map(([n, r]) => [n, r.output().length]));
+      const from = new Map([...nodes.values()].map((r) => [r, r.output().length]));
       const t0 = performance.now();
       const t0Iso = Date.now();
       if (kind === 'node-kill') { process.kill(nodes.get(victim)!.pid, 'SIGKILL'); stopped.add(victim); }
@@ -237,9 +238,18 @@ try {
     const count = ((await (await fetch(`${via}/api/v1/results?playbook=${found[0]!.id}&limit=1`)).json()) as any).count as number;
     if (count < expected) lost += expected - count;
     if (count > expected) duplicated += count - expected;
-    const next = await fetch(`${via}/api/v1/ingest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ seq: w.acked + 2, playbook: { uuid: w.uuid }, events: [] }) });
+    // a partition may be moving back to a node that rejoined: a 503 is asked again
+    let next: Response;
+    for (let attempt = 0; ; attempt++) {
+      next = await fetch(`${via}/api/v1/ingest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ seq: w.acked + 2, playbook: { uuid: w.uuid }, events: [] }) });
+      if (next.status !== 503 || attempt >= 100) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
     const detail = ((await next.json()) as { detail?: string }).detail;
-    if (next.status !== 409 || detail !== `Expected seq ${w.acked + 1}.`) seqMismatches++;
+    if (next.status !== 409 || detail !== `Expected seq ${w.acked + 1}.`) {
+      seqMismatches++;
+      console.log(`seq mismatch: ${w.uuid} acknowledged up to ${w.acked}; seq ${w.acked + 2} was answered ${next.status} ${JSON.stringify(detail)}`);
+    }
   }
 } finally {
   for (const n of nodes.values()) { try { process.kill(n.pid, 'SIGCONT'); } catch { /* gone */ } }
