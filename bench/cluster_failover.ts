@@ -16,6 +16,7 @@ import { writeFileSync } from 'node:fs';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { streamName } from '../src/cluster/partition_log.js';
+import { rendezvousRanking } from '../src/cluster/rendezvous.js';
 import { startNatsCluster, type NatsCluster } from '../test/helpers/nats.js';
 import { startLogbook, type Running } from './lib/servers.js';
 import { streamBodies } from './scenarios/batch.js';
@@ -52,12 +53,20 @@ async function health(url: string): Promise<any | null> {
   } catch { return null; }
 }
 
-/** every partition owned by one of the running nodes, each node seeing all of them */
+/**
+ * every partition owned by the running node that should own it (a node that rejoined has
+ * taken its share back), each node seeing all of them: the next fault starts from a steady state
+ */
 async function settled(): Promise<boolean> {
-  const live = [...nodes].filter(([n]) => !stopped.has(n)).map(([, r]) => r);
-  const views = await Promise.all(live.map((n) => health(n.url)));
-  if (views.some((v) => !v?.cluster || v.cluster.unowned.length > 0 || v.cluster.nodes.length !== live.length)) return false;
-  return views.reduce((s, v) => s + Object.keys(v.cluster.owned).length, 0) === PARTITIONS;
+  const names = NAMES.filter((n) => !stopped.has(n));
+  const views = await Promise.all(names.map((n) => health(nodes.get(n)!.url)));
+  if (views.some((v) => !v?.cluster || v.cluster.unowned.length > 0 || v.cluster.nodes.length !== names.length)) return false;
+  if (views.reduce((s, v) => s + Object.keys(v.cluster.owned).length, 0) !== PARTITIONS) return false;
+  for (let p = 0; p < PARTITIONS; p++) {
+    const owner = names[views.findIndex((v) => String(p) in v.cluster.owned)];
+    if (owner !== rendezvousRanking(p, names)[0]) return false;
+  }
+  return true;
 }
 
 async function waitSettled(timeoutMs = 120_000): Promise<void> {

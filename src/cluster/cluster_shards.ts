@@ -316,6 +316,18 @@ export class ClusterShards implements Shards {
     for (const abandon of pending) abandon(`its owner ${node} stopped answering; the outcome of a write is unknown`);
   }
 
+  /** Resolves once `node` is no longer live (its lease ran out, or it left); polled, gives up after 10 s. */
+  private leaseOver(node: string): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const t0 = performance.now();
+      const timer = setInterval(() => {
+        const peer = this.peers.get(node);
+        const gone = peer === undefined || performance.now() - peer.seenAt > this.timings.leaseMs;
+        if (gone) { clearInterval(timer); resolve(); } else if (performance.now() - t0 > 10_000) clearInterval(timer);
+      }, 100);
+    });
+  }
+
   /** The live node (not this one) that announces the highest epoch for a partition. */
   private remoteOwner(partition: number): { node: string; epoch: number } | null {
     const now = performance.now();
@@ -378,11 +390,15 @@ export class ClusterShards implements Shards {
     this.taking.add(partition);
     const t0 = performance.now();
     try {
-      if (this.remoteOwner(partition) !== null) {
+      const owner = this.remoteOwner(partition);
+      if (owner !== null) {
         // a planned move (this node joined): the owner finishes its commits and lets go first,
-        // so no write fails on the fence; requests meanwhile wait for the new owner (forward())
-        await this.nc.request(releaseSubject(partition), encode({ node: this.config.node }), { timeout: 5000 })
-          .catch((err: unknown) => log.warn('the owner did not release the partition; fencing it', { partition, err: errText(err) }));
+        // so no write fails on the fence; requests meanwhile wait for the new owner (forward()).
+        // An owner whose lease runs out meanwhile (it died or was stopped) is not waited for.
+        await Promise.race([
+          this.nc.request(releaseSubject(partition), encode({ node: this.config.node }), { timeout: 5000 }),
+          this.leaseOver(owner.node).then(() => { throw new Error(`its owner ${owner.node} is gone`); }),
+        ]).catch((err: unknown) => log.warn('the owner did not release the partition; fencing it', { partition, err: errText(err) }));
       }
       const ownership = await takeOwnership(this.log, partition, this.config.node);
       let ready: ReadyMessage;

@@ -410,7 +410,8 @@ export class PartitionLog {
     // what the consumer goes through (lost, recreated, its heartbeats missed): failover's breakdown
     void (async () => {
       for await (const s of messages.status()) {
-        if (s.type === 'next' || s.type === 'heartbeat' || s.type === 'discard') continue;
+        // (a pull that expired empty is a 408 'debug' status: routine)
+        if (s.type === 'next' || s.type === 'heartbeat' || s.type === 'discard' || (s.type === 'debug' && s.code === 408)) continue;
         log.info('partition stream reader', { partition: k, ...s });
       }
     })().catch(() => {});

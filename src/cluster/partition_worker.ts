@@ -146,17 +146,31 @@ function follow(log: PartitionLog, k: number, store: PartitionStore, state: Shar
     // a standby that cannot apply its stream is no standby: the worker exits, the node may start another
     setTimeout(() => process.exit(4), 10);
   };
-  // a reader that has not moved for a while although the stream is ahead: read again from here
+  // A reader that stays at one position while the stream is ahead of it is read again from
+  // there. Behind: someone waits for a later record (a promotion), or, after a quiet while,
+  // the stream's last sequence (asked at most every FOLLOW_STALL_MS) is past it.
   let checking = false;
+  let askedAt = 0;
+  /** the position the reader was first seen behind at, and when */
+  let stuck: { at: number; since: number } | null = null;
   const watchdog = setInterval(() => {
-    if (checking || round === null || performance.now() - movedAt < FOLLOW_STALL_MS) return;
-    const behind = waiters.some((w) => w.seq > position);
+    if (checking || round === null) return;
+    const now = performance.now();
+    let behind: Promise<boolean>;
+    if (waiters.some((w) => w.seq > position)) behind = Promise.resolve(true);
+    else if (now - movedAt >= FOLLOW_STALL_MS && now - askedAt >= FOLLOW_STALL_MS) {
+      askedAt = now;
+      behind = log.jsm.streams.info(streamName(k)).then((i) => i.state.last_seq > position, () => false);
+    } else return;
     checking = true;
-    (behind ? Promise.resolve(Infinity) : log.jsm.streams.info(streamName(k)).then((i) => i.state.last_seq, () => 0)).then((end) => {
-      if (end > position && round !== null && performance.now() - movedAt >= FOLLOW_STALL_MS) {
-        logger.warn('standby reader stalled; reading on from its position', { partition: k, position, stalledMs: Math.round(performance.now() - movedAt) });
-        round.abort();
-      }
+    void behind.then((yes) => {
+      const t = performance.now();
+      if (!yes) { stuck = null; return; }
+      if (stuck === null || stuck.at !== position) { stuck = { at: position, since: t }; return; }
+      if (t - stuck.since < FOLLOW_STALL_MS || round === null) return;
+      logger.warn('standby reader stalled; reading on from its position', { partition: k, position, stalledMs: Math.round(t - stuck.since) });
+      stuck = null;
+      round.abort();
     }).finally(() => { checking = false; });
   }, 500);
   watchdog.unref();
