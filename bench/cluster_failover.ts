@@ -55,7 +55,8 @@ async function health(url: string): Promise<any | null> {
 
 /**
  * every partition owned by the running node that should own it (a node that rejoined has
- * taken its share back), each node seeing all of them: the next fault starts from a steady state
+ * taken its share back), with its standby up on the node second in line, each node seeing
+ * all of them: the next fault starts from a steady state
  */
 async function settled(): Promise<boolean> {
   const names = NAMES.filter((n) => !stopped.has(n));
@@ -64,7 +65,10 @@ async function settled(): Promise<boolean> {
   if (views.reduce((s, v) => s + Object.keys(v.cluster.owned).length, 0) !== PARTITIONS) return false;
   for (let p = 0; p < PARTITIONS; p++) {
     const owner = names[views.findIndex((v) => String(p) in v.cluster.owned)];
-    if (owner !== rendezvousRanking(p, names)[0]) return false;
+    const [first, second] = rendezvousRanking(p, names);
+    if (owner !== first) return false;
+    // and its standby is up (a standby restarted after a move replays the whole stream first)
+    if (second !== undefined && !views[names.indexOf(second)].cluster.standby.some((s: { partition: number }) => s.partition === p)) return false;
   }
   return true;
 }
