@@ -316,6 +316,18 @@ export class ClusterShards implements Shards {
     for (const abandon of pending) abandon(`its owner ${node} stopped answering; the outcome of a write is unknown`);
   }
 
+  /** Resolves once `node` is no longer live (its lease ran out, or it left); polled, gives up after 10 s. */
+  private leaseOver(node: string): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const t0 = performance.now();
+      const timer = setInterval(() => {
+        const peer = this.peers.get(node);
+        const gone = peer === undefined || performance.now() - peer.seenAt > this.timings.leaseMs;
+        if (gone) { clearInterval(timer); resolve(); } else if (performance.now() - t0 > 10_000) clearInterval(timer);
+      }, 100);
+    });
+  }
+
   /** The live node (not this one) that announces the highest epoch for a partition. */
   private remoteOwner(partition: number): { node: string; epoch: number } | null {
     const now = performance.now();
@@ -331,7 +343,10 @@ export class ClusterShards implements Shards {
   // ---- ownership ----
 
   private async reconcile(): Promise<void> {
-    if (this.reconciling || this.closing || performance.now() < this.quietUntil) return;
+    // woken from a pause, this timer may run before the heartbeat's: what it knows of the
+    // others is from before the pause (they all look gone), and acting on it would fence
+    // every live owner. leaseLapsed() notices the pause and starts the quiet period.
+    if (this.reconciling || this.closing || this.leaseLapsed() || performance.now() < this.quietUntil) return;
     this.reconciling = true;
     try {
       const live = this.liveNodes();
@@ -346,8 +361,19 @@ export class ClusterShards implements Shards {
           else if (standby !== this.config.node && this.standbys.has(p)) void this.stopStandby(p);
           continue;
         }
-        // a live owner keeps it until our own heartbeats have been seen for a while (no ping-pong on a blip)
-        if (this.remoteOwner(p) !== null && !graceOver) continue;
+        if (this.remoteOwner(p) !== null) {
+          // a live owner keeps it until our own heartbeats have been seen for a while (no ping-pong on a blip)
+          if (!graceOver) continue;
+          // A planned move: this node first reads the partition as a standby, then asks the
+          // owner to let go. Between the owner letting go and this node serving it, only the
+          // records the standby has not read yet are read, not the partition's history
+          // (which, on a loaded machine, took tens of seconds during which it had no owner).
+          if (!this.standbys.has(p)) {
+            if (!this.pool.running(p)) void this.startStandby(p);
+            continue;
+          }
+          if ((this.standbyLag(p) ?? 0) > PLANNED_MOVE_MAX_LAG) continue;
+        }
         // our own worker of it is still draining (released a moment ago, or a standby being stopped):
         // a fence now would fail that worker's last commits, which it may be answering, and
         // pool.open would refuse a second worker after the fence had already cost an epoch
@@ -364,11 +390,15 @@ export class ClusterShards implements Shards {
     this.taking.add(partition);
     const t0 = performance.now();
     try {
-      if (this.remoteOwner(partition) !== null) {
+      const owner = this.remoteOwner(partition);
+      if (owner !== null) {
         // a planned move (this node joined): the owner finishes its commits and lets go first,
-        // so no write fails on the fence; requests meanwhile wait for the new owner (forward())
-        await this.nc.request(releaseSubject(partition), encode({ node: this.config.node }), { timeout: 5000 })
-          .catch((err: unknown) => log.warn('the owner did not release the partition; fencing it', { partition, err: errText(err) }));
+        // so no write fails on the fence; requests meanwhile wait for the new owner (forward()).
+        // An owner whose lease runs out meanwhile (it died or was stopped) is not waited for.
+        await Promise.race([
+          this.nc.request(releaseSubject(partition), encode({ node: this.config.node }), { timeout: 5000 }),
+          this.leaseOver(owner.node).then(() => { throw new Error(`its owner ${owner.node} is gone`); }),
+        ]).catch((err: unknown) => log.warn('the owner did not release the partition; fencing it', { partition, err: errText(err) }));
       }
       const ownership = await takeOwnership(this.log, partition, this.config.node);
       let ready: ReadyMessage;
@@ -376,10 +406,12 @@ export class ClusterShards implements Shards {
       if (this.standbys.has(partition)) {
         // a standby has the partition up to a recent position: it reads the tail up to our fence
         this.standbys.delete(partition);
+        // It reads on from wherever it is (its reader repairs itself after a NATS fault:
+        // partition_worker.ts follow), however far behind: that is never more than a full
+        // replay. Only a standby that stopped moving at all is given up for a full replay.
         try {
-          promoted = await withTimeout(this.promote(partition, ownership.epoch, ownership.fenceSeq), PROMOTE_TIMEOUT_MS, 'the standby did not reach the fence');
+          promoted = await this.whileMoving(partition, this.promote(partition, ownership.epoch, ownership.fenceSeq));
         } catch (err) {
-          // a stalled follower (e.g. its consumer's server died): replay from the start instead
           log.warn('promoting the standby failed; replaying the partition', { partition, err: errText(err) });
           await this.pool.release(partition);
         }
@@ -420,6 +452,22 @@ export class ClusterShards implements Shards {
   private partitionInit(epoch: number, fenceSeq: number, standby: boolean) {
     const c = this.config;
     return { servers: c.servers, auth: c.auth, node: c.node, partitions: c.partitions, replicas: c.replicas, epoch, fenceSeq, standby, blobDir: this.blobDir };
+  }
+
+  /** `promotion`, or an error once the standby's position has not moved for PROMOTE_STALL_MS */
+  private whileMoving<T>(partition: number, promotion: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let seen = this.positions.get(partition);
+      let movedAt = performance.now();
+      const timer = setInterval(() => {
+        const now = this.positions.get(partition);
+        if (now !== seen) { seen = now; movedAt = performance.now(); return; }
+        if (performance.now() - movedAt < PROMOTE_STALL_MS) return;
+        clearInterval(timer);
+        reject(new Error(`the standby has not moved for ${PROMOTE_STALL_MS} ms (at ${seen ?? 'an unknown position'})`));
+      }, 500);
+      promotion.then((v) => { clearInterval(timer); resolve(v); }, (e) => { clearInterval(timer); reject(e); });
+    });
   }
 
   private promote(partition: number, epoch: number, fenceSeq: number): Promise<{ entries: number; ms: number; results: number }> {
@@ -515,15 +563,15 @@ export class ClusterShards implements Shards {
   }
 }
 
-/** How long a standby may take to read up to the fence before the taker replays from the start. */
-const PROMOTE_TIMEOUT_MS = 3_000;
+/** a planned move waits until this node's standby is at most this many stream messages behind the owner */
+const PLANNED_MOVE_MAX_LAG = 100;
 
-function withTimeout<T>(p: Promise<T>, ms: number, why: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${why} within ${ms} ms`)), ms);
-    p.then((v) => { clearTimeout(timer); resolve(v); }, (e) => { clearTimeout(timer); reject(e); });
-  });
-}
+/**
+ * A standby being promoted whose position has not moved for this long is given up and the
+ * partition replayed from the start instead. Its own reader starts a new consumer after
+ * 2 s without progress (partition_worker.ts), so this only catches a standby that is stuck.
+ */
+const PROMOTE_STALL_MS = 10_000;
 
 function isNoResponders(err: unknown): boolean {
   return typeof (err as { isNoResponders?: unknown })?.isNoResponders === 'function' && (err as { isNoResponders(): boolean }).isNoResponders();

@@ -139,8 +139,12 @@ export interface ReplayOptions {
   /** keep tailing new records after reaching the current end (standby); stop with `signal` */
   follow?: boolean;
   signal?: AbortSignal;
-  /** called with every message's sequence once it is read (records yielded or skipped): how far the reader is */
-  onPosition?: (seq: number) => void;
+  /**
+   * called with every message's sequence once it is read (records yielded or skipped): how
+   * far the reader is; and where a new reader must start to go on from here (seq + 1, or the
+   * first part of a commit split over several messages that is not complete yet)
+   */
+  onPosition?: (seq: number, resumeFrom: number) => void;
 }
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -403,8 +407,17 @@ export class PartitionLog {
       // server died is noticed and recreated within seconds (a standby's tail, a takeover's replay)
       return consumer.consume({ max_messages: 512, expires: 5000 });
     });
+    // what the consumer goes through (lost, recreated, its heartbeats missed): failover's breakdown
+    void (async () => {
+      for await (const s of messages.status()) {
+        // (a pull that expired empty is a 408 'debug' status: routine)
+        if (s.type === 'next' || s.type === 'heartbeat' || s.type === 'discard' || (s.type === 'debug' && s.code === 408)) continue;
+        log.info('partition stream reader', { partition: k, ...s });
+      }
+    })().catch(() => {});
     const onAbort = () => { void messages.close(); };
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.signal?.aborted) onAbort(); // stopped while the consumer was being made
     let chain: { id: string; n: number; next: number; firstSeq: number; enc: string; chunks: Uint8Array[] } | null = null;
     try {
       for await (const m of messages) {
@@ -431,7 +444,7 @@ export class PartitionLog {
         } else {
           chain = null;
         }
-        options.onPosition?.(m.seq);
+        options.onPosition?.(m.seq, chain === null ? m.seq + 1 : chain.firstSeq);
         if (!options.follow && m.seq >= end) break;
         if (options.signal?.aborted) break;
       }

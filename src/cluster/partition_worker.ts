@@ -13,7 +13,8 @@ import { natsConnectionOptions, type NatsAuth } from './nats_options.js';
 import { ShardState } from '../shard/state.js';
 import type { RecoveryStats } from '../store/types.js';
 import { PartitionIds } from './ids.js';
-import { PartitionLog } from './partition_log.js';
+import { PartitionLog, streamName } from './partition_log.js';
+import { errText, log as logger } from '../log.js';
 import { PartitionStore } from './partition_store.js';
 import { LocalBlobs } from './partition_blobs.js';
 import { join } from 'node:path';
@@ -99,14 +100,29 @@ export async function openPartition(k: number, init: PartitionInit): Promise<Ope
   }
 }
 
-/** Tail partition k into `state` and `store`'s blobs, from its first record on. */
+/** a standby behind the stream whose reader has not moved for this long reads again from its position */
+const FOLLOW_STALL_MS = 2_000;
+
+/**
+ * Tail partition k into `state` and `store`'s blobs, from its first record on. The reader
+ * is repaired in place: when its consumer ends or fails (its NATS server died, or the server
+ * deleted it while this process was stopped), or it has not moved for FOLLOW_STALL_MS while
+ * the stream is ahead of it, a new consumer reads on from the last record applied. A standby
+ * never starts over from the stream's start because of a NATS fault, and its promotion
+ * reads only the records between it and the fence.
+ */
 function follow(log: PartitionLog, k: number, store: PartitionStore, state: ShardState) {
-  const abort = new AbortController();
+  const stopped = new AbortController();
+  /** the last message read */
   let position = 0;
+  /** where a new reader goes on from: after the last record applied (a split commit is read again whole) */
+  let resumeFrom = 1;
+  let movedAt = performance.now();
+  let round: AbortController | null = null;
   const waiters: Array<{ seq: number; resolve: () => void; reject: (e: Error) => void }> = [];
   let failed: Error | null = null;
   const f = {
-    entries: 0, events: 0,
+    entries: 0, events: 0, restarts: 0,
     get position() { return position; },
     caughtUp: null as unknown as Promise<void>,
     reach(seq: number): Promise<void> {
@@ -114,29 +130,81 @@ function follow(log: PartitionLog, k: number, store: PartitionStore, state: Shar
       if (position >= seq) return Promise.resolve();
       return new Promise<void>((resolve, reject) => waiters.push({ seq, resolve, reject }));
     },
-    stop() { abort.abort(); },
+    stop() { stopped.abort(); clearInterval(watchdog); },
   };
-  const moved = (seq: number) => {
+  const moved = (seq: number, resume: number) => {
+    resumeFrom = resume;
+    if (seq <= position) return; // the parts of a split commit, read again
     position = seq;
+    movedAt = performance.now();
     for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]!.seq <= seq) { waiters[i]!.resolve(); waiters.splice(i, 1); }
+  };
+  const fail = (err: unknown) => {
+    failed = err instanceof Error ? err : new Error(String(err));
+    for (const w of waiters.splice(0)) w.reject(failed);
+    clearInterval(watchdog);
+    // a standby that cannot apply its stream is no standby: the worker exits, the node may start another
+    setTimeout(() => process.exit(4), 10);
+  };
+  // A reader that stays at one position while the stream is ahead of it is read again from
+  // there. Behind: someone waits for a later record (a promotion), or, after a quiet while,
+  // the stream's last sequence (asked at most every FOLLOW_STALL_MS) is past it.
+  let checking = false;
+  let askedAt = 0;
+  /** the position the reader was first seen behind at, and when */
+  let stuck: { at: number; since: number } | null = null;
+  const watchdog = setInterval(() => {
+    if (checking || round === null) return;
+    const now = performance.now();
+    let behind: Promise<boolean>;
+    if (waiters.some((w) => w.seq > position)) behind = Promise.resolve(true);
+    else if (now - movedAt >= FOLLOW_STALL_MS && now - askedAt >= FOLLOW_STALL_MS) {
+      askedAt = now;
+      behind = log.jsm.streams.info(streamName(k)).then((i) => i.state.last_seq > position, () => false);
+    } else return;
+    checking = true;
+    void behind.then((yes) => {
+      const t = performance.now();
+      if (!yes) { stuck = null; return; }
+      if (stuck === null || stuck.at !== position) { stuck = { at: position, since: t }; return; }
+      if (t - stuck.since < FOLLOW_STALL_MS || round === null) return;
+      logger.warn('standby reader stalled; reading on from its position', { partition: k, position, stalledMs: Math.round(t - stuck.since) });
+      stuck = null;
+      round.abort();
+    }).finally(() => { checking = false; });
+  }, 500);
+  watchdog.unref();
+  const run = async () => {
+    for (let attempt = 0; !stopped.signal.aborted; attempt++) {
+      const current = round = new AbortController();
+      const stop = () => current.abort();
+      stopped.signal.addEventListener('abort', stop, { once: true });
+      try {
+        for await (const record of log.replay(k, resumeFrom, { follow: true, signal: current.signal, onPosition: moved })) {
+          if (record.kind !== 'commit') continue;
+          try {
+            for (const raw of record.entries) {
+              f.entries++;
+              f.events += store.applyEntry(raw as Uint8Array, state);
+            }
+          } catch (err) { fail(err); return; }
+          attempt = 0;
+        }
+      } catch (err) {
+        if (!stopped.signal.aborted && !current.signal.aborted) logger.warn('standby reader failed; reading on from its position', { partition: k, position, err: errText(err) });
+      } finally {
+        stopped.signal.removeEventListener('abort', stop);
+        round = null;
+      }
+      if (stopped.signal.aborted) return;
+      f.restarts++;
+      movedAt = performance.now();
+      await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** Math.min(attempt, 5))));
+    }
   };
   f.caughtUp = log.lastSequence(k).then((end) => {
     const done = f.reach(end);
-    void (async () => {
-      for await (const record of log.replay(k, 1, { follow: true, signal: abort.signal, onPosition: moved })) {
-        if (record.kind !== 'commit') continue;
-        for (const raw of record.entries) {
-          f.entries++;
-          f.events += store.applyEntry(raw as Uint8Array, state);
-        }
-      }
-    })().catch((err: unknown) => {
-      if (abort.signal.aborted) return;
-      failed = err instanceof Error ? err : new Error(String(err));
-      for (const w of waiters.splice(0)) w.reject(failed);
-      // a standby that stopped following is no standby: the worker exits, the node may start another
-      setTimeout(() => process.exit(4), 10);
-    });
+    void run().catch(fail);
     return done;
   });
   return f;
