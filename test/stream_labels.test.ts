@@ -99,9 +99,9 @@ test.serial('a label rename or delete sends an update for each playbook carrying
       t.deepEqual(labelNames(afterRename[at]!.data.row), [other.name, renamed].sort(), 'its row shows the new name');
       t.is(afterRename.filter(is('update', 'playbook', pb.id)).length, 1, 'one update per playbook');
     }
-    const listed = (await api(lb.url, 'GET', `/api/v1/playbooks?path=${encodeURIComponent(carrying[0].path)}`)).body.results
+    const { arguments: _args, ...listed } = (await api(lb.url, 'GET', `/api/v1/playbooks?path=${encodeURIComponent(carrying[0].path)}`)).body.results
       .find((r: any) => r.id === carrying[0].id);
-    t.deepEqual(afterRename.find(is('update', 'playbook', carrying[0].id))!.data.row, listed, 'the row is the list row');
+    t.deepEqual(afterRename.find(is('update', 'playbook', carrying[0].id))!.data.row, listed, 'the row is the list row (a playbook\'s without its arguments)');
 
     await del(lb.url, `/api/v1/labels/${label.id}`);
     await untilSeen(s, is('delete', 'label', label.id));
