@@ -29,7 +29,7 @@ import { reply } from './respond.js';
 import { allowOf, metricRoute, optionsBody, parseRoute, type Req } from './routes.js';
 import { Writes } from './writes.js';
 import { Admission, type Target } from './admission.js';
-import { isUiPath, UiFiles } from './static.js';
+import { araWebPathTarget, isUiPath, UiFiles } from './static.js';
 // ---- operations (health, metrics, OpenAPI, shard restarts, retention) ----
 import { HTTP, Metrics } from '../metrics.js';
 import { Ops } from './ops.js';
@@ -254,6 +254,8 @@ export class Front {
     const method = req.getCaseSensitiveMethod();
     const url = req.getUrl();
     if (isUiPath(url)) return this.ui.serve(res, req, this.guard);
+    const araPage = araWebPathTarget(url);
+    if (araPage !== null) return this.ui.redirect(res, req, araPage);
     const route = parseRoute(url);
     // Admission first: under overload most requests end here, and a refusal
     // reads only what its answer needs (see refuse()).
