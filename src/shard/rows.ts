@@ -24,6 +24,8 @@ export class PlaybookRow {
   ingestSeq: number;
   /** JSON of summary(playbook), rebuilt lazily after any change (null = stale) */
   summaryCache: string | null;
+  /** the dialect summaryCache was rendered in (ARA's adds fields): a cache of the other one is not used */
+  summaryCacheAra: boolean;
   constructor(d: Record<string, any>) {
     this.id = d.id; this.created = d.created; this.updated = d.updated;
     this.started = d.started; this.ended = d.ended ?? null;
@@ -33,6 +35,7 @@ export class PlaybookRow {
     this.uuid = d.uuid ?? null; this.ingestSeq = d.ingest_seq ?? 0;
     this.clientVersion = d.client_version ?? null; this.pythonVersion = d.python_version ?? null;
     this.summaryCache = null;
+    this.summaryCacheAra = false;
   }
   toArray(): unknown[] {
     return [this.id, this.created, this.updated, this.started, this.ended, this.name, this.runnerVersion,
