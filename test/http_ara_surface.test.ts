@@ -3,10 +3,10 @@
 // paths redirected to logbook's UI, and /api/v1/latesthosts.
 import test from 'ava';
 import { buildUi } from './helpers/browser.js';
-import { api } from './helpers/server.js';
+import { api, startLogbook } from './helpers/server.js';
 import {
-  call, createFile, createHost, createPlay, createPlaybook, createRecord, createResult, createTask, get, list, post, randomUuid, serveForFile,
-  uniq, type Json,
+  call, createFile, createHost, createPlay, createPlaybook, createPlaybookOnShard, createRecord, createResult, createTask, del, get, list,
+  playbooksOnDifferentShards, playbooksOnSameShard, post, randomUuid, SERVER_ENV, serveForFile, uniq, type Json,
 } from './helpers/fixtures.js';
 
 let url: string;
@@ -124,4 +124,114 @@ test('ARA\'s web paths (its CLI\'s report: links) redirect to logbook\'s UI page
   const post = await fetch(`${url}/playbooks/${pb.id}.html`, { method: 'POST', redirect: 'manual' });
   t.is(post.status, 405);
   t.is(post.headers.get('allow'), 'GET, HEAD');
+});
+
+// ---- /api/v1/latesthosts ----
+
+const latest = (path: string, headers: Record<string, string> = {}) => api(url, 'GET', `/api/v1/latesthosts${path}`, undefined, headers);
+
+test('latesthosts/<name>: the newest host of that name over every shard, with its playbook; a delete falls back to the one before', async (t) => {
+  const name = uniq('h');
+  const [a, b] = await playbooksOnDifferentShards(url);
+  const [, c] = await playbooksOnSameShard(url);
+  const ha = await createHost(url, a.id, { name, facts: { os: 'a' } });
+  const hb = await createHost(url, b.id, { name, facts: { os: 'b' } });
+  await createHost(url, b.id, { name: uniq('other') });
+  let r = await latest(`/${name}`, ARA);
+  t.is(r.status, 200, r.text);
+  t.deepEqual(Object.keys(r.body), ['name', 'host', 'created', 'updated'], 'ARA\'s DetailedLatestHostSerializer');
+  t.is(r.body.name, name);
+  t.like(r.body.host, { id: hb.id, name, facts: { os: 'b' } });
+  t.like(r.body.host.playbook, { id: b.id, ansible_version: '2.15.13' }, 'the playbook nested, in ARA\'s dialect for ARA\'s client');
+  t.is(r.body.created, (await get(url, `/api/v1/hosts/${hb.id}`)).created);
+  // logbook's shapes for everyone else, the same host
+  const plain = await latest(`/${name}`);
+  t.is(plain.body.host.id, hb.id);
+  t.false('ansible_version' in plain.body.host.playbook);
+  // a newer host on a third playbook (the same shard as another): it is the newest
+  const hc = await createHost(url, c.id, { name });
+  t.is((await latest(`/${name}`)).body.host.id, hc.id);
+  // deleting the newest falls back to the newest before it, over the shards
+  await del(url, `/api/v1/hosts/${hc.id}`);
+  t.is((await latest(`/${name}`)).body.host.id, hb.id);
+  await del(url, `/api/v1/playbooks/${b.id}`); // a playbook's delete takes its hosts
+  t.is((await latest(`/${name}`)).body.host.id, ha.id);
+  // a rename moves a host to its new name
+  await call(url, 'PATCH', `/api/v1/hosts/${ha.id}`, { name: `${name}-renamed` }, 200);
+  r = await latest(`/${name}`, ARA);
+  t.is(r.status, 404);
+  t.deepEqual(r.body, { detail: 'Not found.' });
+  t.is((await latest(`/${name}-renamed`)).body.host.id, ha.id);
+  // any name, percent-encoded in the path (ARA's own route refuses dots; logbook takes them)
+  const odd = `${uniq('db')}.example.com:22 é`;
+  const ho = await createHost(url, a.id, { name: odd });
+  t.is((await latest(`/${encodeURIComponent(odd)}`)).body.host.id, ho.id);
+  t.is((await latest('/a%2')).status, 404);
+  t.is((await api(url, 'POST', `/api/v1/latesthosts/${name}`, {})).status, 405);
+});
+
+test('latesthosts list: one row per name, ARA\'s filters and orders, pages', async (t) => {
+  const tag = uniq('lh');
+  const [a, b] = await playbooksOnDifferentShards(url);
+  await call(url, 'PATCH', `/api/v1/playbooks/${b.id}`, { name: `${tag}-second` }, 200);
+  // web-1 in both playbooks (b's is newer), web-2 only in a, with counters set
+  await createHost(url, a.id, { name: `${tag}-web-1`, failed: 3 });
+  await createHost(url, a.id, { name: `${tag}-web-2`, ok: 5 });
+  const newer = await createHost(url, b.id, { name: `${tag}-web-1`, ok: 1 });
+  const all = await latest(`?name=${tag.toUpperCase()}`, ARA);
+  t.is(all.status, 200, all.text);
+  t.is(all.body.count, 2);
+  t.deepEqual(all.body.results.map((r: Json) => r.name), [`${tag}-web-1`, `${tag}-web-2`], 'by name by default');
+  t.is(all.body.results[0].host.id, newer.id);
+  t.deepEqual(all.body.results[0].host.facts, {});
+  const ids = async (query: string): Promise<string[]> => {
+    const r = await latest(`?name=${tag}&${query}`);
+    t.is(r.status, 200, `${query}: ${r.text}`);
+    return r.body.results.map((row: Json) => row.name);
+  };
+  // filters test the newest row: web-1's newest is in b, not a, and has no failures any more
+  t.deepEqual(await ids(`playbook=${a.id}`), [`${tag}-web-2`]);
+  t.deepEqual(await ids(`playbook=${b.id}`), [`${tag}-web-1`]);
+  t.deepEqual(await ids('playbook_name=SECOND'), [`${tag}-web-1`]);
+  t.deepEqual(await ids(`playbook_path=${encodeURIComponent(a.path)}`), [`${tag}-web-2`]);
+  t.deepEqual(await ids('failed__gt=0'), []);
+  t.deepEqual(await ids('ok__gt=2'), [`${tag}-web-2`]);
+  t.deepEqual(await ids('ok__lt=2'), [`${tag}-web-1`]);
+  t.deepEqual(await ids('order=-name'), [`${tag}-web-2`, `${tag}-web-1`]);
+  t.deepEqual(await ids('order=-ok'), [`${tag}-web-2`, `${tag}-web-1`]);
+  t.deepEqual(await ids('order=-created'), [`${tag}-web-1`, `${tag}-web-2`]);
+  t.deepEqual(await ids(`created_after=${encodeURIComponent(newer.created)}`), [`${tag}-web-1`]);
+  t.deepEqual(await ids(`host__created_before=${encodeURIComponent(newer.created)}`), [`${tag}-web-1`, `${tag}-web-2`]);
+  const page = await latest(`?name=${tag}&limit=1`);
+  t.is(page.body.count, 2);
+  t.is(page.body.results.length, 1);
+  t.regex(page.body.next, /\/api\/v1\/latesthosts\?limit=1&name=.*&offset=1$/);
+  const second = await api(url, 'GET', new URL(page.body.next).pathname + new URL(page.body.next).search);
+  t.deepEqual(second.body.results.map((r: Json) => r.name), [`${tag}-web-2`]);
+  t.truthy(second.body.previous);
+  // bad values; an unknown parameter is an error outside ARA's dialect and ignored inside it, as ARA does
+  t.deepEqual((await latest('?order=id')).body, { order: ['Select a valid choice. id is not one of the available choices.'] });
+  t.is((await latest('?ok__gt=x')).status, 400);
+  t.deepEqual((await latest(`?name=${tag}&colour=blue`)).body, { colour: ['Unknown query parameter.'] });
+  t.is((await latest(`?name=${tag}&colour=blue`, ARA)).body.count, 2);
+  // ARA's API root lists it in the dialect
+  t.truthy((await call(url, 'GET', '/api/v1/', undefined, 200, ARA)).body.latesthosts);
+});
+
+test('latesthosts after a restart: rebuilt from snapshots and the journal', async (t) => {
+  let lb = await startLogbook({ env: { ...SERVER_ENV, LOGBOOK_SNAPSHOT_EVERY: '3' }, keepData: true, startTimeoutMs: 120_000 });
+  try {
+    const name = uniq('h');
+    const [a, b] = await playbooksOnDifferentShards(lb.url);
+    const ha = await createHost(lb.url, a.id, { name });
+    for (let i = 0; i < 4; i++) await createHost(lb.url, a.id); // past a snapshot
+    const hb = await createHost(lb.url, b.id, { name });
+    const hc = await createHost(lb.url, (await createPlaybookOnShard(lb.url, a.id % 3)).id, { name });
+    await del(lb.url, `/api/v1/hosts/${hc.id}`);
+    await lb.stop();
+    lb = await startLogbook({ env: SERVER_ENV, dataDir: lb.dataDir, keepData: true, startTimeoutMs: 120_000 });
+    t.is((await api(lb.url, 'GET', `/api/v1/latesthosts/${name}`)).body.host?.id, hb.id);
+    await del(lb.url, `/api/v1/hosts/${hb.id}`);
+    t.is((await api(lb.url, 'GET', `/api/v1/latesthosts/${name}`)).body.host?.id, ha.id);
+  } finally { await lb.stop(); }
 });

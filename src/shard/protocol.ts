@@ -128,6 +128,11 @@ export type FrontToShard =
   | { k: 'ingest'; rid: number; cmd: IngestCommand }
   | { k: 'get'; rid: number; type: Exclude<ResourceType, 'label'>; id: number; ara?: true }
   | { k: 'list'; rid: number; q: ListQuery; ara?: true }
+  /**
+   * ARA's latesthosts: the shard's newest host row of each name (of `name`
+   * alone, if given; of the names that contain `contains`, lower-case, if given), as LatestHostRows
+   */
+  | { k: 'latest'; rid: number; name: string | null; contains?: string }
   | { k: 'labels'; upsert: Array<[number, string]>; remove: number[] }
   /** live stream: log a label change (answered once it is durable, with LabelReply) */
   | { k: 'label'; rid: number; change: LabelChangeCommand }
@@ -240,6 +245,14 @@ export interface ListReply {
   beyond?: number;
 }
 
+/**
+ * A shard's newest host of one name, with what latesthosts filters and orders
+ * on: [name, host id, created µs, updated µs, playbook id, changed, failed, ok,
+ * skipped, unreachable, playbook name, playbook path].
+ */
+export type LatestHostRow = [string, number, number, number, number, number, number, number, number, number, string | null, string];
+export interface LatestReply { k: 'latest'; rid: number; status: number; rows: LatestHostRow[] }
+
 /** Sent once recovery is complete: what the front needs to rebuild its directory. */
 export interface ReadyMessage {
   k: 'ready';
@@ -325,7 +338,7 @@ export interface ReplayReply {
 /** A shard could not start (e.g. its store would not open or recover). */
 export interface FailedMessage { k: 'failed'; shard: number; error: string }
 
-export type ShardToFront = WriteReply | GetReply | ListReply | IngestReply | ErrorReply | ReadyMessage | FailedMessage
+export type ShardToFront = WriteReply | GetReply | ListReply | LatestReply | IngestReply | ErrorReply | ReadyMessage | FailedMessage
   | StatsReply | MaintainReply | ChangesMessage | ReplayReply | PromotedReply | PositionMessage | LabelReply;
 /** What a request's reply handler receives: its own reply kind, or an ErrorReply. */
 export type Reply = Exclude<ShardToFront, ReadyMessage | FailedMessage | ChangesMessage | PositionMessage>;
