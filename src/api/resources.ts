@@ -60,6 +60,11 @@ export interface FieldSpec {
   readonly resetTo?: string;
   /** Accepted input alias (ARA's `ansible_version` for `runner_version`). */
   readonly alias?: string;
+  /**
+   * A string kept as sent: not stripped of surrounding whitespace (every other
+   * `string` field is, as ARA's DRF CharFields do; docs/api.md#writes).
+   */
+  readonly keepWhitespace?: boolean;
 }
 
 const NAME = LIMITS.nameLength;
@@ -70,7 +75,7 @@ const ended: FieldSpec = { name: 'ended', kind: 'timestamp', nullable: true };
 const runStatus: FieldSpec = { name: 'status', kind: 'choice', choices: RUN_STATUSES };
 const playbookFk: FieldSpec = { name: 'playbook', kind: 'fk', target: 'playbook', required: true };
 /** Playbook and task `uuid` (docs/api.md#batch-ingest): the client's opaque key, not a UUID. */
-const streamKey: FieldSpec = { name: 'uuid', kind: 'string', nullable: true, maxLength: LIMITS.uuidLength };
+const streamKey: FieldSpec = { name: 'uuid', kind: 'string', nullable: true, maxLength: LIMITS.uuidLength, keepWhitespace: true };
 const counter = (name: string): FieldSpec => ({ name, kind: 'int' });
 
 /** Write fields per type, in serializer order (= order of keys in a 400 body). */
@@ -155,7 +160,7 @@ function uniformSpecs(specs: Record<ResourceType, readonly FieldSpec[]>): Record
   for (const type of RESOURCE_TYPES) {
     out[type] = specs[type].map((f): FieldSpec => ({
       name: f.name, kind: f.kind, required: f.required, nullable: f.nullable, blank: f.blank, maxLength: f.maxLength,
-      choices: f.choices, target: f.target, resetTo: f.resetTo, alias: f.alias,
+      choices: f.choices, target: f.target, resetTo: f.resetTo, alias: f.alias, keepWhitespace: f.keepWhitespace,
     }));
   }
   return out;

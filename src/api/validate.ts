@@ -73,7 +73,29 @@ type FieldResult = { ok: true; value: unknown } | { ok: false; msg: string; numb
 const ok = (value: unknown): FieldResult => ({ ok: true, value });
 const bad = (msg: string): FieldResult => ({ ok: false, msg });
 
-function checkString(spec: FieldSpec, v: string): FieldResult {
+/**
+ * Python's str.strip() with no argument: the characters it takes for
+ * whitespace (JavaScript's trim() differs: it keeps U+001C–U+001F and U+0085
+ * and strips U+FEFF).
+ */
+const PY_WHITESPACE = '\t\n\v\f\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000';
+const SURROUNDING_WHITESPACE = new RegExp(`^[${PY_WHITESPACE}]+|[${PY_WHITESPACE}]+$`, 'g');
+const EDGE_WHITESPACE = new RegExp(`^[${PY_WHITESPACE}]|[${PY_WHITESPACE}]$`);
+
+/**
+ * A string field as ARA's server stores it: DRF's CharField (trim_whitespace,
+ * the default) strips surrounding whitespace before its length and blank
+ * checks, so a 254-character name ending in a space is stored as 253. Both
+ * write paths apply it: the per-record API here, batch ingest also to the
+ * natural keys it looks rows up by (src/shard/ingest.ts), so both store and
+ * find the same text.
+ */
+export function stripWhitespace(s: string): string {
+  return EDGE_WHITESPACE.test(s) ? s.replace(SURROUNDING_WHITESPACE, '') : s;
+}
+
+function checkString(spec: FieldSpec, raw: string): FieldResult {
+  const v = spec.keepWhitespace ? raw : stripWhitespace(raw);
   if (!spec.blank && v.length === 0) return bad(Messages.notBlank);
   if (spec.maxLength !== undefined && v.length > spec.maxLength && codePoints(v) > spec.maxLength) {
     return bad(Messages.maxLength(spec.maxLength));
@@ -219,6 +241,12 @@ function convertCanonical(spec: FieldSpec, v: unknown): unknown {
     }
     case 'uuid': return normalizeUuid(v as string) ?? FAILED;
     case 'labels': return (v as string[]).length > LIMITS.labelsPerPlaybook ? FAILED : [...new Set(v as string[])];
+    case 'string': {
+      if (spec.keepWhitespace) return v;
+      const s = stripWhitespace(v as string);
+      // stripped to nothing, or the schema's length check passed on what strip shortened: the slow path decides
+      return s === v ? v : FAILED;
+    }
     case 'fklist': return [...new Set(v as number[])]; // a set, as in checkValue
     default: return v;
   }

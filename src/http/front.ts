@@ -19,6 +19,7 @@ import { Directory } from './directory.js';
 import { Guard } from './guard.js';
 import { Ingest } from './ingest.js';
 import { LabelResource } from './label_resource.js';
+import { LatestHosts } from './latest_hosts.js';
 import { LabelCatalogue, type LabelStore } from './labels.js';
 import { LabelChanges, type LabelChangeStore, type ReplicaChange } from './label_changes.js';
 import type { StoredLabel } from '../store/front_store.js';
@@ -29,7 +30,7 @@ import { reply } from './respond.js';
 import { allowOf, metricRoute, optionsBody, parseRoute, type Req } from './routes.js';
 import { Writes } from './writes.js';
 import { Admission, type Target } from './admission.js';
-import { isUiPath, UiFiles } from './static.js';
+import { araWebPathTarget, isUiPath, UiFiles } from './static.js';
 // ---- operations (health, metrics, OpenAPI, shard restarts, retention) ----
 import { HTTP, Metrics } from '../metrics.js';
 import { Ops } from './ops.js';
@@ -51,7 +52,7 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 function admissionTarget(route: Req['route'], method: string, dir: Directory): Target | null {
   if (method === 'OPTIONS') return null;
   switch (route.kind) {
-    case 'list': case 'ingest': return 'every';
+    case 'list': case 'ingest': case 'latest': return 'every';
     case 'detail': {
       if (route.type === 'label') return 'front';
       const shard = dir.shardOf(route.type, route.id);
@@ -94,7 +95,7 @@ const ARA_CLIENT_AGENT = 'ara-http-client_';
 
 /** The routes with a dialect: ARA's API paths (not the stream, batch ingest, operations or the UI). */
 function isApiRoute(route: Req['route']): boolean {
-  return route.kind === 'list' || route.kind === 'detail' || route.kind === 'index' || route.kind === 'root';
+  return route.kind === 'list' || route.kind === 'detail' || route.kind === 'index' || route.kind === 'root' || route.kind === 'latest';
 }
 
 /** Does the request carry a body: a method that has one, or a length or chunked encoding announced? */
@@ -121,6 +122,7 @@ export class Front {
   private readonly writes: Writes;
   private readonly labelResource: LabelResource;
   private readonly ingest: Ingest;
+  private readonly latestHosts: LatestHosts;
 
   /** set by recover(): the front answers 503 until the shards have recovered */
   private pool!: Shards;
@@ -173,6 +175,7 @@ export class Front {
       // test hook (LOGBOOK_TEST_HOOKS=1): a small page budget, so a test can go past it without gigabytes
       pageBytes: Number(TEST_HOOKS && process.env.LOGBOOK_TEST_PAGE_BYTES) || LIMITS.pageBytes,
     });
+    this.latestHosts = new LatestHosts({ pool, dir: this.dir, origin: (ex) => this.origin(ex), pages: this.pages });
     this.labelResource = new LabelResource({
       labels: this.labels, dir: this.dir,
       envelope: (ex, parsed, count, rows, offset) => this.reads.envelope(ex, parsed, count, rows, offset),
@@ -258,6 +261,8 @@ export class Front {
     const method = req.getCaseSensitiveMethod();
     const url = req.getUrl();
     if (isUiPath(url)) return this.ui.serve(res, req, this.guard);
+    const araPage = araWebPathTarget(url);
+    if (araPage !== null) return this.ui.redirect(res, req, araPage);
     const route = parseRoute(url);
     // Admission first: under overload most requests end here, and a refusal
     // reads only what its answer needs (see refuse()).
@@ -387,6 +392,10 @@ export class Front {
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody(route.kind === 'index' ? 'Api Index' : 'Api Root'));
         if (!read) return this.notAllowed(ex);
         return reply(ex, 200, route.kind === 'index' ? this.indexBody(ex) : this.rootBody(ex));
+      case 'latest':
+        if (method === 'OPTIONS') return reply(ex, 200, optionsBody(route.name === null ? 'Latest Host List' : 'Latest Host Instance'));
+        if (!read) return this.notAllowed(ex);
+        return route.name === null ? this.latestHosts.list(ex) : this.latestHosts.get(ex, route.name);
       case 'list':
         if (read) return this.list(ex, route.type);
         if (method === 'POST') {
@@ -433,7 +442,11 @@ export class Front {
   private rootBody(ex: Req): string {
     const origin = this.origin(ex);
     const out: Record<string, string> = {};
-    for (const type of RESOURCE_TYPES) out[TYPE_TO_PATH[type]] = `${origin}/api/v1/${TYPE_TO_PATH[type]}`;
+    for (const type of RESOURCE_TYPES) {
+      out[TYPE_TO_PATH[type]] = `${origin}/api/v1/${TYPE_TO_PATH[type]}`;
+      // ARA's router lists it after hosts; logbook's own root keeps its resources only (it answers everywhere all the same)
+      if (type === 'host' && ex.ara) out.latesthosts = `${origin}/api/v1/latesthosts`;
+    }
     return JSON.stringify(out);
   }
 

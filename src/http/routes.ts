@@ -13,6 +13,8 @@ export type Route =
   | { kind: 'missing'; detail?: true }
   | { kind: 'ingest' } | { kind: 'stream' }
   | { kind: 'list'; type: ResourceType }
+  /** ARA's latesthosts: the list (name null), or one host name's newest row */
+  | { kind: 'latest'; name: string | null }
   | { kind: 'detail'; type: ResourceType; id: number }
   /** a run as JUnit XML, for CI (docs/api.md#junit-xml) */
   | { kind: 'junit'; playbook: number };
@@ -51,6 +53,13 @@ export function parseRoute(url: string): Route {
   if (path === '/api/v1/ingest') return { kind: 'ingest' };
   if (path === '/api/v1/stream') return { kind: 'stream' };
   const rest = path.slice(8);
+  if (rest === 'latesthosts') return { kind: 'latest', name: null };
+  if (rest.startsWith('latesthosts/')) {
+    // a host name, percent-decoded (it may hold any character but a slash)
+    let name: string;
+    try { name = decodeURIComponent(rest.slice(12)); } catch { return { kind: 'missing' }; }
+    return name === '' || name.includes('/') ? { kind: 'missing' } : { kind: 'latest', name };
+  }
   const slash = rest.indexOf('/');
   const type = TYPE_BY_PATH.get(slash < 0 ? rest : rest.slice(0, slash));
   if (type === undefined) return { kind: 'missing' };
@@ -73,7 +82,7 @@ export function allowOf(route: Route): string {
     case 'stream': return ALLOW_STREAM;
     case 'junit': return ALLOW_INDEX;
     case 'ops': return opsAllow(route);
-    default: return ALLOW_INDEX;
+    default: return ALLOW_INDEX; // index, root, latest: reads only
   }
 }
 
@@ -86,6 +95,7 @@ export function metricRoute(route: Route): number {
     case 'ingest': return ROUTE.ingest;
     case 'stream': return ROUTE.stream;
     case 'junit': return ROUTE.junit;
+    case 'latest': return route.name === null ? ROUTE.latest : ROUTE.latestDetail;
     case 'list': return ROUTE.list + TYPE_CODE[route.type];
     case 'detail': return ROUTE.detail + TYPE_CODE[route.type];
     case 'ops': return opsMetricRoute(route);

@@ -46,6 +46,21 @@ const ALLOW = 'GET, HEAD';
 
 interface StaticFile { type: string; body: Buffer; gzip: Buffer | null; etag: string; cache: string }
 
+/**
+ * ARA's web UI paths (ara/ui/urls.py, 1.5 to its newest commit), which ARA's
+ * CLI prints as `report:` links and its callback as the playbook's address:
+ * the logbook UI page of the same object, or of the list closest to ARA's
+ * index pages (logbook has no host or task index: the playbooks). null: not
+ * one of ARA's paths.
+ */
+const ARA_OBJECT_PAGE = /^\/(playbooks|hosts|results|files|records)\/([1-9]\d{0,15})\.html$/;
+const ARA_INDEX_PAGES = new Set(['/hosts', '/hosts/', '/tasks', '/tasks/', '/distributed', '/distributed/']);
+export function araWebPathTarget(url: string): string | null {
+  const m = ARA_OBJECT_PAGE.exec(url);
+  if (m) return `/ui/${m[1]}/${m[2]}`;
+  return ARA_INDEX_PAGES.has(url) ? '/ui/' : null;
+}
+
 /** `/`, `/ui` and everything under `/ui/` belong to the UI (checked before API routing). */
 export function isUiPath(url: string): boolean {
   return url === '/' || url === '/ui' || url.startsWith('/ui/');
@@ -96,6 +111,16 @@ export class UiFiles {
     }, () => {
       if (!aborted) send(res, '500 Internal Server Error', json(Errors.internal()), [], head);
     });
+  }
+
+  /** 302 from one of ARA's web paths to logbook's page (araWebPathTarget): no data, so no login either (as `/` → `/ui/`). */
+  redirect(res: HttpResponse, req: HttpRequest, location: string): void {
+    res.onAborted(() => {}); // attached first, always (see serve())
+    const method = req.getCaseSensitiveMethod();
+    if (method !== 'GET' && method !== 'HEAD') {
+      return send(res, '405 Method Not Allowed', json(Errors.methodNotAllowed(method)), [['Allow', ALLOW]], false);
+    }
+    send(res, '302 Found', null, [['Location', location]], method === 'HEAD');
   }
 
   /** 401: the browser's prompt, and the app as body (its token sign-in); anything else as the API says. */

@@ -11,7 +11,7 @@ import { asciiEventSpans, jsonStandIn } from '../api/json_scan.js';
 import { arrayMemberSpans, parseSpan, type ElementSpans } from '../api/json_text.js';
 import { JSON_FIELDS, TYPE_CODE, WRITE_FIELDS } from '../api/resources.js';
 import { normalizeUuid } from '../api/uuid.js';
-import { storableText, type BodyNormalizer } from '../api/validate.js';
+import { storableText, stripWhitespace, type BodyNormalizer } from '../api/validate.js';
 import { LIMITS } from '../limits.js';
 import { decide } from './decide.js';
 import type { Ids } from './ids.js';
@@ -247,7 +247,7 @@ export class RunningBatch {
           body.play = play.id;
         }
         if ('file' in body) {
-          const file = typeof body.file === 'string' ? agg.fileByPath.get(body.file) : undefined;
+          const file = typeof body.file === 'string' ? agg.fileByPath.get(stripWhitespace(body.file)) : undefined;
           if (!file) return fieldError('file', Errors.unknownParent('file', named(body.file, text, span, 'file')));
           body.file = file.id;
         }
@@ -257,7 +257,10 @@ export class RunningBatch {
       case 'host': {
         if (typeof body.name !== 'string') return fieldError('name', body.name === undefined ? Messages.required : Messages.invalidString);
         if (!storableText(body.name)) return fieldError('name', Messages.unpairedSurrogate);
-        const existing = agg.hostByName.get(body.name);
+        // natural keys are stored stripped (the per-record API's rule): looked up so too
+        const nameKey = stripWhitespace(body.name);
+        body.name = nameKey;
+        const existing = agg.hostByName.get(nameKey);
         if (existing && Object.keys(body).length === 1) return null; // named only: nothing to change
         body.playbook = pid;
         return runner.apply('host', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
@@ -266,14 +269,18 @@ export class RunningBatch {
       case 'file': {
         if (typeof body.path !== 'string') return fieldError('path', body.path === undefined ? Messages.required : Messages.invalidString);
         if (!storableText(body.path)) return fieldError('path', Messages.unpairedSurrogate);
-        const existing = agg.fileByPath.get(body.path);
+        const pathKey = stripWhitespace(body.path);
+        body.path = pathKey;
+        const existing = agg.fileByPath.get(pathKey);
         body.playbook = pid;
         return runner.apply('file', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
       }
       case 'record': {
         if (typeof body.key !== 'string') return fieldError('key', body.key === undefined ? Messages.required : Messages.invalidString);
         if (!storableText(body.key)) return fieldError('key', Messages.unpairedSurrogate);
-        const existing = agg.recordByKey.get(body.key);
+        const keyKey = stripWhitespace(body.key);
+        body.key = keyKey;
+        const existing = agg.recordByKey.get(keyKey);
         body.playbook = pid;
         return runner.apply('record', existing ? 'patch' : 'create', existing?.id ?? 0, body, text, span, null, now, track);
       }
@@ -287,7 +294,7 @@ export class RunningBatch {
     const key = streamKey(body.task);
     const task = typeof key === 'string' ? agg.taskByUuid.get(key) : undefined;
     if (!task) return fieldError('task', body.task === undefined ? Messages.required : Errors.unknownParent('task', named(body.task, text, span, 'task')));
-    const hostName = body.host;
+    const hostName = typeof body.host === 'string' ? stripWhitespace(body.host) : body.host;
     if (typeof hostName !== 'string' || hostName === '') {
       return fieldError('host', hostName === undefined ? Messages.required : Messages.invalidString);
     }
@@ -295,10 +302,10 @@ export class RunningBatch {
     let delegates: string[] | null = null;
     const delegatedTo = body.delegated_to;
     if (delegatedTo !== undefined && delegatedTo !== null) {
-      if (!Array.isArray(delegatedTo) || !delegatedTo.every((h) => typeof h === 'string' && h !== '' && storableText(h))) {
+      if (!Array.isArray(delegatedTo) || !delegatedTo.every((h) => typeof h === 'string' && stripWhitespace(h) !== '' && storableText(h))) {
         return fieldError('delegated_to', 'Expected a list of host names.');
       }
-      delegates = delegatedTo as string[];
+      delegates = (delegatedTo as string[]).map(stripWhitespace);
     }
     // Validate with placeholder ids first: hosts are created only for a result that is valid.
     body.playbook = agg.playbook.id;

@@ -137,6 +137,11 @@ export type FrontToShard =
   | { k: 'list'; rid: number; q: ListQuery; ara?: true }
   /** a playbook as JUnit XML (answered with a GetReply whose body is the XML) */
   | { k: 'junit'; rid: number; playbook: number }
+  /**
+   * ARA's latesthosts: the shard's newest host row of each name (of `name`
+   * alone, if given; of the names that contain `contains`, lower-case, if given), as LatestHostRows
+   */
+  | { k: 'latest'; rid: number; name: string | null; contains?: string }
   | { k: 'labels'; upsert: Array<[number, string]>; remove: number[] }
   /**
    * live stream: log label changes, in the order they were made, as one commit
@@ -254,6 +259,14 @@ export interface ListReply {
   beyond?: number;
 }
 
+/**
+ * A shard's newest host of one name, with what latesthosts filters and orders
+ * on: [name, host id, created µs, updated µs, playbook id, changed, failed, ok,
+ * skipped, unreachable, playbook name, playbook path].
+ */
+export type LatestHostRow = [string, number, number, number, number, number, number, number, number, number, string | null, string];
+export interface LatestReply { k: 'latest'; rid: number; status: number; rows: LatestHostRow[] }
+
 /** Sent once recovery is complete: what the front needs to rebuild its directory. */
 export interface ReadyMessage {
   k: 'ready';
@@ -339,7 +352,7 @@ export interface ReplayReply {
 /** A shard could not start (e.g. its store would not open or recover). */
 export interface FailedMessage { k: 'failed'; shard: number; error: string }
 
-export type ShardToFront = WriteReply | GetReply | ListReply | IngestReply | ErrorReply | ReadyMessage | FailedMessage
+export type ShardToFront = WriteReply | GetReply | ListReply | LatestReply | IngestReply | ErrorReply | ReadyMessage | FailedMessage
   | StatsReply | MaintainReply | ChangesMessage | ReplayReply | PromotedReply | PositionMessage | LabelReply;
 /** What a request's reply handler receives: its own reply kind, or an ErrorReply. */
 export type Reply = Exclude<ShardToFront, ReadyMessage | FailedMessage | ChangesMessage | PositionMessage>;

@@ -97,10 +97,11 @@ export class Serializer {
 
   playbookSummary(agg: Aggregate): string {
     const pb = agg.playbook;
-    if (pb.summaryCache !== null) return pb.summaryCache;
+    if (pb.summaryCache !== null && pb.summaryCacheAra === this.compat) return pb.summaryCache;
     const json = '{"id":' + pb.id + ',"items":' + this.playbookItems(agg) + ',"labels":' + this.labels(pb)
       + ',' + this.playbookTail(pb);
     pb.summaryCache = json;
+    pb.summaryCacheAra = this.compat;
     return json;
   }
 

@@ -17,7 +17,7 @@ import { runList } from './list.js';
 import { Serializer } from './serialize.js';
 import { ShardState, type Event, type Removed } from './state.js';
 import {
-  encode, type FrontToShard, type IngestCommand, type IngestReply, type LabelChangeCommand, type LabelReply, type MaintainReply,
+  encode, type FrontToShard, type IngestCommand, type IngestReply, type LatestHostRow, type LabelChangeCommand, type LabelReply, type MaintainReply,
   type MaintenanceTask, type ShardToFront, type StatsReply, type WriteCommand, type WriteReply,
 } from './protocol.js';
 import { BatchRunner, RunningBatch, batchDigest, type BatchOutcome } from './ingest.js';
@@ -172,7 +172,7 @@ export class Shard {
     if (this.openBatch !== null) this.finishBatch();
     // writes and reads join the open group; anything else is ordered after it (a
     // label replica change too: the group's rows, taken at its flush, show the names before it)
-    if (this.group !== null && msg.k !== 'write' && msg.k !== 'get' && msg.k !== 'list' && msg.k !== 'junit' && msg.k !== 'stats') this.flushGroup();
+    if (this.group !== null && msg.k !== 'write' && msg.k !== 'get' && msg.k !== 'list' && msg.k !== 'junit' && msg.k !== 'latest' && msg.k !== 'stats') this.flushGroup();
     switch (msg.k) {
       case 'write': return this.write(msg.rid, msg.cmd, msg.ara === true);
       case 'ingest': return this.ingest(msg.rid, msg.cmd);
@@ -193,6 +193,7 @@ export class Shard {
         const { count, rows, beyond } = runList(this.state, msg.ara ? this.araSerializer : this.serializer, msg.q);
         return this.deliver({ k: 'list', rid: msg.rid, count, rows, status: 200, body: null, beyond }, null, msg);
       }
+      case 'latest': return this.deliver({ k: 'latest', rid: msg.rid, status: 200, rows: this.latestHosts(msg.name, msg.contains ?? null) }, null, msg);
       case 'labels':
         this.state.labelsChanged(msg.upsert, msg.remove);
         return null;
@@ -209,6 +210,19 @@ export class Shard {
       case 'stall': return null; // the worker handles it (test hook)
       case 'promote': return null; // the worker handles it (cluster mode)
     }
+  }
+
+  /** The newest host row of each name here (of one name, if given), with what latesthosts filters and orders on. */
+  private latestHosts(name: string | null, contains: string | null): LatestHostRow[] {
+    const { latestHosts, aggregates } = this.state;
+    const out: LatestHostRow[] = [];
+    const rows = name === null ? latestHosts.all() : [latestHosts.newest(name)];
+    for (const h of rows) {
+      if (h === undefined || (contains !== null && !h.name.toLowerCase().includes(contains))) continue;
+      const pb = aggregates.get(h.playbook)!.playbook;
+      out.push([h.name, h.id, h.created, h.updated, h.playbook, h.changed, h.failed, h.ok, h.skipped, h.unreachable, pb.name, pb.path]);
+    }
+    return out;
   }
 
   write(rid: number, cmd: WriteCommand, ara = false): ShardToFront | null {

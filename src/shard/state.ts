@@ -9,6 +9,7 @@ import {
 import { ResultIndex } from './result_index.js';
 import { ResultGroups, firstAfter } from './result_groups.js';
 import { ListOrders } from './list_orders.js';
+import { LatestHosts } from './latest_hosts.js';
 
 export type EventType = 'playbook' | ChildType;
 
@@ -179,6 +180,8 @@ export class ShardState {
   private readonly uuids = new Map<string, number>();
   /** rows kept in the order of a sort key, for the lists that asked for one (see list_orders.ts) */
   readonly orders = new ListOrders();
+  /** the newest host row of each name (ARA's latesthosts) */
+  readonly latestHosts = new LatestHosts();
 
   /** The playbook a batch-ingest stream (playbook uuid) created, if it still exists with that uuid. */
   playbookByUuid(uuid: string): number | null {
@@ -246,6 +249,7 @@ export class ShardState {
       case 'host': {
         const row = new HostRow(d);
         agg.hosts.set(row.id, row); this.hosts.set(row.id, row); agg.hostByName.set(row.name, row);
+        this.latestHosts.added(row);
         this.orders.added(t, row);
         break;
       }
@@ -321,11 +325,14 @@ export class ShardState {
         assign(row, d);
         break;
       case 'play': rekey(agg.playByUuid, row, 'uuid', d); assign(row, d); break;
-      case 'host':
+      case 'host': {
+        const name = row.name;
         rekey(agg.hostByName, row, 'name', d);
         assign(row, d);
+        if (row.name !== name) this.latestHosts.renamed(row, name);
         if (!row.countersSet && setsCounter(d)) row.countersSet = true;
         break;
+      }
       case 'file':
         rekey(agg.fileByPath, row, 'path', d);
         if ('sha1' in d && d.sha1 !== row.sha1) { this.refFile(row.sha1, -1); this.refFile(d.sha1, 1); }
@@ -349,6 +356,7 @@ export class ShardState {
         for (const rowId of (agg as any)[type + 's'].keys()) { index.delete(rowId); ids.push(rowId); }
       }
       for (const file of agg.files.values()) this.refFile(file.sha1, -1);
+      for (const host of agg.hosts.values()) this.latestHosts.removed(host);
       this.aggregates.delete(id);
       this.unorderPlaybook(id);
       this.dirty.delete(id);
@@ -396,6 +404,7 @@ export class ShardState {
         break;
       case 'host':
         agg.hosts.delete(id); this.hosts.delete(id); agg.hostByName.delete(row.name);
+        this.latestHosts.removed(row);
         // a delegation to a host that is gone goes with it (ARA's many-to-many link);
         // the row changed in place, so the next snapshot round stores its part again
         for (const r of agg.results.values()) {
@@ -492,7 +501,10 @@ export class ShardState {
       if (r.uuid !== null) agg.taskByUuid.set(r.uuid, r);
       const play = agg.plays.get(r.play); if (play) play.tasks++;
     }
-    for (const r of rows.hosts) { agg.hosts.set(r.id, r); this.hosts.set(r.id, r); agg.hostByName.set(r.name, r); bump(TYPE_CODE.host, r.id); }
+    for (const r of rows.hosts) {
+      agg.hosts.set(r.id, r); this.hosts.set(r.id, r); agg.hostByName.set(r.name, r); bump(TYPE_CODE.host, r.id);
+      this.latestHosts.added(r);
+    }
     for (const r of rows.results) {
       agg.addResult(r); this.results.set(r.id, r); bump(TYPE_CODE.result, r.id);
       // host counters are stored as they were (they may have been overridden); items are recounted

@@ -6,13 +6,14 @@ import { FilePage } from './pages/file.js';
 import { HostPage } from './pages/host.js';
 import { PlaybookPage } from './pages/playbook.js';
 import { PlaybooksPage } from './pages/playbooks.js';
+import { RecordPage } from './pages/record.js';
 import { ResultPage } from './pages/result.js';
 import { installLinkHandler, useLocation } from './router.js';
 import './style.css';
 
 function Page() {
   const { path, query } = useLocation();
-  const m = /^\/ui\/(playbooks|hosts|results|files)\/(\d+)\/?$/.exec(path);
+  const m = /^\/ui\/(playbooks|hosts|results|files|records)\/(\d+)\/?$/.exec(path);
   if (path === '/ui/' || path === '/ui') return <PlaybooksPage query={query} />;
   if (!m) return <p class="notice">No page here. <a href="/ui/">Playbooks</a></p>;
   const id = Number(m[2]);
@@ -20,6 +21,7 @@ function Page() {
     case 'playbooks': return <PlaybookPage key={id} id={id} query={query} />;
     case 'hosts': return <HostPage key={id} id={id} />;
     case 'results': return <ResultPage key={id} id={id} />;
+    case 'records': return <RecordPage key={id} id={id} />;
     default: return <FilePage key={id} id={id} line={Number(query.get('line')) || null} />;
   }
 }
