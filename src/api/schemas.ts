@@ -195,7 +195,9 @@ export function responseSchemas(compat: boolean): Record<string, TSchema> {
     }),
     Options: obj([['name', text], ['renders', Type.Array(text)], ['parses', Type.Array(text)]]),
     ApiIndex: obj([['kind', compat ? Type.Literal('ara') : Type.Literal('logbook')], ['version', text], ['api', Type.Array(Type.String({ format: 'uri' }))]]),
-    ApiRoot: obj(RESOURCE_TYPES.map((t) => [TYPE_TO_PATH[t], Type.String({ format: 'uri' })])),
+    // ARA's router lists latesthosts after hosts; logbook's root names the resources only
+    ApiRoot: obj(RESOURCE_TYPES.flatMap((t): Fields => [[TYPE_TO_PATH[t], Type.String({ format: 'uri' })],
+      ...(compat && t === 'host' ? [['latesthosts', Type.String({ format: 'uri' })] as Fields[number]] : [])])),
     Health: Type.Object({
       status: Type.Union([Type.Literal('ok'), Type.Literal('recovering'), Type.Literal('degraded'), Type.Literal('stopping')]),
       version: Type.Optional(text), shards: Type.Optional(count), shards_down: Type.Optional(Type.Array(count)),
