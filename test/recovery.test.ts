@@ -424,6 +424,14 @@ test('a data dir in a newer on-disk format is refused (exit 2, message names the
   t.is(refusedAgain.code, 2, 'a format that is not a number is refused too');
   t.regex(refusedAgain.output, /format/i);
 
+  // flipped bytes that leave a record without its shard count (found by test/faults_check_fuzz):
+  // damage to restore, not a shard count to start with
+  await rewriteFormat(dataDir, (r) => ({ format: FORMAT_VERSION, sharbs: 3, created: r.created }));
+  const damaged = await runUntilExit({ env, dataDir });
+  t.is(damaged.code, 2);
+  t.regex(damaged.output, /front\.mdb in .* is damaged: its format record reads .*restore the data directory from a backup/);
+  t.notRegex(damaged.output, /LOGBOOK_SHARDS=undefined/);
+
   await rewriteFormat(dataDir, () => original);
   lb = await startLogbook({ env, dataDir });
   t.like(await must(lb.url, 'GET', `/api/v1/playbooks/${pb.id}`), { id: pb.id, path: '/srv/site.yml', labels: pb.labels }, 'the refused starts changed nothing');

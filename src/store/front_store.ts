@@ -118,6 +118,12 @@ export class FrontStore implements LabelStore, LabelChangeStore {
       await durable(this.meta.put('format', { format: FORMAT_VERSION, shards, created: new Date().toISOString() }));
       return;
     }
+    // a record that decodes but is not one a logbook wrote (flipped bytes) is damage, not a setting
+    const damaged = record === null || typeof record !== 'object'
+      || (typeof record.format === 'number' && !(Number.isSafeInteger(record.shards) && record.shards >= 1));
+    if (damaged) {
+      throw new StoreError(`front.mdb in ${resolve(dataDir)} is damaged: its format record reads ${JSON.stringify(record)?.slice(0, 200)}; restore the data directory from a backup (docs/operations.md#backup-restore-and-check)`);
+    }
     if (typeof record.format !== 'number' || record.format > FORMAT_VERSION || record.format < 1) {
       throw new StoreError(`data directory ${resolve(dataDir)} has on-disk format ${JSON.stringify(record.format)}; this logbook reads format ${FORMAT_VERSION}. Use a newer logbook or another LOGBOOK_DATA_DIR.`);
     }
