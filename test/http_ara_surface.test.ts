@@ -235,3 +235,13 @@ test('latesthosts after a restart: rebuilt from snapshots and the journal', asyn
     t.is((await api(lb.url, 'GET', `/api/v1/latesthosts/${name}`)).body.host?.id, ha.id);
   } finally { await lb.stop(); }
 });
+
+test('a playbook nested in a detail keeps each dialect\'s shape, whichever dialect read it first', async (t) => {
+  const pb = await createPlaybook(url);
+  const host = await createHost(url, pb.id);
+  const ara = (await call(url, 'GET', `/api/v1/hosts/${host.id}`, undefined, 200, ARA)).body;
+  t.true('ansible_version' in ara.playbook);
+  const plain = (await get(url, `/api/v1/hosts/${host.id}`));
+  t.false('ansible_version' in plain.playbook, 'logbook\'s shape, not the summary cached for ARA\'s client');
+  t.true('ansible_version' in (await call(url, 'GET', `/api/v1/hosts/${host.id}`, undefined, 200, ARA)).body.playbook);
+});
