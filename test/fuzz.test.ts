@@ -483,7 +483,10 @@ test.serial('__proto__ and constructor keys are plain data', async (t) => {
   t.is(r.status, 400, 'no name: the __proto__ member is not an inherited name');
   t.deepEqual(await counts(), before);
   r = await send({ method: 'GET', path: '/api/v1/labels?__proto__=1&constructor=2&hasOwnProperty=3' });
-  t.is(r.status, 200);
+  t.is(r.status, 400, 'parameters no list reads');
+  t.deepEqual(Object.keys(JSON.parse(r.text)), ['__proto__', 'constructor', 'hasOwnProperty'], 'each named, none taken for a prototype');
+  r = await send({ method: 'GET', path: '/api/v1/labels?__proto__=1', headers: { 'user-agent': 'ara-http-client_1.7.4' } });
+  t.is(r.status, 200, 'ignored in ARA\'s dialect');
   r = await send({ method: 'GET', path: '/api/v1/labels?order=__proto__' });
   t.is(r.status, 400);
   r = await send({ method: 'GET', path: '/api/v1/__proto__' });

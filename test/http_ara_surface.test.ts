@@ -5,7 +5,7 @@ import test from 'ava';
 import { buildUi } from './helpers/browser.js';
 import { api, startLogbook } from './helpers/server.js';
 import {
-  call, createFile, createHost, createPlay, createPlaybook, createPlaybookOnShard, createRecord, createResult, createTask, del, get, list,
+  call, createFile, createHost, createPlay, createPlaybook, createPlaybookOnShard, createRecord, createResult, createTask, createTree, del, get, list,
   playbooksOnDifferentShards, playbooksOnSameShard, post, randomUuid, SERVER_ENV, serveForFile, uniq, type Json,
 } from './helpers/fixtures.js';
 
@@ -244,4 +244,63 @@ test('a playbook nested in a detail keeps each dialect\'s shape, whichever diale
   const plain = (await get(url, `/api/v1/hosts/${host.id}`));
   t.false('ansible_version' in plain.playbook, 'logbook\'s shape, not the summary cached for ARA\'s client');
   t.true('ansible_version' in (await call(url, 'GET', `/api/v1/hosts/${host.id}`, undefined, 200, ARA)).body.playbook);
+});
+
+// ---- ARA's filters (ara/api/filters.py at its newest commit) and unknown parameters ----
+
+test('ARA\'s filters through a row\'s parents, task list counts and lineno, delegated_to, over every shard', async (t) => {
+  const tag = uniq('flt');
+  const [a, b] = await playbooksOnDifferentShards(url, { name: `${tag} Deploy`, path: `/srv/${tag}/deploy.yml` });
+  const refs = async (pb: Json) => {
+    const file = (await createFile(url, pb.id)).id;
+    const play = (await createPlay(url, pb.id)).id;
+    return { playbook: pb.id as number, file, play };
+  };
+  const ra = await refs(a);
+  const rb = await refs(b);
+  // a: a task with two warnings on line 7; b: one with an exception on line 9 (exceptions as an object counts 0)
+  const ta = await createTask(url, ra, { name: `${tag} Install packages`, lineno: 7, warnings: ['w1', 'w2'] });
+  const tb = await createTask(url, rb, { name: `${tag} Restart`, lineno: 9, exceptions: [{ msg: 'boom' }], deprecations: { not: 'a list' } });
+  const ha = await createHost(url, a.id, { name: `${tag}-Web1` });
+  const hb = await createHost(url, b.id, { name: `${tag}-db1` });
+  const hb2 = await createHost(url, b.id, { name: `${tag}-proxy` });
+  const resA = await createResult(url, { playbook: a.id, play: ra.play, task: ta.id, host: ha.id });
+  const resB = await createResult(url, { playbook: b.id, play: rb.play, task: tb.id, host: hb.id }, { delegated_to: [hb2.id] });
+
+  const idsOf = async (resource: string, query: string, headers: Record<string, string> = {}): Promise<number[]> => {
+    const r = await api(url, 'GET', `/api/v1/${resource}?${query}`, undefined, headers);
+    t.is(r.status, 200, `${resource}?${query}: ${r.text}`);
+    return r.body.results.map((row: Json) => row.id).sort((x: number, y: number) => x - y);
+  };
+  const both = [a.id, b.id].sort((x, y) => x - y);
+  t.deepEqual(await idsOf('playbooks', `name=${tag}`), both);
+  t.deepEqual(await idsOf('tasks', `playbook_name=${tag.toUpperCase()}%20DEPLOY`), [ta.id, tb.id]);
+  t.deepEqual(await idsOf('tasks', `playbook_path=${tag}&lineno=9`), [tb.id]);
+  t.deepEqual(await idsOf('tasks', `playbook_path=${tag}&warnings_count__gt=1`), [ta.id]);
+  t.deepEqual(await idsOf('tasks', `playbook_path=${tag}&warnings_count__lt=1`), [tb.id]);
+  t.deepEqual(await idsOf('tasks', `playbook_path=${tag}&exceptions_count__gt=0`, ARA), [tb.id]);
+  t.deepEqual(await idsOf('tasks', `playbook_path=${tag}&deprecations_count__gt=0`), [], 'an object is not a list: counts 0');
+  t.deepEqual(await idsOf('hosts', `playbook_name=${tag}&name=db`), [hb.id]);
+  t.deepEqual(await idsOf('hosts', `playbook_path=/srv/${tag}/`), [ha.id, hb.id, hb2.id]);
+  t.deepEqual(await idsOf('results', `task_name=${tag}%20install`), [resA.id]);
+  t.deepEqual(await idsOf('results', `host_name=${tag}-web1`), [resA.id], 'host_name: case-insensitive, whole name');
+  t.deepEqual(await idsOf('results', `host_name=${tag}-web`), []);
+  t.deepEqual(await idsOf('results', `delegated_to=${hb2.id}`), [resB.id]);
+  t.deepEqual(await idsOf('playbooks', `name=${tag}&server_version=${encodeURIComponent((await get(url, '/api/')).version)}`), both);
+  t.deepEqual(await idsOf('playbooks', `name=${tag}&server_version=0.0.0-none`), []);
+});
+
+test('a parameter no list reads: 400 naming it outside ARA\'s dialect, ignored inside it (SPEC §5, §9)', async (t) => {
+  const tree = await createTree(url);
+  const plain = await api(url, 'GET', `/api/v1/results?playbook=${tree.playbook}&content=x`);
+  t.is(plain.status, 400);
+  t.deepEqual(plain.body, { content: ['Unknown query parameter.'] });
+  const ara = await api(url, 'GET', `/api/v1/results?playbook=${tree.playbook}&content=x`, undefined, ARA);
+  t.is(ara.status, 200, ara.text);
+  t.deepEqual(ara.body.results.map((r: Json) => r.id), [tree.result]);
+  // a bad value and an unknown name at once: both named
+  t.deepEqual((await api(url, 'GET', '/api/v1/hosts?failed__gt=x&colour=blue')).body,
+    { failed__gt: ['Enter a number.'], colour: ['Unknown query parameter.'] });
+  // what every list reads is not unknown
+  t.is((await api(url, 'GET', `/api/v1/files?playbook=${tree.playbook}&format=json&order=-id&limit=2&offset=0`)).status, 200);
 });

@@ -153,10 +153,10 @@ test('next/previous links: exact offsets, offset omitted when offset − limit <
   p = await page(`path=${tok}&limit=5`);
   same(p.next, null, 'exactly one page');
   // every other parameter (unknown, repeated, empty) is kept
-  p = await page(`status=running&status=completed&path=${tok}&foo=bar&limit=1&offset=1`);
+  p = await page(`status=running&status=completed&path=${tok}&format=json&limit=1&offset=1`);
   t.is(p.count, 5);
-  same(p.next, `foo=bar&limit=1&offset=2&path=${tok}&status=running&status=completed`, 'params kept');
-  same(p.previous, `foo=bar&limit=1&path=${tok}&status=running&status=completed`, 'params kept (previous)');
+  same(p.next, `format=json&limit=1&offset=2&path=${tok}&status=running&status=completed`, 'params kept');
+  same(p.previous, `format=json&limit=1&path=${tok}&status=running&status=completed`, 'params kept (previous)');
   // X-Forwarded-* are ignored unless trust_proxy is on
   const fwd = await api(url, 'GET', `/api/v1/playbooks?path=${tok}&limit=2`, undefined, { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' });
   t.true(fwd.body.next.startsWith(`${base}?`), fwd.body.next);
@@ -488,9 +488,14 @@ test('bad filter values → 400 naming each bad parameter', async (t) => {
   await expect400Keys(t, '/api/v1/plays?status=bogus&playbook=abc&created_after=yesterday&order=nope', ['status', 'playbook', 'created_after', 'order']);
 });
 
-test('unknown query parameters are ignored; filters do not apply to detail routes', async (t) => {
+test('a parameter no list reads is a 400 naming it (ignored in ARA\'s dialect); filters do not apply to detail routes', async (t) => {
   const pb = await createPlaybook(url, { status: 'running' });
-  t.deepEqual(await idsOf('playbooks', { path: pb.path, whatever: 'x', format: 'json' }), [pb.id]);
+  t.deepEqual(await idsOf('playbooks', { path: pb.path, format: 'json' }), [pb.id]);
+  const unknown = await api(url, 'GET', `/api/v1/playbooks?path=${encodeURIComponent(pb.path)}&whatever=x`);
+  t.is(unknown.status, 400);
+  t.deepEqual(unknown.body, { whatever: ['Unknown query parameter.'] });
+  const ara = await api(url, 'GET', `/api/v1/playbooks?path=${encodeURIComponent(pb.path)}&whatever=x`, undefined, { 'user-agent': 'ara-http-client_1.5.8' });
+  t.deepEqual(ara.body.results.map((r: { id: number }) => r.id), [pb.id]);
   const detail = await api(url, 'GET', `/api/v1/playbooks/${pb.id}?status=failed&name=zzz&order=bogus`);
   t.is(detail.status, 200);
   t.is(detail.body.id, pb.id);

@@ -23,8 +23,9 @@ const UWS_431_BODY = '<h1>Request Header Fields Too Large</h1><hr><i>uWebSockets
 
 /**
  * A `GET /api/v1/playbooks` head of exactly `bytes` bytes: name filter `name`,
- * then `status=` values (cycling through every status) and a final ignored
- * parameter that makes the length exact.
+ * then `status=` values (cycling through every status) and a final `format` (DRF's
+ * format override: read and ignored, whatever its value)
+ * that makes the length exact.
  */
 function listHead(port: number, name: string, bytes: number): { head: string; statuses: number } {
   const tail = ` HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: application/json\r\n\r\n`;
@@ -32,14 +33,14 @@ function listHead(port: number, name: string, bytes: number): { head: string; st
   let statuses = 0;
   for (;;) {
     const next = `&status=${STATUSES[statuses % STATUSES.length]}`;
-    // keep room for the final `&pad=` with at least one byte
-    if (`GET ${target}${next}&pad=x${tail}`.length > bytes) break;
+    // keep room for the final `&format=` with at least one byte
+    if (`GET ${target}${next}&format=x${tail}`.length > bytes) break;
     target += next;
     statuses++;
   }
-  const fill = bytes - `GET ${target}&pad=${tail}`.length;
+  const fill = bytes - `GET ${target}&format=${tail}`.length;
   if (fill < 1) throw new Error('cannot pad to the exact length');
-  const head = `GET ${target}&pad=${'x'.repeat(fill)}${tail}`;
+  const head = `GET ${target}&format=${'x'.repeat(fill)}${tail}`;
   if (head.length !== bytes) throw new Error(`head is ${head.length} bytes, wanted ${bytes}`);
   return { head, statuses };
 }

@@ -54,9 +54,10 @@ test('date filters: inclusive bounds in µs, any accepted timestamp form, date a
   for (const v of ['yesterday', '2020-13-01', '2020-01-01T25:00', '1577836800', 'now']) {
     t.is(bad('result', `started_before=${v}`), JSON.stringify({ started_before: [enterDatetime] }), v);
   }
-  // hosts, files, records and labels have no started/ended filters: ignored
-  t.deepEqual(ok(t, 'host', 'started_after=garbage').filters, []);
-  t.deepEqual(ok(t, 'label', 'ended_before=garbage').filters, []);
+  // hosts, files, records and labels have no started/ended filters: not read (ARA's dialect ignores them)
+  t.is(bad('host', 'started_after=garbage'), '{"started_after":["Unknown query parameter."]}');
+  const ara = parseListQuery('label', params('ended_before=garbage'), PAGES, true);
+  t.true(ara.ok && ara.filters.length === 0);
 });
 
 test('id filters read a decimal, like django-filter NumberFilter; the playbook is reported', (t) => {
@@ -93,7 +94,7 @@ test('host counter filters: __gt and __lt for each counter', (t) => {
     { kind: 'int_gt', column: 'unreachable', value: 3 },
   ]);
   t.is(bad('host', 'failed__gt=x'), JSON.stringify({ failed__gt: [enterNumber] }));
-  t.deepEqual(ok(t, 'result', 'failed__gt=x').filters, [], 'not a result filter: ignored');
+  t.is(bad('result', 'failed__gt=x'), '{"failed__gt":["Unknown query parameter."]}', 'not a result filter');
 });
 
 test('text filters: icontains and iexact lower-cased, exact kept as sent', (t) => {
@@ -161,8 +162,39 @@ test('empty values are ignored, except status', (t) => {
   t.deepEqual(ok(t, 'host', 'failed__gt=').filters, []);
 });
 
-test('unknown parameters are ignored; a repeated parameter takes its last value', (t) => {
-  t.deepEqual(ok(t, 'result', 'foo=bar&format=json&name=x').filters, []);
+test('a parameter no list reads is a 400 naming it, after the bad values; ARA\'s dialect ignores it', (t) => {
+  // `/results?content=x` answered every result: a user took it for a filter that matched
+  t.is(bad('result', 'content=x'), '{"content":["Unknown query parameter."]}');
+  t.is(bad('result', 'foo=bar&format=json&name=x&status=nope'),
+    `{"status":["${choice('nope')}"],"foo":["Unknown query parameter."],"name":["Unknown query parameter."]}`);
+  // a filter of another resource is unknown here
+  t.is(bad('file', 'key=x'), '{"key":["Unknown query parameter."]}');
+  const ara = parseListQuery('result', params('foo=bar&format=json&name=x&status=ok'), PAGES, true);
+  t.true(ara.ok);
+  if (ara.ok) t.deepEqual(ara.filters, [{ kind: 'status', column: 'status', value: ['ok'] }]);
+  // the window and `format` (DRF's format override; every answer is JSON) are read by every list
+  t.deepEqual(ok(t, 'label', 'format=json&limit=5&offset=1&order=name').order, [['name', false]]);
+});
+
+test('ARA\'s filters through parents and of task lists (ara/api/filters.py)', (t) => {
+  t.deepEqual(ok(t, 'task', 'playbook_name=Deploy&playbook_path=site&lineno=12&warnings_count__gt=0&exceptions_count__lt=2.5').filters, [
+    { kind: 'icontains', column: 'playbook_name', value: 'deploy' },
+    { kind: 'icontains', column: 'playbook_path', value: 'site' },
+    { kind: 'id', column: 'lineno', value: 12 },
+    { kind: 'int_lt', column: 'exceptions_count', value: 2.5 },
+    { kind: 'int_gt', column: 'warnings_count', value: 0 },
+  ]);
+  t.deepEqual(ok(t, 'host', 'playbook_name=x').filters, [{ kind: 'icontains', column: 'playbook_name', value: 'x' }]);
+  t.deepEqual(ok(t, 'result', 'task_name=Ping&host_name=Web1&delegated_to=3').filters, [
+    { kind: 'icontains', column: 'task_name', value: 'ping' },
+    { kind: 'iexact', column: 'host_name', value: 'web1' },
+    { kind: 'has_id', column: 'delegated_to', value: 3 },
+  ]);
+  t.deepEqual(ok(t, 'playbook', 'server_version=1.').filters, [{ kind: 'icontains', column: 'server_version', value: '1.' }]);
+  t.is(bad('task', 'lineno=ten&warnings_count__gt=x'), `{"lineno":["${enterNumber}"],"warnings_count__gt":["${enterNumber}"]}`);
+});
+
+test('a repeated parameter takes its last value', (t) => {
   t.deepEqual(ok(t, 'result', 'playbook=1&playbook=2').filters, [{ kind: 'id', column: 'playbook', value: 2 }]);
   t.deepEqual(ok(t, 'playbook', 'order=name&order=-id').order, [['id', true]]);
 });

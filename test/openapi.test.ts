@@ -136,7 +136,8 @@ async function exercise(t: ExecutionContext, c: Checker): Promise<void> {
     // list envelopes: first page (next set), second page (previous set), a filtered page
     await call('GET', `${list(type)}?limit=1`, list(type), 200);
     await call('GET', `${list(type)}?limit=1&offset=1&order=-id`, list(type), 200);
-    if (type !== 'label') await call('GET', `${list(type)}?playbook=${playbook}`, list(type), 200);
+    if (type === 'playbook') await call('GET', `${list(type)}?status=running&status=completed`, list(type), 200);
+    else if (type !== 'label') await call('GET', `${list(type)}?playbook=${playbook}`, list(type), 200);
     await call('GET', `${list(type)}/${id}`, detail(type), 200);
     await call('GET', `${list(type)}/${id}/`, detail(type), 200);
     await call('PATCH', `${list(type)}/${id}`, detail(type), 200, {});

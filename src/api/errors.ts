@@ -30,6 +30,8 @@ export const Messages = {
   notAList: (t: string) => `Expected a list of items but got type "${t}".`,
   // list query parameters (django-filter wording)
   enterNumber: 'Enter a number.',
+  /** a list parameter nobody reads, outside ARA's dialect (docs/api.md#lists) */
+  unknownParameter: 'Unknown query parameter.',
   enterDatetime: 'Enter a valid date/time.',
   enterUuid: 'Enter a valid UUID.',
   selectChoice: (v: string) => `Select a valid choice. ${v} is not one of the available choices.`,

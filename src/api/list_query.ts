@@ -1,7 +1,8 @@
 // Query string of a list request → a normalized ListQuery, or a 400 body naming
-// every bad parameter (docs/api.md#lists). Unknown parameters are ignored.
+// every bad parameter (docs/api.md#lists). A parameter the list does not read is
+// one of them, except in ARA's dialect, which ignores it as django-filter does.
 import { Messages } from './errors.js';
-import { FILTERS, ORDER_KEYS, type ResourceType } from './resources.js';
+import { FILTERS, LIST_PARAMS, ORDER_KEYS, type ResourceType } from './resources.js';
 import { parseTimestamp } from './time.js';
 import { normalizeUuid } from './uuid.js';
 import { decodePageCursor, type PageCursor } from './page_cursor.js';
@@ -24,6 +25,10 @@ export type ParsedList =
     playbook: number | null;
   }
   | { ok: false; body: string };
+
+const KNOWN_FILTERS = Object.fromEntries(Object.entries(FILTERS).map(([type, specs]) => [
+  type, new Set(specs.map((s) => s.param)),
+])) as unknown as Record<ResourceType, ReadonlySet<string>>;
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const UINT = /^\d+$/;
@@ -48,8 +53,13 @@ function parseBool(v: string): boolean | undefined {
   return undefined;
 }
 
-export function parseListQuery(type: Exclude<ResourceType, 'label'> | 'label', params: Map<string, string[]>, pages: PageSettings): ParsedList {
-  const errors: Record<string, string[]> = {};
+/**
+ * `ara`: the request is answered in ARA's dialect (docs/api.md#the-ara-dialect),
+ * where a parameter no filter reads is ignored; elsewhere it is a 400 naming
+ * it, so that a misspelt filter never passes for a filter that matched.
+ */
+export function parseListQuery(type: ResourceType, params: Map<string, string[]>, pages: PageSettings, ara = false): ParsedList {
+  const errors: Record<string, string[]> = Object.create(null); // a parameter may be called __proto__
   const filters: NormalizedFilter[] = [];
   let playbook: number | null = null;
   for (const spec of FILTERS[type]) {
@@ -65,10 +75,10 @@ export function parseListQuery(type: Exclude<ResourceType, 'label'> | 'label', p
         if (us === undefined) fail(Messages.enterDatetime); else add(us);
         break;
       }
-      case 'id': case 'int_gt': case 'int_lt': {
+      case 'id': case 'has_id': case 'int_gt': case 'int_lt': {
         const n = parseNumber(v);
         if (n === undefined) { fail(Messages.enterNumber); break; }
-        const value = spec.kind === 'id' ? Math.trunc(n) : n;
+        const value = spec.kind === 'id' || spec.kind === 'has_id' ? Math.trunc(n) : n;
         add(value);
         if (spec.kind === 'id' && spec.column === 'playbook') playbook = value;
         break;
@@ -119,6 +129,11 @@ export function parseListQuery(type: Exclude<ResourceType, 'label'> | 'label', p
     offset = parseWindow(params.get('offset'), 0, 0, errors, 'offset');
     // a deep offset costs offset + limit rows kept and merged per shard: bounded
     if (offset > pages.maxListOffset && !errors.offset) errors.offset = [Messages.offsetTooLarge(pages.maxListOffset)];
+  }
+  if (!ara) {
+    for (const param of params.keys()) {
+      if (!LIST_PARAMS.includes(param) && !KNOWN_FILTERS[type].has(param)) errors[param] = [Messages.unknownParameter];
+    }
   }
   if (Object.keys(errors).length) return { ok: false, body: JSON.stringify(errors) };
   return { ok: true, filters, order, limit: Math.min(limit, pages.maxPageSize), offset, cursor, playbook };

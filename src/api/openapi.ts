@@ -75,6 +75,7 @@ function filterParam(spec: FilterSpec): Json {
     case 'uuid': schema = { type: 'string' }; description = 'UUID in any standard form'; break;
     case 'int_gt': schema = { type: 'number' }; description = `${spec.column} greater than`; break;
     case 'int_lt': schema = { type: 'number' }; description = `${spec.column} less than`; break;
+    case 'has_id': schema = { type: 'integer' }; description = `${spec.column} includes this host id`; break;
     case 'label': schema = { type: 'string' }; description = 'has a label with this name (case-insensitive)'; break;
   }
   return {

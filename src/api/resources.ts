@@ -200,6 +200,7 @@ export type FilterKind =
   | 'bool'
   | 'uuid'
   | 'int_gt' | 'int_lt'
+  | 'has_id'                      // a list of ids (result delegated_to) holds this one
   | 'label';                      // playbook has a label with this name (case-insensitive)
 
 export interface FilterSpec {
@@ -218,8 +219,17 @@ const base = dates(['created', 'updated']);
 const timed = dates(['created', 'updated', 'started', 'ended']);
 const byPlaybook: FilterSpec = { param: 'playbook', kind: 'id', column: 'playbook' };
 const counters = ['changed', 'failed', 'ok', 'skipped', 'unreachable'];
+/** ARA's filters of tasks and hosts on their playbook's name and path (case-insensitive substring) */
+const byPlaybookText: FilterSpec[] = [
+  { param: 'playbook_name', kind: 'icontains', column: 'playbook_name' },
+  { param: 'playbook_path', kind: 'icontains', column: 'playbook_path' },
+];
 
-/** List filters in declaration order (= order of keys in a 400 body). */
+/**
+ * List filters in declaration order (= order of keys in a 400 body): ARA's
+ * FilterSets at its newest commit (ara/api/filters.py), in their order, and
+ * logbook's own few beside them. A list's other parameters are LIST_PARAMS.
+ */
 export const FILTERS: Record<ResourceType, readonly FilterSpec[]> = {
   label: [...base, { param: 'name', kind: 'icontains', column: 'name' }],
   playbook: [
@@ -234,6 +244,7 @@ export const FILTERS: Record<ResourceType, readonly FilterSpec[]> = {
     { param: 'user', kind: 'icontains', column: 'user' },
     { param: 'uuid', kind: 'exact', column: 'uuid' },
     { param: 'client_version', kind: 'icontains', column: 'client_version' },
+    { param: 'server_version', kind: 'icontains', column: 'server_version' },
     { param: 'python_version', kind: 'icontains', column: 'python_version' },
   ],
   play: [
@@ -243,17 +254,23 @@ export const FILTERS: Record<ResourceType, readonly FilterSpec[]> = {
     { param: 'name', kind: 'icontains', column: 'name' },
   ],
   task: [
-    ...timed, byPlaybook,
+    ...timed, byPlaybook, ...byPlaybookText,
     { param: 'play', kind: 'id', column: 'play' },
     { param: 'status', kind: 'status', column: 'status', choices: RUN_STATUSES },
     { param: 'name', kind: 'icontains', column: 'name' },
+    { param: 'uuid', kind: 'exact', column: 'uuid' },
     { param: 'action', kind: 'iexact', column: 'action' },
     { param: 'path', kind: 'icontains', column: 'path' },
+    { param: 'lineno', kind: 'id', column: 'lineno' },
     { param: 'handler', kind: 'bool', column: 'handler' },
-    { param: 'uuid', kind: 'exact', column: 'uuid' },
+    // ARA's counts of a task's JSON lists (a list's length; anything else counts 0)
+    ...['exceptions', 'deprecations', 'warnings'].flatMap((c) => [
+      { param: `${c}_count__gt`, kind: 'int_gt' as const, column: `${c}_count` },
+      { param: `${c}_count__lt`, kind: 'int_lt' as const, column: `${c}_count` },
+    ]),
   ],
   host: [
-    ...base, byPlaybook,
+    ...base, byPlaybook, ...byPlaybookText,
     { param: 'name', kind: 'icontains', column: 'name' },
     ...counters.flatMap((c) => [
       { param: `${c}__gt`, kind: 'int_gt' as const, column: c },
@@ -264,7 +281,10 @@ export const FILTERS: Record<ResourceType, readonly FilterSpec[]> = {
     ...timed, byPlaybook,
     { param: 'play', kind: 'id', column: 'play' },
     { param: 'task', kind: 'id', column: 'task' },
+    { param: 'task_name', kind: 'icontains', column: 'task_name' },
     { param: 'host', kind: 'id', column: 'host' },
+    { param: 'host_name', kind: 'iexact', column: 'host_name' },
+    { param: 'delegated_to', kind: 'has_id', column: 'delegated_to' },
     { param: 'status', kind: 'status', column: 'status', choices: RESULT_STATUSES },
     { param: 'changed', kind: 'bool', column: 'changed' },
     { param: 'ignore_errors', kind: 'bool', column: 'ignore_errors' },
@@ -272,6 +292,13 @@ export const FILTERS: Record<ResourceType, readonly FilterSpec[]> = {
   file: [...base, byPlaybook, { param: 'path', kind: 'icontains', column: 'path' }],
   record: [...base, byPlaybook, { param: 'key', kind: 'exact', column: 'key' }],
 };
+
+/**
+ * The parameters every list reads besides its filters. `format` is DRF's
+ * format override (`?format=json`): every answer is JSON, so it is read and
+ * ignored rather than refused.
+ */
+export const LIST_PARAMS: readonly string[] = ['order', 'limit', 'offset', 'cursor', 'format'];
 
 /** Which FK of a type names the playbook that owns it (all child types: `playbook`). */
 export function isChildType(type: ResourceType): type is ChildType {

@@ -451,7 +451,7 @@ export class Front {
   }
 
   private list(ex: Req, type: ResourceType): void {
-    const parsed = parseListQuery(type, parseQuery(ex.query), this.pages);
+    const parsed = parseListQuery(type, parseQuery(ex.query), this.pages, ex.ara);
     if (!parsed.ok) return reply(ex, 400, parsed.body);
     if (type === 'label') return this.labelResource.list(ex, parsed);
     this.reads.list(ex, type, parsed);

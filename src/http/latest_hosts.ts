@@ -28,7 +28,7 @@ interface Parsed { tests: Test[]; contains: string | null; order: Array<[number,
 
 /** ARA's LatestHostFilter: every parameter it takes, and what it tests. */
 function parse(params: Map<string, string[]>, pages: PageSettings, ara: boolean): Parsed | { error: string } {
-  const errors: Record<string, string[]> = {};
+  const errors: Record<string, string[]> = Object.create(null); // a parameter may be called __proto__
   const tests: Test[] = [];
   let contains: string | null = null;
   const known = new Set(['limit', 'offset', 'order', 'format']);
@@ -85,7 +85,7 @@ function parse(params: Map<string, string[]>, pages: PageSettings, ara: boolean)
   const offset = window(params.get('offset'), 0, 0, errors, 'offset');
   if (!ara) {
     // outside ARA's dialect a parameter nobody reads is an error, not an unfiltered list (docs/api.md#lists)
-    for (const param of params.keys()) if (!known.has(param)) errors[param] = ['Unknown query parameter.'];
+    for (const param of params.keys()) if (!known.has(param)) errors[param] = [Messages.unknownParameter];
   }
   if (Object.keys(errors).length) return { error: JSON.stringify(errors) };
   return { tests, contains, order, limit: Math.min(limit, pages.maxPageSize), offset };

@@ -15,6 +15,7 @@ import { TopK } from './top_k.js';
 import { OrderWindow, type Entry } from './ordered_index.js';
 import type { Aggregate, ShardState, EventType } from './state.js';
 import type { Serializer } from './serialize.js';
+import { VERSION } from '../version.js';
 
 type Value = number | string | boolean | null;
 
@@ -26,6 +27,7 @@ function column(type: EventType, row: any, col: string, state: ShardState): Valu
       case 'runner_version': return pb.runnerVersion;
       case 'client_version': return pb.clientVersion;
       case 'python_version': return pb.pythonVersion;
+      case 'server_version': return VERSION;
       case 'duration': return pb.ended === null ? null : pb.ended - pb.started;
       default: return (pb as any)[col] ?? null;
     }
@@ -35,7 +37,26 @@ function column(type: EventType, row: any, col: string, state: ShardState): Valu
     case 'status': return type === 'result' ? shownStatus(row) : row.status;
     case 'ignore_errors': return row.ignoreErrors;
     case 'path': return type === 'task' ? state.aggregates.get(row.playbook)?.files.get(row.file)?.path ?? null : row.path;
+    // ARA's filters through a row's parents, all of them in this shard with the row
+    case 'playbook_name': return state.aggregates.get(row.playbook)?.playbook.name ?? null;
+    case 'playbook_path': return state.aggregates.get(row.playbook)?.playbook.path ?? null;
+    case 'task_name': return state.tasks.get(row.task)?.name ?? null;
+    case 'host_name': return state.hosts.get(row.host)?.name ?? null;
+    case 'warnings_count': return jsonListLength(row.warnings);
+    case 'deprecations_count': return jsonListLength(row.deprecations);
+    case 'exceptions_count': return jsonListLength(row.exceptions);
     default: return row[col] ?? null;
+  }
+}
+
+/** ARA's JsonLength of a task's list: its length, 0 for anything that is not a list. */
+function jsonListLength(text: string): number {
+  if (text === '[]') return 0; // nearly every task: no parse
+  try {
+    const v = JSON.parse(text);
+    return Array.isArray(v) ? v.length : 0;
+  } catch {
+    return 0;
   }
 }
 
@@ -55,6 +76,7 @@ function matcher(type: EventType, f: NormalizedFilter, state: ShardState): (row:
       return v !== null && String(v).toLowerCase() === value;
     };
     case 'status': return (row) => (value as string[]).includes(column(type, row, col, state) as string);
+    case 'has_id': return (row) => (row.delegatedTo as readonly number[]).includes(value as number);
     case 'label': {
       const ids = new Set<number>();
       for (const [id, name] of state.labels) if (name.toLowerCase() === value) ids.add(id);

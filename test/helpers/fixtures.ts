@@ -75,9 +75,9 @@ export async function playbooksOnSameShard(url: string): Promise<[Json, Json]> {
 }
 
 /** Two playbooks on different shards. */
-export async function playbooksOnDifferentShards(url: string): Promise<[Json, Json]> {
-  const a = await createPlaybook(url);
-  const b = await createPlaybookOnShard(url, (a.id + 1) % SHARDS);
+export async function playbooksOnDifferentShards(url: string, overrides: Record<string, unknown> = {}): Promise<[Json, Json]> {
+  const a = await createPlaybook(url, overrides);
+  const b = await createPlaybookOnShard(url, (a.id + 1) % SHARDS, overrides);
   return [a, b];
 }
 
