@@ -15,7 +15,7 @@ import type { Browser, Page } from 'playwright-core';
 import { hashSecret } from '../src/http/password.js';
 import { hasAnsible, runPlaybook } from './helpers/ansible.js';
 import { ARTIFACTS, buildUi, hasChromium, launchBrowser, openPage, screenshot, type OpenedPage } from './helpers/browser.js';
-import { createFile, createHost, createPlay, createPlaybook, createResult, createTask, get, list, post } from './helpers/fixtures.js';
+import { createFile, createHost, createPlay, createPlaybook, createRecord, createResult, createTask, get, list, patch, post } from './helpers/fixtures.js';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
 
 // Functions given to page.evaluate/waitForFunction run in the page; the
@@ -208,6 +208,51 @@ browserTest('a result page shows a command, its return code and its output with 
   t.is(await second.page.locator('.output').count(), 0);
   t.deepEqual(real(errors), []);
   t.deepEqual(real(second.errors), []);
+});
+
+browserTest('a task\'s exceptions, warnings and deprecations (ARA\'s task fields) show on its row and its results\' pages, also when written during the run', async (t) => {
+  const pb = await createPlaybook(lb.url, { name: 'messages run', status: 'running' });
+  const file = await createFile(lb.url, pb.id);
+  const play = await createPlay(lb.url, pb.id, { name: 'messages play' });
+  const refs = { playbook: pb.id, play: play.id, file: file.id };
+  const noisy = await createTask(lb.url, refs, {
+    name: 'install old package', action: 'ansible.builtin.apt',
+    warnings: ['Consider using the apt module', 'Second warning'],
+    deprecations: [{ msg: 'The foo option is deprecated', version: '2.19', collection_name: 'ansible.builtin' }],
+  });
+  const quiet = await createTask(lb.url, refs, { name: 'quiet task' });
+  const host = await createHost(lb.url, pb.id, { name: 'web7' });
+  const { page, errors } = await open(`/ui/playbooks/${pb.id}?tab=tasks`);
+  const row = page.locator(`tr[data-task="${noisy.id}"]`);
+  await row.locator('details[data-messages=warnings] summary', { hasText: '2 warnings' }).waitFor();
+  t.is(await row.locator('details[data-messages=deprecations] summary').innerText(), '1 deprecation');
+  t.is(await page.locator(`tr[data-task="${quiet.id}"] .task-messages`).count(), 0, 'a task without messages shows none');
+  await row.locator('details[data-messages=deprecations] summary').click();
+  t.regex(await row.locator('details[data-messages=deprecations]').innerText(), /The foo option is deprecated — removed in 2\.19 \(ansible\.builtin\)/);
+  // an ARA callback PATCHes them at the task's end, while the page is open
+  await patch(lb.url, `/api/v1/tasks/${quiet.id}`, { status: 'failed', ended: new Date().toISOString(), exceptions: ['Traceback (most recent call last):\n  File "x", line 1\nKeyError: boom'] });
+  await page.locator(`tr[data-task="${quiet.id}"] details[data-messages=exceptions] summary`, { hasText: '1 exception' }).waitFor({ timeout: 20_000 });
+  await screenshot(page, 'playbook-task-messages');
+  // a result of that task shows its exception, opened
+  const res = await createResult(lb.url, { playbook: pb.id, play: play.id, task: quiet.id, host: host.id }, { status: 'failed' });
+  const second = await open(`/ui/results/${res.id}`);
+  const exc = second.page.locator('details[data-messages=exceptions][open] pre');
+  await exc.waitFor();
+  t.regex(await exc.innerText(), /KeyError: boom\s*$/);
+  await screenshot(second.page, 'result-task-messages');
+  t.deepEqual(real(errors), []);
+  t.deepEqual(real(second.errors), []);
+});
+
+browserTest('a record page (where ARA\'s /records/<id>.html links lead) shows its key, type and value', async (t) => {
+  const pb = await createPlaybook(lb.url, { name: 'records run' });
+  const rec = await createRecord(lb.url, pb.id, { key: 'release', type: 'json', value: { version: '4.2', hosts: ['web1', 'web2'] } });
+  const { page, errors } = await open(`/records/${rec.id}.html`);
+  await page.waitForURL(new RegExp(`/ui/records/${rec.id}$`));
+  await page.locator('h1', { hasText: 'release' }).waitFor();
+  t.regex(await page.locator('main').innerText(), /"version": "4\.2"/);
+  await screenshot(page, 'record');
+  t.deepEqual(real(errors), []);
 });
 
 recordedTest('a host page shows its results and searchable facts', async (t) => {

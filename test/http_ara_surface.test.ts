@@ -304,3 +304,18 @@ test('a parameter no list reads: 400 naming it outside ARA\'s dialect, ignored i
   // what every list reads is not unknown
   t.is((await api(url, 'GET', `/api/v1/files?playbook=${tree.playbook}&format=json&order=-id&limit=2&offset=0`)).status, 200);
 });
+
+test('dialect=ara|logbook in the query picks the dialect whatever the User-Agent; another value is a 400 on lists', async (t) => {
+  const tree = await createTree(url);
+  await call(url, 'PATCH', `/api/v1/tasks/${tree.task}`, { warnings: ['w'] }, 200);
+  const asAra = await get(url, `/api/v1/tasks/${tree.task}?dialect=ara`);
+  t.deepEqual(asAra.warnings, ['w']);
+  t.true('uuid' in asAra);
+  const rows = await get(url, `/api/v1/tasks?playbook=${tree.playbook}&dialect=ara`);
+  t.deepEqual(rows.results[0].warnings, ['w']);
+  t.regex(rows.results[0].updated, /Z$/, 'list rows carry created/updated in the dialect');
+  const asLogbook = (await call(url, 'GET', `/api/v1/tasks/${tree.task}?dialect=logbook`, undefined, 200, ARA)).body;
+  t.false('warnings' in asLogbook, 'logbook\'s shape for ARA\'s client when it asks for it');
+  t.deepEqual((await api(url, 'GET', `/api/v1/tasks?playbook=${tree.playbook}&dialect=django`)).body,
+    { dialect: ['Select a valid choice. django is not one of the available choices.'] });
+});

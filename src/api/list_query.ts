@@ -2,7 +2,7 @@
 // every bad parameter (docs/api.md#lists). A parameter the list does not read is
 // one of them, except in ARA's dialect, which ignores it as django-filter does.
 import { Messages } from './errors.js';
-import { FILTERS, LIST_PARAMS, ORDER_KEYS, type ResourceType } from './resources.js';
+import { DIALECTS, FILTERS, LIST_PARAMS, ORDER_KEYS, type ResourceType } from './resources.js';
 import { parseTimestamp } from './time.js';
 import { normalizeUuid } from './uuid.js';
 import { decodePageCursor, type PageCursor } from './page_cursor.js';
@@ -114,6 +114,9 @@ export function parseListQuery(type: ResourceType, params: Map<string, string[]>
       order.push([key, desc]);
     }
   }
+
+  const dialect = params.get('dialect')?.at(-1);
+  if (dialect !== undefined && !DIALECTS.includes(dialect)) errors.dialect = [Messages.selectChoice(dialect)];
 
   // `order=id` is the natural order; drop it so shards can skip sorting
   if (order.length === 1 && order[0]![0] === 'id' && !order[0]![1]) order.length = 0;

@@ -106,6 +106,14 @@ function listParams(type: ResourceType, config: Config): Json[] {
       name: 'cursor', in: 'query', required: false, schema: { type: 'string' },
       description: 'opaque: a next/previous link past the largest offset carries it instead of offset (same order and filters); a bad one → 400',
     },
+    {
+      name: 'format', in: 'query', required: false, schema: { type: 'string' },
+      description: "DRF's format override, read and ignored: every answer is JSON",
+    },
+    {
+      name: 'dialect', in: 'query', required: false, schema: { type: 'string', enum: ['ara', 'logbook'] },
+      description: "answer in ARA's dialect or logbook's, whatever LOGBOOK_ARA_COMPAT would choose (details take it too)",
+    },
   ];
 }
 

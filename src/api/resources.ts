@@ -296,9 +296,11 @@ export const FILTERS: Record<ResourceType, readonly FilterSpec[]> = {
 /**
  * The parameters every list reads besides its filters. `format` is DRF's
  * format override (`?format=json`): every answer is JSON, so it is read and
- * ignored rather than refused.
+ * ignored rather than refused. `dialect` (`ara` or `logbook`) asks for a
+ * dialect whatever LOGBOOK_ARA_COMPAT says (docs/api.md#the-ara-dialect).
  */
-export const LIST_PARAMS: readonly string[] = ['order', 'limit', 'offset', 'cursor', 'format'];
+export const LIST_PARAMS: readonly string[] = ['order', 'limit', 'offset', 'cursor', 'format', 'dialect'];
+export const DIALECTS: readonly string[] = ['ara', 'logbook'];
 
 /** Which FK of a type names the playbook that owns it (all child types: `playbook`). */
 export function isChildType(type: ResourceType): type is ChildType {

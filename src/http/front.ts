@@ -90,6 +90,13 @@ function exchange(res: HttpResponse, method: string, url: string, route: Req['ro
   };
 }
 
+/** The value of a `dialect` query parameter that names one (`ara`, `logbook`), else null (a list then names a bad one). */
+function askedDialect(query: string): 'ara' | 'logbook' | null {
+  const values = parseQuery(query).get('dialect');
+  const v = values?.[values.length - 1];
+  return v === 'ara' || v === 'logbook' ? v : null;
+}
+
 /** ARA's http client's User-Agent: `ara-http-client_<version>` (ara/clients/http.py) */
 const ARA_CLIENT_AGENT = 'ara-http-client_';
 
@@ -301,8 +308,13 @@ export class Front {
    * (`ara-http-client_<version>`); the stream and the UI are never answered in it.
    */
   private chooseDialect(ex: Req, req: HttpRequest): void {
+    if (!isApiRoute(ex.route)) return;
+    // an explicit `dialect=ara|logbook` in the query wins in every mode (the web
+    // UI asks for ARA's task fields so); it is in the URL, so caches key on it
+    const asked = ex.query.includes('dialect=') ? askedDialect(ex.query) : null;
+    if (asked !== null) { ex.ara = asked === 'ara'; return; }
     const mode = this.config.araCompat;
-    if (mode === 'false' || !isApiRoute(ex.route)) return;
+    if (mode === 'false') return;
     if (mode === 'true') { ex.ara = true; return; }
     ex.varyAgent = true;
     ex.ara = req.getHeader('user-agent').startsWith(ARA_CLIENT_AGENT);

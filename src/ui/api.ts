@@ -14,6 +14,8 @@ export interface Play { id: number; items: Record<string, number>; started: stri
 export interface Task {
   id: number; items: Record<string, number>; path: string; tags?: unknown; started: string; ended: string | null; duration: string | null;
   name: string | null; action: string; lineno: number; handler: boolean; status: string; play: number; file: number | { id: number }; playbook: number | { id: number };
+  /** read with `dialect=ara` (ARA's task fields); absent from logbook's own rows and the stream's */
+  warnings?: unknown; deprecations?: unknown; exceptions?: unknown; updated?: string;
 }
 export interface Host { id: number; playbook: number | Playbook; facts?: Record<string, unknown>; name: string; changed: number; failed: number; ok: number; skipped: number; unreachable: number }
 export interface Result {

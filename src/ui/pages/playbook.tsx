@@ -8,7 +8,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import {
   get, getAll, watch, type Envelope, type FileRow, type Host, type Play, type Playbook, type RecordRow, type Result, type Task,
 } from '../api.js';
-import { Counts, Failure, Loading, Pager, Status, Table } from '../components.js';
+import { Counts, Failure, Loading, Pager, Status, Table, TaskMessages } from '../components.js';
 import { pretty, STATUS_RANK, took, when } from '../format.js';
 import { useDebounced, useLoad } from '../hooks.js';
 
@@ -17,6 +17,13 @@ type Tab = typeof TABS[number];
 const PAGE = 100;
 const FAILURES = 'status=failed&status=unreachable';
 const OTHERS = 'status=ok&status=changed&status=skipped&status=ignored&status=unknown';
+
+/**
+ * A playbook's tasks with ARA's task fields (warnings, deprecations,
+ * exceptions), which only ARA's dialect carries; `since`: those updated since.
+ */
+const TASKS_WITH_MESSAGES = (id: number, since?: string) =>
+  `tasks?playbook=${id}&dialect=ara${since ? `&updated_after=${encodeURIComponent(since)}` : ''}`;
 
 /** What every tab needs to name things: the playbook's plays, tasks and hosts by id. */
 interface Context { plays: Map<number, Play>; tasks: Map<number, Task>; taskList: Task[]; hosts: Map<number, Host>; hostList: Host[] }
@@ -29,7 +36,7 @@ export function PlaybookPage({ id, query }: { id: number; query: URLSearchParams
   const pb = useLoad((s) => get<Playbook>(`playbooks/${id}`, s), [id]);
   const ctx = useLoad(async (s): Promise<Context> => {
     const [plays, taskList, hostList] = await Promise.all([
-      getAll<Play>(`plays?playbook=${id}`, s), getAll<Task>(`tasks?playbook=${id}`, s), getAll<Host>(`hosts?playbook=${id}&order=name`, s),
+      getAll<Play>(`plays?playbook=${id}`, s), getAll<Task>(TASKS_WITH_MESSAGES(id), s), getAll<Host>(`hosts?playbook=${id}&order=name`, s),
     ]);
     return {
       plays: new Map(plays.map((p) => [p.id, p])), tasks: new Map(taskList.map((t) => [t.id, t])), taskList,
@@ -50,6 +57,22 @@ export function PlaybookPage({ id, query }: { id: number; query: URLSearchParams
   const refresh = useDebounced(() => { setPbRow(null); pb.reload(); ctx.reload(); setTick((t) => t + 1); setGridTick((t) => t + 1); }, 300);
   // With the stream, rows come with the changes: only the open tab's page is re-read.
   const rereadTab = useDebounced(() => setTick((t) => t + 1), 300);
+  // ARA's callbacks PATCH a task's messages at its end: read the tasks updated since the newest one read
+  const rereadTaskMessages = useDebounced(() => {
+    const c = ctxRef.current;
+    if (!c) return;
+    let since = '';
+    for (const t of c.taskList) if (t.updated && t.updated > since) since = t.updated;
+    getAll<Task>(TASKS_WITH_MESSAGES(id, since || undefined)).then((rows) => {
+      if (ctxRef.current !== c) return;
+      for (const row of rows) {
+        const t = c.tasks.get(row.id);
+        if (!t) continue;
+        Object.assign(t, { warnings: row.warnings, deprecations: row.deprecations, exceptions: row.exceptions, updated: row.updated });
+      }
+      setTick((n) => n + 1);
+    }, () => { /* the next change or refresh tries again */ });
+  }, 1000);
   // the grid reads every result of the run: at most every 3 s
   const rereadGrid = useDebounced(() => setGridTick((t) => t + 1), 3000);
   useEffect(() => watch({
@@ -60,10 +83,13 @@ export function PlaybookPage({ id, query }: { id: number; query: URLSearchParams
       // the stream's playbook row has no `arguments` (they can be megabytes): keep the ones read
       if (m.type === 'playbook') return setPbRow((prev) => ({ ...(prev ?? pbRef.current), ...(m.row as unknown as Playbook) }));
       if (m.type === 'task') {
-        const t = m.row as unknown as Task;
-        if (!c.tasks.has(t.id)) c.taskList.push(t);
+        // the stream's rows are logbook's: keep the task messages read, and re-read them once the task ends
+        const prev = c.tasks.get(m.id);
+        const t = { ...prev, ...(m.row as unknown as Task) };
+        if (!prev) c.taskList.push(t);
         else c.taskList[c.taskList.findIndex((x) => x.id === t.id)] = t;
         c.tasks.set(t.id, t);
+        if (t.ended) rereadTaskMessages();
       } else if (m.type === 'host') {
         const h = m.row as unknown as Host;
         if (!c.hosts.has(h.id)) c.hostList.push(h);
@@ -189,7 +215,7 @@ function TasksTab({ ctx }: { ctx: Context }) {
           {rows.map((t) => (
             <tr key={t.id} data-task={t.id}>
               <td><Status value={t.status} /></td>
-              <td>{t.name || t.action}{t.handler && <span class="muted"> (handler)</span>}</td>
+              <td>{t.name || t.action}{t.handler && <span class="muted"> (handler)</span>}<TaskMessages task={t} /></td>
               <td class="wide"><code>{t.action}</code></td>
               <td class="wide">{ctx.plays.get(t.play)?.name ?? ''}</td>
               <td><a class="src" href={taskSource(t)}>{t.path.split('/').pop()}:{t.lineno}</a></td>

@@ -1,13 +1,16 @@
 // `/ui/results/<id>`: one result: its status, host, task (with a link to the
 // task's line in its file), what the module printed, and its content,
 // pretty-printed.
-import { get, type ResultDetail } from '../api.js';
-import { Failure, Loading, Status } from '../components.js';
+import { get, type ResultDetail, type Task } from '../api.js';
+import { Failure, Loading, Status, TaskMessages } from '../components.js';
 import { pretty, took, when } from '../format.js';
 import { useLoad } from '../hooks.js';
 
 export function ResultPage({ id }: { id: number }) {
   const result = useLoad((s) => get<ResultDetail>(`results/${id}`, s), [id]);
+  // the task's warnings, deprecations and exceptions are ARA's fields: its detail in ARA's dialect has them
+  const taskId = result.data?.task.id;
+  const task = useLoad((s) => (taskId ? get<Task>(`tasks/${taskId}?dialect=ara`, s) : Promise.resolve(null)), [taskId]);
   if (result.error) return <Failure error={result.error} />;
   const r = result.data;
   if (!r) return <Loading />;
@@ -30,6 +33,7 @@ export function ResultPage({ id }: { id: number }) {
         {run.cmd !== null && <div class="span2"><dt>Command</dt><dd><code>{run.cmd}</code></dd></div>}
         {run.rc !== null && <div><dt>Return code</dt><dd class={run.rc === 0 ? '' : 'bad'}>{run.rc}</dd></div>}
       </dl>
+      {task.data && <TaskMessages task={task.data} open />}
       {output.length > 0 && (
         <section class="output">
           <h2>Output</h2>
