@@ -353,6 +353,13 @@ test('ignored_arguments replaces playbook arguments members', (t) => {
     '{"check":true,"extra_vars":"Not saved as configured by \'ignored_arguments\'","tags":["all"]}');
   t.is(norm('playbook', 'patch', '{"arguments":{"extra_vars":null}}').set.arguments,
     '{"extra_vars":"Not saved as configured by \'ignored_arguments\'"}');
+  // ARA's callbacks redact on their side: their notice stays as they wrote it (ARA's `playbook show`), anything else is replaced
+  t.is(norm('playbook', 'patch', '{"arguments":{"extra_vars":"Not saved by ARA as configured by \'ignored_arguments\'"}}').set.arguments,
+    '{"extra_vars":"Not saved by ARA as configured by \'ignored_arguments\'"}');
+  t.is(norm('playbook', 'patch', '{"arguments":{"extra_vars":"Not saved by ARA as configured by \'ignored_arguments\' but: s3cret"}}').set.arguments,
+    '{"extra_vars":"Not saved as configured by \'ignored_arguments\'"}');
+  t.is(norm('host', 'patch', '{"facts":{"ansible_env":"Not saved by ARA as configured by \'ignored_facts\'"}}').set.facts,
+    '{"ansible_env":"Not saved by ARA as configured by \'ignored_facts\'"}');
   // facts settings do not touch arguments, nor the other way round
   t.is(norm('playbook', 'patch', '{"arguments":{"ansible_env":1}}').set.arguments, '{"ansible_env":1}');
   t.is(norm('host', 'patch', '{"facts":{"extra_vars":1}}').set.facts, '{"extra_vars":1}');

@@ -392,7 +392,13 @@ function redact(text: string, start: number, end: number, keys: readonly string[
   const members = memberSpans(text, start, end);
   if (!members) return minify(text, start, end);
   const notice = JSON.stringify(`Not saved as configured by '${setting}'`);
+  // ARA's callbacks redact on their side with their own words: a value that is
+  // already their notice holds nothing to keep out, and stays as ARA's clients show it
+  const araNotice = JSON.stringify(`Not saved by ARA as configured by '${setting}'`);
   const replacements = new Map<string, string>();
-  for (const key of keys) if (members.has(key)) replacements.set(key, notice);
+  for (const key of keys) {
+    const span = members.get(key);
+    if (span && text.slice(span[0], span[1]) !== araNotice) replacements.set(key, notice);
+  }
   return replacements.size ? replaceValues(text, start, end, replacements) : minify(text, start, end);
 }

@@ -103,9 +103,11 @@ export interface RunOptions {
   /**
    * Called with the output so far (stdout and stderr) whenever more arrives,
    * and a function that sends a signal to ansible-playbook's process group (as
-   * Ctrl-C in a terminal reaches it and its workers).
+   * Ctrl-C in a terminal reaches it and its workers), or with `only: 'main'` to
+   * ansible-playbook alone (as `kill <pid>` does; the workers it leaves behind
+   * are killed once it has exited).
    */
-  onOutput?: (output: string, signal: (sig: NodeJS.Signals) => void) => void;
+  onOutput?: (output: string, signal: (sig: NodeJS.Signals, only?: 'main') => void) => void;
 }
 
 const RECAP_LINE =
@@ -217,7 +219,11 @@ export async function runPlaybook(serverUrl: string, opts: RunOptions = {}): Pro
     });
     let stdout = '';
     let stderr = '';
-    const signal = (sig: NodeJS.Signals): void => { try { process.kill(-child.pid!, sig); } catch { /* ended */ } };
+    const signal = (sig: NodeJS.Signals, only?: 'main'): void => {
+      try { process.kill(only === 'main' ? child.pid! : -child.pid!, sig); } catch { /* ended */ }
+    };
+    // a worker left running (a task's `sleep 30`) keeps the output pipes, and so the run, open
+    if (opts.onOutput) child.on('exit', () => signal('SIGKILL'));
     const seen = (): void => opts.onOutput?.(`${stdout}\n${stderr}`, signal);
     child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; seen(); });
     child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; seen(); });

@@ -326,11 +326,16 @@ export async function runIntegrationCase(version: AraVersion, serverUrl: string,
     env,
     timeoutMs: 240_000,
     // ARA's CI starts incomplete.yaml in the background and kills it 5 s later,
-    // in its 30 s sleep; here the kill comes once that task has started
+    // in its 30 s sleep (`kill $!`: ansible-playbook alone, not its workers);
+    // here the kill comes once that task has started. A signal to the whole
+    // process group also reaches the forked worker, which inherited ARA's
+    // SIGTERM handler and its open connection: both processes then PATCH
+    // `expired` on the same socket at once and the interleaved bytes make
+    // no request (a race ARA's CI never runs).
     onOutput: c.expect !== 'interrupted' ? undefined : (output, signal) => {
       if (interrupted || !output.includes('TASK [Sleep for thirty seconds]')) return;
       interrupted = true;
-      setTimeout(() => signal('SIGTERM'), 2_000);
+      setTimeout(() => signal('SIGTERM', 'main'), 2_000);
     },
   });
   const ciVerdict = c.expect === 'ok' ? run.code === 0 : c.expect === 'failed' ? run.code === 2 : interrupted;
