@@ -13,15 +13,11 @@
 // without parsing: the client side must stay cheap beside the server it
 // measures, and must not delay the load generator's event loop. `bench CPU`
 // is this whole process (load generator and subscribers).
-import { randomUUID } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
+import { benchArg as arg, openIngestStream, postIngest as post, type IngestStream as Stream } from './lib/ingest_stream.js';
 import { startLogbook, type Running } from './lib/servers.js';
 import type { ClientsConfig, ClientsReport, ClientsRequest } from './lib/stream_clients.js';
 
-const arg = (name: string, dflt: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
 const SUBS = arg('subs', 1000);
 const RATE = arg('rate', 5000);
 const SECONDS = arg('seconds', 10);
@@ -34,30 +30,7 @@ const WS = process.argv.includes('--ws');
 /** epoch milliseconds, comparable with the subscribers' worker thread */
 const now = (): number => performance.timeOrigin + performance.now();
 
-interface Stream { id: number; uuid: string; seq: number; task: string; results: number }
-
-async function post(url: string, body: unknown): Promise<any> {
-  const r = await fetch(`${url}/api/v1/ingest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const j = await r.json();
-  if (r.status !== 200) throw new Error(`ingest ${r.status}: ${JSON.stringify(j)}`);
-  return j;
-}
-
-async function openStream(url: string): Promise<Stream> {
-  const uuid = randomUUID();
-  const play = randomUUID();
-  const task = randomUUID();
-  const r = await post(url, {
-    playbook: { uuid, path: '/bench/site.yml', runner_version: '2.16.0', status: 'running' }, seq: 1,
-    events: [
-      { kind: 'file', path: '/bench/site.yml', content: '- hosts: all\n' },
-      { kind: 'play', uuid: play, name: 'bench', status: 'running' },
-      { kind: 'task', uuid: task, play, file: '/bench/site.yml', name: 'ping', action: 'ping', lineno: 1, handler: false, status: 'running' },
-      ...Array.from({ length: HOSTS }, (_, i) => ({ kind: 'host', name: `web-${i}` })),
-    ],
-  });
-  return { id: r.playbook, uuid, seq: 1, task, results: 0 };
-}
+const openStream = (url: string): Promise<Stream> => openIngestStream(url, HOSTS);
 
 /** One batch of results; resolves with the acknowledgement time and the playbook's result count after it. */
 async function batch(url: string, s: Stream): Promise<{ at: number; results: number }> {

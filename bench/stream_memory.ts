@@ -7,12 +7,9 @@
 // (the per-client buffer bound and the subscriber caps).
 import { randomUUID } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
+import { benchArg as arg, openIngestStream, postIngest as post } from './lib/ingest_stream.js';
 import { rssAnonBytesOf, startLogbook } from './lib/servers.js';
 
-const arg = (name: string, dflt: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
 const SUBS = arg('subs', 500);
 const BATCHES = arg('batches', 40);
 const BATCH = arg('batch', 1000);
@@ -20,13 +17,6 @@ const WS = process.argv.includes('--ws');
 const HOSTS = 20;
 const MiB = (n: number): string => `${(n / 2 ** 20).toFixed(0)} MiB`;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function post(url: string, body: unknown): Promise<any> {
-  const r = await fetch(`${url}/api/v1/ingest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const j = await r.json();
-  if (r.status !== 200) throw new Error(`ingest ${r.status}: ${JSON.stringify(j)}`);
-  return j;
-}
 
 const server = await startLogbook({ env: { LOGBOOK_SHARDS: '2' } });
 const url = server.url;
@@ -41,18 +31,9 @@ const readHeap = async (): Promise<void> => {
 };
 const memory = (): string => `rss ${MiB(server.rssBytes())}, anonymous ${MiB(rssAnonBytesOf(server.pid))}${heap}`;
 try {
-  const uuid = randomUUID();
-  const play = randomUUID();
-  const task = randomUUID();
-  const first = await post(url, {
-    playbook: { uuid, path: '/bench/site.yml', runner_version: '2.16.0', status: 'running' }, seq: 1,
-    events: [
-      { kind: 'file', path: '/bench/site.yml', content: '- hosts: all\n' },
-      { kind: 'play', uuid: play, name: 'bench', status: 'running' },
-      { kind: 'task', uuid: task, play, file: '/bench/site.yml', name: 'ping', action: 'ping', lineno: 1, handler: false, status: 'running' },
-      ...Array.from({ length: HOSTS }, (_, i) => ({ kind: 'host', name: `web-${i}` })),
-    ],
-  });
+  const stream = await openIngestStream(url, HOSTS);
+  const { task } = stream;
+  const first = { playbook: stream.id };
   let seq = 1;
   const ingest = async (n: number): Promise<number> => {
     const t0 = performance.now();

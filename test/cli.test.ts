@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifySecret, parseHash } from '../src/http/password.js';
 import { CLI_JS } from './helpers/cli.js';
+import { watchServeOutput } from './helpers/server.js';
 
 interface Run { code: number | null; stdout: string; stderr: string }
 
@@ -141,21 +142,13 @@ test('logbook serve runs the server: it answers, and SIGTERM stops it with exit 
   const child = spawn(process.execPath, [CLI_JS, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--shards', '1'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
-  child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  const served = watchServeOutput(child);
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "listening" line:\n${out}`)), 30_000);
-    const poll = setInterval(() => {
-      const m = /"msg":"listening"[^\n]*"port":(\d+)/.exec(out);
-      if (m) { clearInterval(poll); clearTimeout(timer); resolve(Number(m[1])); }
-    }, 50);
-  });
+  const port = await served.port(30_000);
   const health = await fetch(`http://127.0.0.1:${port}/healthz`);
   t.is(health.status, 200);
   t.is((await health.json() as { status: string }).status, 'ok');
   child.kill('SIGTERM');
-  t.is(await exited, 0, out);
+  t.is(await exited, 0, served.output());
 });

@@ -7,6 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { watchServeOutput } from './helpers/server.js';
 
 /** npm, without blocking this process (ava's worker must keep talking to ava meanwhile) */
 function npm(args: string[], cwd: string): Promise<{ status: number | null; stderr: string }> {
@@ -43,17 +44,10 @@ test('npm pack → npm install -g → logbook serve: the server answers with its
 
   const dataDir = join(work, 'data');
   const child = spawn(bin, ['serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--shards', '1'], { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
-  child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  const served = watchServeOutput(child);
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "listening" line:\n${out}`)), 60_000);
-    const poll = setInterval(() => {
-      const m = /"msg":"listening"[^\n]*"port":(\d+)/.exec(out);
-      if (m) { clearInterval(poll); clearTimeout(timer); resolve(Number(m[1])); }
-    }, 50);
-  });
+  const port = await served.port(60_000);
+  const out = served.output();
   const starting = JSON.parse(out.split('\n').find((l) => l.includes('"msg":"starting"'))!);
   t.not(starting.lmdb, 'prebuilt', 'lmdb built from source with logbook\'s fix, not a prebuilt binary');
   t.not(starting.lmdbJs, 'unpatched');

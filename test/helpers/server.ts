@@ -100,3 +100,21 @@ export async function api(base: string, method: string, path: string, body?: unk
   try { json = text.length ? JSON.parse(text) : undefined; } catch { /* not JSON */ }
   return { status: res.status, headers: res.headers, text, body: json };
 }
+
+/**
+ * A logbook started some other way (its `logbook serve` command, an installed
+ * package): its output as it comes, and the port from its "listening" log line.
+ */
+export function watchServeOutput(child: ChildProcess): { output: () => string; port: (timeoutMs: number) => Promise<number> } {
+  let out = '';
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  const port = (timeoutMs: number) => new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => { clearInterval(poll); reject(new Error(`no "listening" line:\n${out}`)); }, timeoutMs);
+    const poll = setInterval(() => {
+      const m = /"msg":"listening"[^\n]*"port":(\d+)/.exec(out);
+      if (m) { clearInterval(poll); clearTimeout(timer); resolve(Number(m[1])); }
+    }, 50);
+  });
+  return { output: () => out, port };
+}
