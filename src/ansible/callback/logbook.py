@@ -1182,8 +1182,10 @@ class CallbackModule(CallbackBase):
         """What ARA's newest callback keeps of a task's results, from the same keys: a result's
         `deprecations` (a list of dicts) replace the task's so far (ARA keeps the last result's),
         its `exception` (a traceback's text) is added, its `warnings` (a list of texts) extend them.
-        Kept by task (ARA keeps one set for whichever task ends next: the same under the linear
-        strategy; under `free`, a result can arrive after its task ended)."""
+        Kept by task for the whole playbook, as the task's results are: ARA keeps one set, sent to
+        whichever task ends next, and starts again empty. The same under the linear strategy; under
+        `free` each host starts (and so ends) a task of its own accord, and a host's result can
+        arrive after another host started the next task."""
         if "deprecations" not in content and "exception" not in content and "warnings" not in content:
             return
         messages = self.task_messages.setdefault(task_uuid, {"warnings": [], "deprecations": [], "exceptions": []})
@@ -1196,15 +1198,15 @@ class CallbackModule(CallbackBase):
         if self.task is None or self.task["uuid"] != task_uuid:
             # its task already ended, and its end event went without these: they follow on their own
             event = {"kind": "task", "uuid": task_uuid}
-            event.update(self._messages(task_uuid, forget=False))
+            event.update(self._messages(task_uuid))
             self._add(event)
 
-    def _messages(self, task_uuid, forget=True):
+    def _messages(self, task_uuid):
         """The task's warnings, deprecations, exceptions as its task event carries them: each without
         repeats and only when there are any (most tasks have none: the batch stays small). ARA's callback
         removes repeats with set(), in an order that changes from run to run (Python hashes text with a
         per-process seed); keeping the first occurrence of each gives the same elements in a stable order."""
-        messages = self.task_messages.pop(task_uuid, None) if forget else self.task_messages.get(task_uuid)
+        messages = self.task_messages.get(task_uuid)
         if not messages:
             return {}
         out = {
