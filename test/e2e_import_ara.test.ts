@@ -5,7 +5,8 @@
 // leaves out only the documented differences); a link to ARA that breaks
 // mid-copy leaves a half copy that the next run deletes and redoes; a second
 // run copies nothing; copies left by runs interrupted at any step are deleted
-// and made again.
+// and made again. ARA's newest server: the tasks' warnings, deprecations and
+// exceptions are copied.
 import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
@@ -16,6 +17,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { hashSecret } from '../src/http/password.js';
 import { hasAnsible, hasAraServer, runPlaybook, startAraServer, type AraServer } from './helpers/ansible.js';
 import { fullRun } from './helpers/full_run.js';
+import { ARA_NEWEST, ARA_VERSIONS, missingFor, recordingEnv, startAraOf } from './helpers/ara_versions.js';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
 import { CLI_JS } from './helpers/cli.js';
 
@@ -261,4 +263,40 @@ withAra('import-ara logs in to ARA (read login required) and to logbook with a b
   for (const [araId, lbId] of ids) await sameAsAra(t, ara, lb, araId, lbId, araAuth);
   const rows = (await api(lb.url, 'GET', '/api/v1/results?order=id')).body.results;
   t.deepEqual(rows.map((r: { status: string }) => r.status), ['changed', 'ignored'], 'shown statuses as in ARA');
+});
+
+// ARA's newest commit serves each task's warnings, deprecations and exceptions
+// (ARA 1.5.8 and 1.7.4 have none): a run its callback recorded into its server
+// (test/fixtures/task_messages) is copied with them, as ARA lists them.
+const newest = ARA_VERSIONS[ARA_NEWEST]!;
+const withNewestAra = hasAnsible() && missingFor(newest) === null ? test.serial : test.skip;
+withNewestAra(`import-ara copies the tasks' warnings, deprecations and exceptions ARA ${ARA_NEWEST} serves`, async (t) => {
+  t.timeout(600_000);
+  const fixture = join(process.cwd(), 'test', 'fixtures', 'task_messages');
+  const work = mkdtempSync(join(tmpdir(), 'logbook-import-'));
+  const [ara, lb] = await Promise.all([startAraOf(newest), startLogbook({ env: { LOGBOOK_SHARDS: '1' } })]);
+  t.teardown(async () => {
+    await Promise.all([lb.stop(), ara.stop()]);
+    rmSync(work, { recursive: true, force: true });
+  });
+  const run = await runPlaybook(ara.url, {
+    playbook: join(fixture, 'playbook.yml'), inventory: join(fixture, 'inventory.ini'), cwd: fixture, timeoutMs: 300_000,
+    env: recordingEnv(newest, ara.url),
+  });
+  if (run.code !== 0 || run.callbackErrors.length > 0) t.log(`ansible-playbook output:\n${run.stdout}\n${run.stderr}`);
+  t.is(run.code, 0);
+  t.deepEqual(run.callbackErrors, [], 'ARA\'s callback recorded into ARA without errors');
+
+  const copied = await runCli(['import-ara', ara.url, '--to', lb.url, '--state', join(work, 'state.jsonl'), '--timeout', '30']);
+  t.is(copied.code, 0, copied.stderr);
+  const notes = async (url: string, headers: Record<string, string>) => {
+    const res = await api(url, 'GET', '/api/v1/tasks?order=id&limit=100', undefined, headers);
+    t.is(res.status, 200, res.text);
+    return Object.fromEntries(res.body.results.map((task: Record<string, unknown>) =>
+      [task.name, { warnings: task.warnings, deprecations: task.deprecations, exceptions: task.exceptions }]));
+  };
+  const [want, got] = await Promise.all([notes(ara.url, {}), notes(lb.url, { 'user-agent': 'ara-http-client_1.7.4' })]);
+  t.true(Array.isArray(want.Crash?.exceptions) && want.Crash.exceptions.length === 1, `ARA recorded the exception: ${JSON.stringify(want.Crash)}`);
+  t.true(Array.isArray(want.Deprecate?.deprecations) && want.Deprecate.deprecations.length === 2, `ARA recorded the deprecations: ${JSON.stringify(want.Deprecate)}`);
+  t.deepEqual(got, want, 'each task as ARA lists it');
 });

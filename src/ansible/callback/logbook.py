@@ -241,6 +241,39 @@ class LooseJSONEncoder(_JSONEncoder):
             return str(o)
 
 
+def unique(items, key):
+    """items without repeats (by key), each kept where it first occurs."""
+    seen, out = set(), []
+    for item in items:
+        k = key(item)
+        if k not in seen:
+            seen.add(k)
+            out.append(item)
+    return out
+
+
+def json_key(value):
+    """A hashable stand-in for any JSON value: its JSON text (equal strings have equal texts)."""
+    try:
+        return to_json(value, LooseJSONEncoder, sort_keys=True)
+    except TypeError:  # keys that cannot be sorted
+        return to_json(value, LooseJSONEncoder)
+
+
+def deprecation_key(dep):
+    """ARA's `_dedupe_deprecations`: a deprecation is the same one when collection_name, msg and version are."""
+    if isinstance(dep, dict):
+        return json_key([dep.get("collection_name"), dep.get("msg"), dep.get("version")])
+    return json_key(dep)  # not a dict (ARA's callback would fail on it): kept, compared whole
+
+
+def as_list(value):
+    """A result's `warnings`/`deprecations` as a list (None: none; one value that is not a list: that one)."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
 def shared_state():
     state = sys.modules.get(STATE_MODULE)
     if state is None:
@@ -929,6 +962,7 @@ class CallbackModule(CallbackBase):
         self.host_cache = set()
         self.task_cache = {}
         self.delegation_cache = {}
+        self.task_messages = {}  # task uuid → its results' warnings, deprecations, exceptions (_collect_messages)
         self.labels_sent = None
         self.name_sent = None
         self.argument_labels = []
@@ -1139,8 +1173,48 @@ class CallbackModule(CallbackBase):
 
     def _end_task(self):
         if self.task is not None:
-            self._add({"kind": "task", "uuid": self.task["uuid"], "status": "completed", "ended": now_iso()})
+            event = {"kind": "task", "uuid": self.task["uuid"], "status": "completed", "ended": now_iso()}
+            event.update(self._messages(self.task["uuid"]))
+            self._add(event)
             self.task = None
+
+    def _collect_messages(self, task_uuid, content):
+        """What ARA's newest callback keeps of a task's results, from the same keys: a result's
+        `deprecations` (a list of dicts) replace the task's so far (ARA keeps the last result's),
+        its `exception` (a traceback's text) is added, its `warnings` (a list of texts) extend them.
+        Kept by task for the whole playbook, as the task's results are: ARA keeps one set, sent to
+        whichever task ends next, and starts again empty. The same under the linear strategy; under
+        `free` each host starts (and so ends) a task of its own accord, and a host's result can
+        arrive after another host started the next task."""
+        if "deprecations" not in content and "exception" not in content and "warnings" not in content:
+            return
+        messages = self.task_messages.setdefault(task_uuid, {"warnings": [], "deprecations": [], "exceptions": []})
+        if "deprecations" in content:
+            messages["deprecations"] = as_list(content["deprecations"])
+        if "exception" in content:
+            messages["exceptions"].append(content["exception"])
+        if "warnings" in content:
+            messages["warnings"].extend(as_list(content["warnings"]))
+        if self.task is None or self.task["uuid"] != task_uuid:
+            # its task already ended, and its end event went without these: they follow on their own
+            event = {"kind": "task", "uuid": task_uuid}
+            event.update(self._messages(task_uuid))
+            self._add(event)
+
+    def _messages(self, task_uuid):
+        """The task's warnings, deprecations, exceptions as its task event carries them: each without
+        repeats and only when there are any (most tasks have none: the batch stays small). ARA's callback
+        removes repeats with set(), in an order that changes from run to run (Python hashes text with a
+        per-process seed); keeping the first occurrence of each gives the same elements in a stable order."""
+        messages = self.task_messages.get(task_uuid)
+        if not messages:
+            return {}
+        out = {
+            "warnings": unique(messages["warnings"], json_key),
+            "deprecations": unique(messages["deprecations"], deprecation_key),
+            "exceptions": unique(messages["exceptions"], json_key),
+        }
+        return dict((field, values) for field, values in out.items() if values)
 
     def _end_play(self):
         if self.play_uuid is not None:
@@ -1223,6 +1297,7 @@ class CallbackModule(CallbackBase):
                     continue  # written to another playbook by the action itself
                 self.state.records[item["key"]] = (item.get("value"), item["type"])
                 self._add({"kind": "record", "key": item["key"], "value": item.get("value"), "type": item["type"]})
+        self._collect_messages(task_uuid, content)
 
     def _handed_over(self, task_uuid, hostname):
         """The records ara_record handed over in files (no_log hides them from the result), in the order written."""
@@ -1298,7 +1373,9 @@ class CallbackModule(CallbackBase):
     def _expire(self):
         ended = now_iso()
         if self.task is not None:
-            self._add({"kind": "task", "uuid": self.task["uuid"], "status": "expired", "ended": ended})
+            event = {"kind": "task", "uuid": self.task["uuid"], "status": "expired", "ended": ended}
+            event.update(self._messages(self.task["uuid"]))
+            self._add(event)
             self.task = None
         if self.play_uuid is not None:
             self._add({"kind": "play", "uuid": self.play_uuid, "status": "expired", "ended": ended})

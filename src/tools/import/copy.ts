@@ -100,7 +100,8 @@ export async function copyPlaybook(
         playbook,
         play: mapped(plays, 'play', t.play),
         file: mapped(files, 'file', typeof t.file === 'object' && t.file ? (t.file as JsonObject).id : t.file),
-        ...present(t, ['uuid', 'name', 'action', 'lineno', 'handler', 'tags', 'status', 'started', 'ended']),
+        // warnings, deprecations, exceptions: served by ARA's newest (after 1.7.4), not by older ARA
+        ...present(t, ['uuid', 'name', 'action', 'lineno', 'handler', 'tags', 'status', 'started', 'ended', 'warnings', 'deprecations', 'exceptions']),
       }));
     }
   }
