@@ -44,6 +44,10 @@ export interface Config {
   readonly maintenanceInterval: number;
   /** seconds a shutdown waits for in-flight requests before closing anyway */
   readonly shutdownTimeout: number;
+  /** playbook paths (exact, or `*` patterns) whose runs get per-series counters on /metrics; empty: none */
+  readonly metricsSeries: string[];
+  /** at most this many per-series label sets on /metrics */
+  readonly metricsSeriesMax: number;
   /** requests in flight per shard before the front answers 503 (src/limits.ts) */
   readonly shardQueue: number;
   /** ms of queueing delay at a shard before the front answers 503 (0: length only; src/limits.ts) */
@@ -181,6 +185,8 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   // ---- operations (retention, shutdown) ----
   option('maintenanceInterval', 'MAINTENANCE_INTERVAL', 60, int(1, 86_400), 'seconds between retention and expiry checks'),
   option('shutdownTimeout', 'SHUTDOWN_TIMEOUT', 10, int(1, 3600), 'seconds SIGTERM/SIGINT wait for in-flight requests'),
+  option('metricsSeries', 'METRICS_SERIES', [], list, 'playbook paths, comma-separated (`*` matches any characters), whose runs get per-series counters on /metrics (logbook_series_runs_ended_total); empty: none. docs/operations.md#metrics'),
+  option('metricsSeriesMax', 'METRICS_SERIES_MAX', 50, int(1, 10_000), 'per-series label sets (path, name) /metrics exports at most; runs of further series are counted in logbook_series_dropped_total'),
   // ---- security (src/limits.ts, src/http/auth.ts) ----
   option('shardQueue', 'SHARD_QUEUE', LIMITS.shardQueue, int(1, LIMITS.shardQueueCeiling), 'requests in flight per shard before answering 503 + Retry-After'),
   option('shardQueueDelay', 'SHARD_QUEUE_DELAY', LIMITS.shardQueueDelayMs, int(0, LIMITS.shardQueueDelayCeiling), 'queueing delay bound (ms): requests for a shard whose requests wait longer, or while the front lags more than half of it, get 503 + Retry-After (0: only the queue length)'),

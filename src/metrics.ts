@@ -31,11 +31,25 @@
 //   logbook_retention_deleted_total{type}, logbook_expired_total{type}
 //   logbook_maintenance_runs_total, logbook_maintenance_errors_total,
 //   logbook_maintenance_last_run_timestamp_seconds
+// Runs (src/run_metrics.ts; kept by the shards as writes arrive, no recount at scrape time):
+//   logbook_runs{status}                                        gauge: stored playbooks by status
+//   logbook_runs_running_oldest_started_timestamp_seconds       gauge: `started` of the oldest running playbook (0: none)
+//   logbook_hosts_unreachable                                   gauge: hosts with unreachable > 0 in running playbooks
+//   logbook_runs_started_total                                  counter: playbooks created
+//   logbook_runs_ended_total{status}                            counter: status changed into completed/failed/expired
+//   logbook_results_total{status}                               counter: results created, by shown status
+//   logbook_run_duration_seconds                                histogram (10 s … 24 h), observed when a run ends
+//   logbook_series_runs_ended_total{path,name,status}           counter, only paths in LOGBOOK_METRICS_SERIES,
+//                                                               at most LOGBOOK_METRICS_SERIES_MAX (path, name) sets
+//   logbook_series_dropped_total                                counter: ends of allowed series past that bound
+//   The *_total counters count live writes of this process only: journal replay at
+//   start-up, rebuilds from disk and cluster standbys count nothing (src/shard/run_counters.ts).
 import { Counter, Gauge, Registry } from 'prom-client';
 import { RESOURCE_TYPES, TYPE_TO_PATH } from './api/resources.js';
 import { collectDefaultMetrics } from './default_metrics.js';
 import { debugEnabled, log } from './log.js';
 import type { StatsReply } from './shard/protocol.js';
+import { RunMetrics } from './run_metrics.js';
 
 // ---- per-request metrics ---------------------------------------------------
 
@@ -190,6 +204,8 @@ export interface ShardView {
 export class Metrics {
   readonly registry = new Registry();
   readonly http = HTTP;
+  /** the run metrics (src/run_metrics.ts) */
+  readonly runs = new RunMetrics();
   private readonly g = (name: string, help: string, labelNames: string[] = []) =>
     new Gauge({ name, help, labelNames, registers: [this.registry] });
   private readonly c = (name: string, help: string, labelNames: string[] = []) =>
@@ -266,6 +282,7 @@ export class Metrics {
         this.snapshotAge.set({ shard: k }, Math.max(0, (now - s.lastSnapshotAt) / 1000));
       }
     }
+    this.runs.update(pool.size, (shard) => pool.isUp(shard), stats);
     // a type's count is only known when every shard answered
     if (stats.every((s) => s !== null)) {
       RESOURCE_TYPES.forEach((type, code) => this.records.set({ type }, perType[code]!));
@@ -283,7 +300,7 @@ export class Metrics {
 
   /** The whole exposition. */
   async render(): Promise<string> {
-    return this.http.render() + await this.registry.metrics();
+    return this.http.render() + this.runs.render() + await this.registry.metrics();
   }
 
   get contentType(): string { return this.registry.contentType; }

@@ -145,6 +145,7 @@ function poolOptions(config: Config, front: Front): Omit<PoolOptions, 'shards' |
     snapshotEvery: config.snapshotEvery, snapshotIntervalMs: config.snapshotInterval * 1000, logLevel: config.logLevel,
     queueLimit: config.shardQueue, queueDelayMs: config.shardQueueDelay, ids: front.ids.buffer,
     ignoredFacts: config.ignoredFacts, ignoredArguments: config.ignoredArguments, streamRetention: config.streamRetention,
+    runSeries: { allow: config.metricsSeries, max: config.metricsSeriesMax },
   };
 }
 

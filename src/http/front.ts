@@ -151,6 +151,7 @@ export class Front {
    */
   constructor(private readonly config: Config, private readonly version: string, labelStore: LabelStore | null, dir?: Directory) {
     this.dir = dir ?? new Directory();
+    this.metrics.runs.maxSeries = config.metricsSeriesMax;
     this.ops = new Ops(config, version, this.metrics, {
       ready: () => this.ready, draining: () => this.draining,
       pool: () => this.pool ?? null, labelCount: () => this.labels.shownCount(),

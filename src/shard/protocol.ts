@@ -5,6 +5,8 @@ import { Packr } from 'msgpackr';
 import type { ResourceType, FilterKind } from '../api/resources.js';
 import type { StreamChange } from './changes.js';
 import { spansWholeBuffer } from './release.js';
+import type { RunGauges } from './run_tally.js';
+import type { RunCounterTotals } from './run_counters.js';
 
 export type FieldErrors = Record<string, string[]>;
 
@@ -217,6 +219,10 @@ export interface StatsReply {
   heapUsedBytes: number;
   /** replies waiting for a commit */
   waitingReplies: number;
+  /** stored runs now (kept exact through recovery) */
+  runs: RunGauges;
+  /** what this worker's live writes did to runs since it started */
+  runCounters: RunCounterTotals;
 }
 
 export interface WriteReply {
@@ -379,6 +385,8 @@ export interface ShardInit {
   streamOrder?: SharedArrayBuffer;
   /** cluster mode: the partition this worker owns (its shard number) and the fence it owns it by */
   cluster?: import('../cluster/partition_worker.js').PartitionInit;
+  /** LOGBOOK_METRICS_SERIES / LOGBOOK_METRICS_SERIES_MAX: playbook paths with per-series run counters */
+  runSeries?: import('./run_counters.js').SeriesOptions;
   /** LOGBOOK_LOG_LEVEL, for the worker's own log lines */
   logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 }

@@ -32,6 +32,7 @@ import { isAscii } from 'node:buffer';
 import { decodeUtf8 } from '../api/utf8.js';
 import { LIMITS } from '../limits.js';
 import { junitXml } from './junit.js';
+import { RunCounters, type SeriesOptions } from './run_counters.js';
 
 export interface ShardOptions {
   store?: ShardStore;
@@ -48,6 +49,8 @@ export interface ShardOptions {
   normalizer?: BodyNormalizer;
   /** live stream: changes kept for `since` (default 50,000) */
   streamRetention?: number;
+  /** /metrics: which playbook paths get per-series run counters (default: none) */
+  runSeries?: SeriesOptions;
   /** live stream: the commit order shared by all shards (absent: commits are not stamped) */
   order?: { shard: number; order: CommitOrder };
   /**
@@ -130,6 +133,8 @@ export class Shard {
   /** events of a batch applied per event-loop turn */
   private readonly batchSlice: number;
   private readonly releaseBody: ((body: Uint8Array) => void) | null;
+  /** what live writes did to runs, for /metrics (recovery counts nothing: run_counters.ts) */
+  readonly runCounters: RunCounters;
 
   constructor(options: ShardOptions) {
     this.store = options.store ?? new MemoryStore();
@@ -147,6 +152,7 @@ export class Shard {
     this.schedule = options.schedule ?? null;
     this.batchSlice = options.batchSlice ?? LIMITS.ingestSliceEvents;
     this.releaseBody = options.releaseBody ?? null;
+    this.runCounters = new RunCounters(options.runSeries);
   }
 
   /** Blobs as replies must show them: an open group's values (not yet handed to the store) first. */
@@ -361,7 +367,9 @@ export class Shard {
     let mine: Removed | null = null;
     for (const ev of events) {
       staged.changes.before(this.state, ev);
+      const status = this.runCounters.before(this.state, ev);
       const r = this.state.apply(ev);
+      this.runCounters.after(this.state, ev, status);
       staged.changes.after(ev);
       if (r) mine = mine ? mergeRemoved(mine, r) : r;
       staged.events.push(ev);
@@ -552,6 +560,8 @@ export class Shard {
       lastSnapshotAt: store?.lastSnapshotAt ?? null,
       heapUsedBytes: getHeapStatistics().used_heap_size,
       waitingReplies: this.waiting.length - this.waitingHead,
+      runs: s.runs.gauges(),
+      runCounters: this.runCounters.totals(),
     };
   }
 

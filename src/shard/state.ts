@@ -10,6 +10,7 @@ import { ResultIndex } from './result_index.js';
 import { ResultGroups, firstAfter } from './result_groups.js';
 import { ListOrders } from './list_orders.js';
 import { LatestHosts } from './latest_hosts.js';
+import { RunTally } from './run_tally.js';
 
 export type EventType = 'playbook' | ChildType;
 
@@ -100,6 +101,8 @@ export class Aggregate {
   readonly taskByUuid = new Map<string, TaskRow>();
   /** the results of each task and of each host, once a list asked (see groups()) */
   private grouped: ResultsGrouped | null = null;
+  /** hosts with unreachable > 0 (logbook_hosts_unreachable: run_tally.ts) */
+  unreachableHosts = 0;
   constructor(playbook: PlaybookRow) { this.playbook = playbook; }
 
   /** The playbook's id: an aggregate is the row of a playbook list. */
@@ -182,6 +185,8 @@ export class ShardState {
   readonly orders = new ListOrders();
   /** the newest host row of each name (ARA's latesthosts) */
   readonly latestHosts = new LatestHosts();
+  /** playbooks per status, the running ones (for /metrics: run_tally.ts) */
+  readonly runs = new RunTally();
 
   /** The playbook a batch-ingest stream (playbook uuid) created, if it still exists with that uuid. */
   playbookByUuid(uuid: string): number | null {
@@ -227,6 +232,7 @@ export class ShardState {
       this.orderPlaybook(agg);
       if (agg.playbook.uuid !== null) this.uuids.set(agg.playbook.uuid, d.id);
       this.orders.added('playbook', agg);
+      this.runs.added(agg);
       return;
     }
     const agg = this.aggregates.get(d.playbook)!;
@@ -250,6 +256,7 @@ export class ShardState {
         const row = new HostRow(d);
         agg.hosts.set(row.id, row); this.hosts.set(row.id, row); agg.hostByName.set(row.name, row);
         this.latestHosts.added(row);
+        if (row.unreachable > 0) agg.unreachableHosts++;
         this.orders.added(t, row);
         break;
       }
@@ -284,7 +291,9 @@ export class ShardState {
     if (host) {
       // a host's counters are order keys: its kept orders move it
       const marks = this.orders.before('host', host);
+      const was = host.unreachable > 0;
       addToHost(host, r, sign);
+      if (host.unreachable > 0 !== was) agg.unreachableHosts += was ? -1 : 1;
       this.orders.changed('host', host, marks);
     }
   }
@@ -294,7 +303,9 @@ export class ShardState {
       const agg = this.aggregates.get(id)!;
       const row = agg.playbook;
       const marks = this.orders.before(t, agg);
+      const status = row.status;
       assign(row, d);
+      this.runs.statusChanged(agg, status);
       this.orders.changed(t, agg, marks);
       row.summaryCache = null;
       if (typeof d.uuid === 'string') this.uuids.set(d.uuid, id);
@@ -327,8 +338,10 @@ export class ShardState {
       case 'play': rekey(agg.playByUuid, row, 'uuid', d); assign(row, d); break;
       case 'host': {
         const name = row.name;
+        const was = row.unreachable > 0;
         rekey(agg.hostByName, row, 'name', d);
         assign(row, d);
+        if (row.unreachable > 0 !== was) agg.unreachableHosts += was ? -1 : 1;
         if (row.name !== name) this.latestHosts.renamed(row, name);
         if (!row.countersSet && setsCounter(d)) row.countersSet = true;
         break;
@@ -349,6 +362,7 @@ export class ShardState {
     if (t === 'playbook') {
       const agg = this.aggregates.get(id)!;
       this.orders.removed('playbook', agg);
+      this.runs.removed(agg);
       for (const type of ['play', 'task', 'host', 'result', 'file', 'record'] as const) {
         const index = this.index(type);
         if (this.orders.keeps(type)) this.orders.removedMany(type, Array.from((agg as any)[type + 's'].values()));
@@ -405,6 +419,7 @@ export class ShardState {
       case 'host':
         agg.hosts.delete(id); this.hosts.delete(id); agg.hostByName.delete(row.name);
         this.latestHosts.removed(row);
+        if (row.unreachable > 0) agg.unreachableHosts--;
         // a delegation to a host that is gone goes with it (ARA's many-to-many link);
         // the row changed in place, so the next snapshot round stores its part again
         for (const r of agg.results.values()) {
@@ -504,6 +519,7 @@ export class ShardState {
     for (const r of rows.hosts) {
       agg.hosts.set(r.id, r); this.hosts.set(r.id, r); agg.hostByName.set(r.name, r); bump(TYPE_CODE.host, r.id);
       this.latestHosts.added(r);
+      if (r.unreachable > 0) agg.unreachableHosts++;
     }
     for (const r of rows.results) {
       agg.addResult(r); this.results.set(r.id, r); bump(TYPE_CODE.result, r.id);
@@ -514,6 +530,7 @@ export class ShardState {
     for (const r of rows.records) { agg.records.set(r.id, r); this.records.set(r.id, r); agg.recordByKey.set(r.key, r); bump(TYPE_CODE.record, r.id); }
     // its results are those of the stored snapshot: the next round keeps their parts until one changes
     agg.results.markClean();
+    this.runs.added(agg);
   }
 
   /**

@@ -97,6 +97,7 @@ try {
     releaseBody: releaseBuffer,
     ids: partition?.ids ?? new IdAllocator(init.ids),
     streamRetention: init.streamRetention,
+    ...(init.runSeries ? { runSeries: init.runSeries } : {}),
     ...(order ? { order: { shard: init.shard, order } } : {}),
     normalizer: new BodyNormalizer(compileWriteValidators(), { ignoredFacts: init.ignoredFacts, ignoredArguments: init.ignoredArguments }),
     onStorageFailure: (err) => {
