@@ -2,9 +2,11 @@
 // deploy/prometheus/prometheus.yml (only the scrape interval, the target and
 // the rule file's path replaced) and the shipped alert rules: the target is up,
 // logbook's request counter reaches Prometheus with the exact number of
-// requests made, and every alert rule evaluates without error. promtool
-// checks the rules and runs their unit tests (deploy/prometheus/alerts.test.yml);
-// every metric an alert names is one logbook exports.
+// requests made, and every alert rule evaluates without error; a run recorded as
+// failed through the API reaches Prometheus as logbook_runs_ended_total{status="failed"}
+// and fires LogbookRunFailed. promtool checks the rules and runs their unit tests
+// (deploy/prometheus/alerts.test.yml, alerts_daily.test.yml); every metric an
+// alert names is one logbook exports.
 //
 // Needs prometheus and promtool (Debian `prometheus`); skipped without them. CI installs it.
 import test from 'ava';
@@ -47,11 +49,11 @@ promTest('promtool accepts the shipped rules and config, and the rules\' unit te
   t.regex(rules.output, /SUCCESS: \d+ rules found/);
   const config = promtool(['check', 'config', 'prometheus.yml']);
   t.is(config.code, 0, config.output);
-  const unit = promtool(['test', 'rules', 'alerts.test.yml']);
+  const unit = promtool(['test', 'rules', 'alerts.test.yml', 'alerts_daily.test.yml']);
   t.is(unit.code, 0, unit.output);
 });
 
-promTest('Prometheus scrapes logbook with the shipped config: up, the exact request count, every alert rule healthy', async (t) => {
+promTest('Prometheus scrapes logbook with the shipped config: up, the exact request count, every alert rule healthy, a failed run alerts', async (t) => {
   t.timeout(180_000);
   const dir = mkdtempSync(join(tmpdir(), 'logbook-prom-'));
   const logbook = await startLogbook({ env: { LOGBOOK_SHARDS: '2' } });
@@ -125,6 +127,26 @@ promTest('Prometheus scrapes logbook with the shipped config: up, the exact requ
   t.deepEqual(rules.map((r) => r.name).sort(), shipped.sort());
   for (const r of rules) t.is(r.health, 'ok', `${r.name}: ${r.lastError ?? ''}`);
   t.deepEqual(rules.filter((r) => r.state === 'firing').map((r) => r.name), [], 'nothing fires on a healthy logbook');
+
+  // A run recorded through the API, then ended failed: Prometheus counts one failed
+  // run and LogbookRunFailed (no `for:`, evaluated every second here) fires.
+  const pb = await api(logbook.url, 'POST', '/api/v1/playbooks', { path: '/srv/prom/site.yml', runner_version: '2.15.13', status: 'running' });
+  t.is(pb.status, 201);
+  const ended = await api(logbook.url, 'PATCH', `/api/v1/playbooks/${pb.body.id}`, { status: 'failed', ended: new Date().toISOString() });
+  t.is(ended.status, 200);
+  const failed = await eventually('logbook_runs_ended_total{status="failed"} == 1', async () => {
+    const r = await query('sum(logbook_runs_ended_total{job="logbook",status="failed"})');
+    return r.length === 1 && Number(r[0]!.value[1]) === 1 ? Number(r[0]!.value[1]) : undefined;
+  });
+  t.is(failed, 1);
+  t.is(Number((await query('sum(logbook_runs_started_total{job="logbook"})'))[0]?.value[1]), 1);
+  const alert = await eventually('LogbookRunFailed pending or firing', async () => {
+    const res = await fetch(`${base}/api/v1/alerts`);
+    const body = await res.json() as { data: { alerts: Array<{ labels: Record<string, string>; state: string }> } };
+    return body.data.alerts.find((a) => a.labels.alertname === 'LogbookRunFailed' && (a.state === 'pending' || a.state === 'firing'));
+  });
+  t.is(alert.labels.instance, `127.0.0.1:${logbook.port}`);
+  t.is(alert.labels.severity, 'warning');
 });
 
 promTest('every logbook_* metric the alert rules name is one logbook exports', async (t) => {
