@@ -2,11 +2,12 @@
 // exact values after runs and results are written over several shards; after a
 // restart on the same data (snapshots + journal replayed) the gauges are the
 // same and the counters did not count the replay; deletes keep the gauges exact;
-// expiry ends runs; the per-series counters stay within their bound.
+// expiry and batch ingest count as other writes; the per-series counters stay
+// within their bound.
 import test from 'ava';
-import { startLogbook } from './helpers/server.js';
+import { api, startLogbook } from './helpers/server.js';
 import {
-  createFile, createHost, createPlay, createPlaybook, createResult, createTask, del, fromMicros, patch, SERVER_ENV, uniq, type Json,
+  createFile, createHost, createPlay, createPlaybook, createResult, createTask, del, fromMicros, patch, randomUuid, SERVER_ENV, uniq, type Json,
 } from './helpers/fixtures.js';
 import { eventually, scrape } from './helpers/ops.js';
 import { sample, type Family } from './helpers/prom.js';
@@ -132,7 +133,7 @@ test.serial('run gauges and counters: exact, the same gauges after a restart, no
   }
 });
 
-test.serial('expiry ends runs; per-series counters stay within LOGBOOK_METRICS_SERIES_MAX', async (t) => {
+test.serial('expiry and batch ingest end runs; per-series counters stay within LOGBOOK_METRICS_SERIES_MAX', async (t) => {
   const tag = uniq('cap');
   const lb = await startLogbook({
     env: {
@@ -154,6 +155,34 @@ test.serial('expiry ends runs; per-series counters stay within LOGBOOK_METRICS_S
     t.true(sample(m, 'logbook_run_duration_seconds_bucket', { le: '3600' })! === 0 && sample(m, 'logbook_run_duration_seconds_count') === 1,
       'an expired run lasted until it was marked');
 
+    // batch ingest counts as per-record writes do: a run with an unreachable host, then ended failed
+    const uuid = randomUuid();
+    const play = randomUuid();
+    const path = `/srv/ingest-${tag}/site.yml`;
+    const header = { uuid, path, runner_version: '2.16.0', status: 'running', started: fromMicros(now) };
+    const first = await api(lb.url, 'POST', '/api/v1/ingest', {
+      playbook: header, seq: 1, events: [
+        { kind: 'file', path, content: '- hosts: all\n' },
+        { kind: 'play', uuid: play, name: 'p', status: 'running', started: fromMicros(now) },
+        { kind: 'task', uuid: `${uuid}-t1`, play, file: path, name: 't', action: 'ping', lineno: 1, handler: false, status: 'running', started: fromMicros(now) },
+        { kind: 'result', task: `${uuid}-t1`, host: 'web-01', status: 'unreachable', started: fromMicros(now), ended: fromMicros(now) },
+        { kind: 'result', task: `${uuid}-t1`, host: 'web-02', status: 'ok', started: fromMicros(now), ended: fromMicros(now) },
+      ],
+    });
+    t.is(first.status, 200, first.text);
+    const running = await scrape(lb.url);
+    t.is(sample(running, 'logbook_hosts_unreachable'), 1);
+    t.is(sample(running, 'logbook_results_total', { status: 'unreachable' }), 1);
+    t.is(sample(running, 'logbook_results_total', { status: 'ok' }), 1);
+    t.is(sample(running, 'logbook_runs_started_total'), 2);
+    const second = await api(lb.url, 'POST', '/api/v1/ingest', {
+      playbook: header, seq: 2, events: [{ kind: 'playbook', status: 'failed', ended: fromMicros(now + 2_000_000n) }],
+    });
+    t.is(second.status, 200, second.text);
+    const ingested = await scrape(lb.url);
+    t.is(sample(ingested, 'logbook_runs_ended_total', { status: 'failed' }), 1);
+    t.is(sample(ingested, 'logbook_hosts_unreachable'), 0, 'its playbook no longer runs');
+
     // two more series end (one already is exported): the bound keeps one of them out
     for (const name of ['one', 'two']) {
       const pb = await createPlaybook(lb.url, { status: 'running', path: `/srv/${tag}/${name}.yml` });
@@ -167,7 +196,7 @@ test.serial('expiry ends runs; per-series counters stay within LOGBOOK_METRICS_S
     t.is(paths.size, 2);
     t.true(paths.has(`/srv/${tag}/stale.yml`));
     t.is(sample(capped, 'logbook_series_dropped_total'), 1);
-    t.is(sample(capped, 'logbook_runs_ended_total', { status: 'failed' }), 3);
+    t.is(sample(capped, 'logbook_runs_ended_total', { status: 'failed' }), 4);
     t.is(stale.status, 'running');
   } finally {
     await lb.stop();
