@@ -77,7 +77,10 @@ export class RunCounters {
     if (ev.e !== 'create' && before === null) return;
     if (ev.e === 'create') {
       if (ev.t === 'result') {
-        const row = state.results.get(ev.d.id);
+        // the newest row of its playbook (live ids increase); the shard-wide index (a search) otherwise
+        const rows = state.aggregates.get(ev.p)?.results.inIdOrder();
+        let row = rows?.[rows.length - 1];
+        if (row?.id !== ev.d.id) row = state.results.get(ev.d.id);
         if (row !== undefined) { const s = shownStatus(row); this.results[s] = (this.results[s] ?? 0) + 1; }
       } else if (ev.t === 'playbook') this.started++;
       return;
