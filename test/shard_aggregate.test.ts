@@ -1310,7 +1310,23 @@ function diffStates(live: ShardState, replayed: ShardState): string[] {
   same('label replica', [...live.labels], [...replayed.labels]);
   same('max ids', live.maxIds, replayed.maxIds);
   same('file refs', [...live.fileRefs].sort(), [...replayed.fileRefs].sort());
+  same('run gauges', live.runs.gauges(), replayed.runs.gauges());
   return out;
+}
+
+/** The run gauges (src/shard/run_tally.ts) recounted from every row. */
+function recountRuns(state: ShardState): ReturnType<ShardState['runs']['gauges']> {
+  const byStatus: Record<string, number> = { unknown: 0, running: 0, completed: 0, failed: 0, expired: 0 };
+  let oldest: number | null = null;
+  let unreachable = 0;
+  for (const agg of state.aggregates.values()) {
+    const pb = agg.playbook;
+    byStatus[pb.status] = (byStatus[pb.status] ?? 0) + 1;
+    if (pb.status !== 'running') continue;
+    if (oldest === null || pb.started < oldest) oldest = pb.started;
+    for (const h of agg.hosts.values()) if (h.unreachable > 0) unreachable++;
+  }
+  return { byStatus, oldestRunningStarted: oldest, unreachableHostsRunning: unreachable };
 }
 
 /** The first client-visible difference between two views, or null. */
@@ -1361,6 +1377,10 @@ for (const seed of [1, 2, 3, 20261122, 0xdecaf]) {
 
     const replica = replay(h.shard, h.store.events);
     t.deepEqual(diffStates(h.shard.state, replica.state), []);
+    // the run gauges kept as writes came are a recount's; counters count the live writes, not the replay
+    t.deepEqual(h.shard.state.runs.gauges(), recountRuns(h.shard.state));
+    t.is(h.shard.runCounters.totals().started, h.store.events.filter((e) => e.e === 'create' && e.t === 'playbook').length);
+    t.is(replica.runCounters.totals().started, 0);
     t.is(diffViews(liveView, everything(replica, replica.state, false)), null);
     // and once more in compat mode, from two independent replays
     const x = replay(h.shard, h.store.events); const y = replay(h.shard, h.store.events);
