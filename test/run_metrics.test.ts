@@ -202,3 +202,29 @@ test.serial('expiry and batch ingest end runs; per-series counters stay within L
     await lb.stop();
   }
 });
+
+test.serial('a shard worker that restarts: its counts so far are kept, its recovery counts nothing', async (t) => {
+  const lb = await startLogbook({ env: { LOGBOOK_SHARDS: '1', LOGBOOK_TEST_HOOKS: '1' } });
+  try {
+    const fail = async () => {
+      const pb = await createPlaybook(lb.url, { status: 'running' });
+      await patch(lb.url, `/api/v1/playbooks/${pb.id}`, { status: 'failed' });
+    };
+    await fail();
+    t.is(sample(await scrape(lb.url), 'logbook_runs_ended_total', { status: 'failed' }), 1);
+    t.is((await api(lb.url, 'POST', '/__test__/shards/0/crash', {})).status, 200);
+    const back = await eventually(async () => {
+      const m = await scrape(lb.url);
+      return sample(m, 'logbook_shard_restarts_total', { shard: '0' }) === 1 && sample(m, 'logbook_shard_up', { shard: '0' }) === 1
+        && sample(m, 'logbook_runs', { status: 'failed' }) !== undefined ? m : null;
+    }, 30_000, 'the shard restarted');
+    t.is(sample(back, 'logbook_runs_ended_total', { status: 'failed' }), 1, 'kept, and not counted again by the recovery');
+    t.is(sample(back, 'logbook_runs_started_total'), 1);
+    await fail();
+    const after = await scrape(lb.url);
+    t.is(sample(after, 'logbook_runs_ended_total', { status: 'failed' }), 2);
+    t.is(sample(after, 'logbook_runs', { status: 'failed' }), 2);
+  } finally {
+    await lb.stop();
+  }
+});
