@@ -31,8 +31,6 @@ export class PlaybookRow {
   ingestDigest: string | null;
   /** JSON of summary(playbook), rebuilt lazily after any change (null = stale) */
   summaryCache: string | null;
-  /** the dialect summaryCache was rendered in (ARA's adds fields): a cache of the other one is not used */
-  summaryCacheAra: boolean;
   constructor(d: Record<string, any>) {
     this.id = d.id; this.created = d.created; this.updated = d.updated;
     this.started = d.started; this.ended = d.ended ?? null;
@@ -43,7 +41,6 @@ export class PlaybookRow {
     this.ingestDigest = d.ingest_digest ?? null;
     this.clientVersion = d.client_version ?? null; this.pythonVersion = d.python_version ?? null;
     this.summaryCache = null;
-    this.summaryCacheAra = false;
   }
   toArray(): unknown[] {
     return [this.id, this.created, this.updated, this.started, this.ended, this.name, this.runnerVersion,
