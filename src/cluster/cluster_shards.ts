@@ -21,7 +21,7 @@ import { CommitChanges, decode, encode, type ErrorReply, type FrontToShard, type
 import { poolTarget, type MaintenanceTarget } from '../retention.js';
 import type { DelayStats, Shards } from '../shard/shards.js';
 import type { StreamChange } from '../shard/changes.js';
-import type { ClusterConfig } from './config.js';
+import type { ClusterConfig } from '../config/cluster.js';
 import { takeOwnership } from './fence.js';
 import type { PartitionLog } from './partition_log.js';
 import { rendezvousRanking } from './rendezvous.js';

@@ -9,7 +9,8 @@
 // records between where it is and its fence: failover replays a short tail,
 // not the partition's history.
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { natsConnectionOptions, type NatsAuth } from './nats_options.js';
+import type { NatsAuth } from '../config/cluster.js';
+import { natsConnectionOptions } from './nats_options.js';
 import { ShardState } from '../shard/state.js';
 import type { RecoveryStats } from '../store/types.js';
 import { PartitionIds } from './ids.js';
