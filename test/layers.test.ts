@@ -14,6 +14,7 @@ const cruise = (dir: string) => spawnSync(depcruise, ['src', '--config', '.depen
 
 test('src/ keeps its layers: no import cycle, no import from a layer above', (t) => {
   const run = cruise(root);
+  t.is(run.error, undefined, `${depcruise} did not start (\`npm ci\` installs dependency-cruiser): ${run.error?.message}`);
   t.is(run.status, 0, `dependency-cruiser found violations:\n${run.stdout}${run.stderr}`);
   t.regex(run.stdout, /no dependency violations found \([1-9]\d* modules/, 'it cruised the modules of src/');
 });
