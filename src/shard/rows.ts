@@ -1,7 +1,7 @@
 // In-memory rows of a playbook aggregate. Every field is assigned in the
 // constructor so V8 gives each class one stable hidden shape. Timestamps are µs
 // since the epoch. Large JSON values (arguments, facts, content, value, file
-// text) are not here: they live in the blob store (src/store/blobs.ts).
+// text) are not here: they live in the blob store (keyed by src/shard/blobs.ts).
 // Each class also converts to and from a positional array for snapshots.
 
 const NO_IDS: readonly number[] = Object.freeze([]) as readonly number[];

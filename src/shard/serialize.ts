@@ -4,7 +4,7 @@
 import { formatTimestamp, formatDuration } from '../api/time.js';
 import { VERSION } from '../version.js';
 import type { Aggregate, ShardState } from './state.js';
-import { BLOB_DEFAULT, blobKey, type BlobKey, type BlobReader } from '../store/blobs.js';
+import { BLOB_DEFAULT, blobKey, type BlobKey, type BlobReader } from './blobs.js';
 import {
   shownStatus, type PlaybookRow, type PlayRow, type TaskRow, type HostRow,
   type ResultRow, type FileRow, type RecordRow,
