@@ -13,7 +13,7 @@ import type { HttpRequest } from 'uWebSockets.js';
 import { loadConfig } from '../src/config.js';
 import { Authenticator } from '../src/http/auth.js';
 import { Guard } from '../src/http/guard.js';
-import { hashSecret, parseHash, verifySecret, type PasswordHash } from '../src/http/password.js';
+import { hashSecret, parseHash, verifySecret, type PasswordHash } from '../src/config/password.js';
 import type { Exchange } from '../src/http/respond.js';
 
 const N = Number(process.argv[2] ?? 1_000_000);

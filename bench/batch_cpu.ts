@@ -32,7 +32,7 @@ import { ORDER_KEYS } from '../src/api/resources.js';
 import type { ListQuery } from '../src/shard/protocol.js';
 import { ShardState } from '../src/shard/state.js';
 import { LmdbShardStore } from '../src/store/lmdb_store.js';
-import type { Durability } from '../src/store/types.js';
+import type { Durability } from '../src/shard/storage.js';
 import { loopedResultContent } from './lib/payloads.js';
 
 const batchSize = Number(process.argv[2] ?? 1000);

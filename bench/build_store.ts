@@ -17,7 +17,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Shard } from '../src/shard/shard.js';
 import { LmdbShardStore } from '../src/store/shard_store.js';
-import { blobKind, type BlobKey } from '../src/store/blobs.js';
+import { blobKind, type BlobKey } from '../src/shard/blobs.js';
 import { FORMAT_VERSION, FrontStore } from '../src/store/front_store.js';
 import { recoveredLine, rssAnonBytesOf, startLogbook } from './lib/servers.js';
 import type { ShardToFront, WriteCommand, WriteReply } from '../src/shard/protocol.js';

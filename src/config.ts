@@ -1,9 +1,9 @@
 // Configuration: LOGBOOK_* environment variables and matching --flags (flags win),
 // parsed and validated once at start-up into one frozen Config (docs/configuration.md). A bad
 // value stops start-up with a message naming the variable.
-import { ClusterConfigError, clusterConfigFromEnv, type ClusterConfig } from './cluster/config.js';
+import { ClusterConfigError, clusterConfigFromEnv, type ClusterConfig } from './config/cluster.js';
 import { availableParallelism } from 'node:os';
-import { authConfigProblem, loadCredentials, type CredentialKind } from './http/auth.js';
+import { authConfigProblem, loadCredentials, type CredentialKind } from './config/credentials.js';
 import { LIMITS } from './limits.js';
 
 export interface Config {
@@ -230,7 +230,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
   }
   const authProblem = authConfigProblem(c);
   if (authProblem) throw new ConfigError(authProblem);
-  // cluster mode (LOGBOOK_CLUSTER, LOGBOOK_NODE, LOGBOOK_PARTITIONS, LOGBOOK_REPLICAS: src/cluster/config.ts)
+  // cluster mode (LOGBOOK_CLUSTER, LOGBOOK_NODE, LOGBOOK_PARTITIONS, LOGBOOK_REPLICAS: src/config/cluster.ts)
   try {
     (c as { cluster: ClusterConfig | null }).cluster = clusterConfigFromEnv(env);
   } catch (err) {

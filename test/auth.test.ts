@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
-import { parseCredentials } from '../src/http/auth.js';
-import { formatHash, hashSecret, parseHash, verifySecret, type PasswordHash } from '../src/http/password.js';
+import { parseCredentials } from '../src/config/credentials.js';
+import { formatHash, hashSecret, parseHash, verifySecret, type PasswordHash } from '../src/config/password.js';
 
 // Cheaper than the production default (2^15) so the suite stays quick, but still
 // tens of milliseconds here: far above the microseconds a cached check costs.

@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { verifySecret, parseHash } from '../src/http/password.js';
+import { verifySecret, parseHash } from '../src/config/password.js';
 import { CLI_JS } from './helpers/cli.js';
 import { watchServeOutput } from './helpers/server.js';
 

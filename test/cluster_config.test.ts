@@ -1,9 +1,9 @@
 // LOGBOOK_CLUSTER / LOGBOOK_NODE / LOGBOOK_PARTITIONS / LOGBOOK_REPLICAS / LOGBOOK_CLUSTER_* parsing
-// (src/cluster/config.ts): unset = single process; bad values are refused with a
+// (src/config/cluster.ts): unset = single process; bad values are refused with a
 // message that names the variable.
 import test from 'ava';
 import { fileURLToPath } from 'node:url';
-import { ClusterConfigError, clusterConfigFromEnv } from '../src/cluster/config.js';
+import { ClusterConfigError, clusterConfigFromEnv } from '../src/config/cluster.js';
 
 test('unset or empty LOGBOOK_CLUSTER means single-process mode', (t) => {
   t.is(clusterConfigFromEnv({}), null);

@@ -28,7 +28,7 @@ import { basename, join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { ansibleEnv } from './helpers/ansible_env.js';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
-import { hashSecret } from '../src/http/password.js';
+import { hashSecret } from '../src/config/password.js';
 import {
   FIXTURE_ITEMS, FIXTURE_EXIT, FIXTURE_RECAP, freePort, hasAnsible, hasAraServer, runPlaybook, snapshotRun, startAraServer, type HostRecap, type PlaybookRun, type RunOptions, type RunSnapshot,
 } from './helpers/ansible.js';

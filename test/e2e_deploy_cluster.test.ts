@@ -14,7 +14,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { clusterConfigFromEnv } from '../src/cluster/config.js';
+import { clusterConfigFromEnv } from '../src/config/cluster.js';
 import { freePort, onPath } from './helpers/ansible.js';
 import { natsServerBinary } from './helpers/nats.js';
 import { DEPLOY_DIR } from './helpers/proxy.js';

@@ -14,7 +14,7 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { hashSecret } from '../src/http/password.js';
+import { hashSecret } from '../src/config/password.js';
 import { hasAnsible, hasAraServer, runPlaybook, startAraServer, type AraServer } from './helpers/ansible.js';
 import { fullRun } from './helpers/full_run.js';
 import { ARA_NEWEST, ARA_VERSIONS, missingFor, recordingEnv, startAraOf } from './helpers/ara_versions.js';

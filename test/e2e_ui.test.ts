@@ -12,7 +12,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { hashSecret } from '../src/http/password.js';
+import { hashSecret } from '../src/config/password.js';
 import { hasAnsible, runPlaybook } from './helpers/ansible.js';
 import { ARTIFACTS, buildUi, hasChromium, launchBrowser, openPage, screenshot, type OpenedPage } from './helpers/browser.js';
 import { createFile, createHost, createPlay, createPlaybook, createRecord, createResult, createTask, get, list, patch, post } from './helpers/fixtures.js';

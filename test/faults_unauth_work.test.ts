@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
-import { hashSecret } from '../src/http/password.js';
+import { hashSecret } from '../src/config/password.js';
 
 // the production cost: a check takes tenths of a second here, so a queue of them lasts
 const LN = 15;

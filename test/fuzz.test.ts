@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashSecret } from '../src/http/password.js';
+import { hashSecret } from '../src/config/password.js';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
 import { openHalf, rawExchange, type RawResult } from './helpers/raw_http.js';
 import { mulberry32 } from './helpers/random.js';

@@ -7,8 +7,8 @@
 // answers the whole group 503 and stores none of it.
 import test from 'ava';
 import { parseTimestamp } from '../src/api/time.js';
-import { blobKey, type BlobKey, type BlobValue } from '../src/store/blobs.js';
-import { MemoryStore } from '../src/store/memory_store.js';
+import { blobKey, type BlobKey, type BlobValue } from '../src/shard/blobs.js';
+import { MemoryStore } from '../src/shard/memory_store.js';
 import { Shard } from '../src/shard/shard.js';
 import { changesIn, type ShardToFront, type WriteCommand } from '../src/shard/protocol.js';
 import type { Event } from '../src/shard/state.js';

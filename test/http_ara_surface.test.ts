@@ -246,6 +246,21 @@ test('a playbook nested in a detail keeps each dialect\'s shape, whichever diale
   t.true('ansible_version' in (await call(url, 'GET', `/api/v1/hosts/${host.id}`, undefined, 200, ARA)).body.playbook);
 });
 
+test('ARA\'s nested forms: a detail\'s playbook carries its arguments, a result\'s task its tags (SimplePlaybookSerializer, SimpleTaskSerializer)', async (t) => {
+  const tree = await createTree(url, { playbook: { arguments: { check: true, forks: 5 } } });
+  await call(url, 'PATCH', `/api/v1/tasks/${tree.task}`, { tags: ['deploy', 'web'] }, 200);
+  const ara = (await call(url, 'GET', `/api/v1/results/${tree.result}`, undefined, 200, ARA)).body;
+  t.deepEqual(ara.playbook.arguments, { check: true, forks: 5 });
+  t.deepEqual(Object.keys(ara.playbook).slice(0, 4), ['id', 'items', 'arguments', 'labels']);
+  t.deepEqual(ara.task.tags, ['deploy', 'web']);
+  const plain = await get(url, `/api/v1/results/${tree.result}`);
+  t.false('arguments' in plain.playbook, 'the seed\'s summary(playbook) has no arguments');
+  t.false('tags' in plain.task);
+  // a change of the arguments shows at once in ARA's nested form
+  await call(url, 'PATCH', `/api/v1/playbooks/${tree.playbook}`, { arguments: { check: false } }, 200);
+  t.deepEqual((await call(url, 'GET', `/api/v1/hosts/${tree.host}`, undefined, 200, ARA)).body.playbook.arguments, { check: false });
+});
+
 // ---- ARA's filters (ara/api/filters.py at its newest commit) and unknown parameters ----
 
 test('ARA\'s filters through a row\'s parents, task list counts and lineno, delegated_to, over every shard', async (t) => {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { api, startLogbook } from './helpers/server.js';
 import { createPlaybook, get, list, post, randomUuid, serveForFile, uniq, type Json } from './helpers/fixtures.js';
-import { hashSecret } from '../src/http/password.js';
+import { hashSecret } from '../src/config/password.js';
 import { rawExchange } from './helpers/raw_http.js';
 
 let url: string;

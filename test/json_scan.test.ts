@@ -14,7 +14,7 @@ import { useValueSkip, valueSkip } from '../src/api/json_skip.js';
 import { JSON_SKIP_SOURCE_SHA256 } from '../src/api/json_skip_wasm.js';
 import { arrayMemberSpans, minify, type ElementSpans, type MemberSpan } from '../src/api/json_text.js';
 import { nestedDeeperThan } from '../src/api/json_body.js';
-import { BLOB_FIELDS } from '../src/store/blobs.js';
+import { BLOB_FIELDS } from '../src/shard/blobs.js';
 import { mulberry32, seedFrom } from './helpers/random.js';
 
 const has = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);

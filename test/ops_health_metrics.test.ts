@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OPTIONS, configSummary, loadConfig } from '../src/config.js';
-import { hashSecret } from '../src/http/password.js';
+import { hashSecret } from '../src/config/password.js';
 import { ROUTE_TEMPLATES } from '../src/metrics.js';
 import { MAIN_JS } from './helpers/server.js';
 import { listening, post, request, scrape, seedRun, spawnLogbook } from './helpers/ops.js';

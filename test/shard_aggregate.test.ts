@@ -16,9 +16,9 @@ import {
   decode, encode, type GetReply, type ListQuery, type NormalizedFilter, type WriteCommand, type WriteReply,
 } from '../src/shard/protocol.js';
 import { MemoryStore } from '../src/store/shard_store.js';
-import { blobKey, blobKind, type BlobKey } from '../src/store/blobs.js';
-import { LabelCatalogue, type LabelStore } from '../src/http/labels.js';
-import type { StoredLabel } from '../src/store/front_store.js';
+import { blobKey, blobKind, type BlobKey } from '../src/shard/blobs.js';
+import { LabelCatalogue } from '../src/http/labels.js';
+import type { LabelStore, StoredLabel } from '../src/store/label_store.js';
 import { sha1 } from '../src/shard/decide.js';
 import { ResultRow } from '../src/shard/rows.js';
 import { TYPE_CODE, RESOURCE_TYPES } from '../src/api/resources.js';

@@ -9,7 +9,7 @@ import test from 'ava';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { blobKey } from '../src/store/blobs.js';
+import { blobKey } from '../src/shard/blobs.js';
 import { LmdbShardStore } from '../src/store/shard_store.js';
 
 const dictionary = readFileSync(new URL('./dict/dict.txt', import.meta.resolve('lmdb'))).toString('latin1');

@@ -18,7 +18,7 @@ import { pathToFileURL } from 'node:url';
 const WRITE_LOOP = `
 const [dist, dir] = process.argv.slice(1);
 const { LmdbShardStore } = await import(dist + '/src/store/lmdb_store.js');
-const { blobKey } = await import(dist + '/src/store/blobs.js');
+const { blobKey } = await import(dist + '/src/shard/blobs.js');
 const store = new LmdbShardStore(dir, 0, 'flush');
 const text = JSON.stringify({ msg: 'x'.repeat(1500) });
 let id = 0;

@@ -14,7 +14,7 @@ import {
   del, patch, post, randomUuid, serveForFile, sleep, uniq,
 } from './helpers/fixtures.js';
 import { changes, openSse, openWs, type StreamClient, type StreamMessage } from './helpers/stream.js';
-import { hashSecret } from '../src/http/password.js';
+import { hashSecret } from '../src/config/password.js';
 
 let lb: Logbook;
 serveForFile((l) => { lb = l; }, SERVER_ENV);

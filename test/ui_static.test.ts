@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashSecret } from '../src/http/password.js';
+import { hashSecret } from '../src/config/password.js';
 import { buildUi } from './helpers/browser.js';
 import { api, startLogbook, type Logbook } from './helpers/server.js';
 

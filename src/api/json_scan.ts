@@ -23,7 +23,7 @@
 // gives the exact error. So a pretty-printed body costs what it did before, and
 // no error message changes.
 
-import { BLOB_FIELDS } from '../store/blobs.js';
+import { BLOB_FIELD } from './blob_fields.js';
 import { JsonBytes } from './json_bytes.js';
 import { valueSkip, type LoadedSkip } from './json_skip.js';
 import type { ElementSpans, MemberSpan } from './json_text.js';
@@ -577,9 +577,9 @@ let scratch = Buffer.allocUnsafe(4096);
 /** A blob value shorter than this stays in its event's text (and never is a field's default, `{}` or `""`). */
 const BYTES_MIN = 128;
 
-/** Per event kind with a blob field (store/blobs.ts): its `kind` value and the field's key, as written. */
-const BLOB_MEMBERS: Array<[kind: Uint8Array, key: Uint8Array]> = Object.entries(BLOB_FIELDS)
-  .map(([kind, spec]) => [ascii(JSON.stringify(kind)), ascii(JSON.stringify(spec!.field))]);
+/** Per event kind with a blob field (blob_fields.ts): its `kind` value and the field's key, as written. */
+const BLOB_MEMBERS: Array<[kind: Uint8Array, key: Uint8Array]> = Object.entries(BLOB_FIELD)
+  .map(([kind, field]) => [ascii(JSON.stringify(kind)), ascii(JSON.stringify(field))]);
 
 /**
  * Where in ScannedBody.spans the member of event `i` is whose value is kept out

@@ -6,7 +6,7 @@ import { DIALECTS, FILTERS, LIST_PARAMS, ORDER_KEYS, type ResourceType } from '.
 import { parseTimestamp } from './time.js';
 import { normalizeUuid } from './uuid.js';
 import { decodePageCursor, type PageCursor } from './page_cursor.js';
-import type { ListQuery, NormalizedFilter } from '../shard/protocol.js';
+import type { ListQuery, NormalizedFilter } from './list_types.js';
 
 export interface PageSettings {
   pageSize: number;

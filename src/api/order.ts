@@ -2,7 +2,7 @@
 // (merging the parts). A row is [sortKey…, id, json]: keys compare in order, with
 // null before any value ascending (as SQLite does) and after it descending; ties
 // are broken by ascending id so pages are stable across shards.
-import type { ListRow } from '../shard/protocol.js';
+import type { ListRow } from './list_types.js';
 
 export function compareRows(a: ListRow, b: ListRow, desc: readonly boolean[]): number {
   const n = desc.length;

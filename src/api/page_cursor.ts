@@ -8,7 +8,7 @@
 // keeps only `limit` rows beyond it, however deep the page is, and counts the
 // rows beyond it: the page's offset is then known exactly, without the cursor
 // carrying one, and no row is skipped or repeated when rows come and go.
-import type { ListRow } from '../shard/protocol.js';
+import type { ListRow } from './list_types.js';
 
 export type KeyValue = number | string | null;
 

@@ -131,7 +131,9 @@ export function responseSchemas(compat: boolean): Record<string, TSchema> {
     TaskItems: obj([['results', count]]),
     LabelRef: obj([['id', id], ['name', text]], 'a label inside a playbook'),
 
-    PlaybookSummary: obj([...pbHead, ['labels', Type.Array(ref('LabelRef'))], ...pbTail], 'summary(playbook): no arguments'),
+    PlaybookSummary: compat
+      ? obj([...pbHead, ['arguments', anyJson], ['labels', Type.Array(ref('LabelRef'))], ...pbTail], "ARA's nested playbook: with its arguments")
+      : obj([...pbHead, ['labels', Type.Array(ref('LabelRef'))], ...pbTail], 'summary(playbook): no arguments'),
     PlaybookListRow: obj(compat ? pbFull : [...pbHead, ['arguments', anyJson], ['labels', Type.Array(ref('LabelRef'))], ...pbTail]),
     PlaybookDetail: obj(pbFull),
     PlaybookWrite: obj(pbFull),
@@ -146,7 +148,7 @@ export function responseSchemas(compat: boolean): Record<string, TSchema> {
   const taskIds: Fields = [['play', id], ['file', id], ['playbook', id]];
   const taskHead: Fields = [['id', id], ['items', ref('TaskItems')], ['path', nullable(text)]];
   Object.assign(s, {
-    TaskSummary: obj([...taskHead, ...taskBody, ...taskIds]),
+    TaskSummary: obj([...taskHead, ...extra([['tags', anyJson]]), ...taskBody, ...taskIds]),
     TaskListRow: obj([...taskHead, ['tags', anyJson], ...taskBody, ...taskIds, ...compatStamps]),
     TaskDetail: obj([...taskHead, ['tags', anyJson], ['playbook', ref('PlaybookSummary')], ['play', nullable(ref('PlaySummary'))],
       ['file', nullable(ref('FileListRow'))], ...stampsOf, ...taskBody]),

@@ -10,7 +10,9 @@ import { WRITE_FIELDS, type FieldSpec, type ResourceType } from './resources.js'
 import type { CompiledWrite, WriteMode } from './schemas.js';
 import { isSupported, parseTimestamp } from './time.js';
 import { normalizeUuid } from './uuid.js';
-import type { FieldErrors } from '../shard/protocol.js';
+
+/** Per field, what is wrong with it (a DRF-style 400 body); decided here and by the shard (shard/decide.ts). */
+export type FieldErrors = Record<string, string[]>;
 
 export interface Redaction {
   ignoredFacts: readonly string[];

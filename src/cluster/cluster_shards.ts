@@ -16,12 +16,12 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Errors } from '../api/errors.js';
 import { errText, log } from '../log.js';
-import { handleSafely, ShardPool, type PoolOptions, type ReplyHandler } from '../shard/pool.js';
+import { handleSafely, ShardPool, type PoolOptions } from '../shard/pool.js';
 import { CommitChanges, decode, encode, type ErrorReply, type FrontToShard, type MaintainReply, type ReadyMessage, type Reply } from '../shard/protocol.js';
 import { poolTarget, type MaintenanceTarget } from '../retention.js';
-import type { DelayStats, Shards } from '../shard/shards.js';
+import type { ClusterStatus, DelayStats, ReplyHandler, Shards } from '../shard/shards.js';
 import type { StreamChange } from '../shard/changes.js';
-import type { ClusterConfig } from './config.js';
+import type { ClusterConfig } from '../config/cluster.js';
 import { takeOwnership } from './fence.js';
 import type { PartitionLog } from './partition_log.js';
 import { rendezvousRanking } from './rendezvous.js';
@@ -47,19 +47,6 @@ export const DEFAULT_TIMINGS: ClusterTimings = { heartbeatMs: 500, leaseMs: 3000
 interface Heartbeat { node: string; owned: Array<[number, number, number?]>; leaving?: boolean }
 interface Peer { seenAt: number; owned: Map<number, number>; positions: Map<number, number> }
 interface Owned { epoch: number; sub: Subscription; releaseSub: Subscription; since: number }
-
-export interface ClusterStatus {
-  node: string;
-  nodes: string[];
-  partitions: number;
-  /** partitions this node owns: partition → epoch */
-  owned: Record<string, number>;
-  /** partitions this node keeps a standby of, and how many stream messages each is behind its owner (null: owner unknown) */
-  standby: Array<{ partition: number; lag: number | null }>;
-  /** partitions no live node owns (requests for them get 503) */
-  unowned: number[];
-  nats: 'connected' | 'reconnecting' | 'closed';
-}
 
 export class ClusterShards implements Shards {
   readonly size: number;

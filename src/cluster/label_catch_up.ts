@@ -1,6 +1,6 @@
 // Label changes for the live stream, cluster mode (docs/api.md#live-stream; src/http/label_changes.ts):
 // each partition logs every change of the label stream once, in the stream's
-// order (src/shard/worker.ts). The node that made a change sends it to the
+// order (src/shard_worker.ts). The node that made a change sends it to the
 // partitions and tries again until they have logged it; this is what makes a
 // change logged also when that node could not do it (it died, or stopped before
 // a partition came back): every node asks each partition it owns, now and then,

@@ -19,8 +19,7 @@ import {
 } from '@nats-io/jetstream';
 import { Packr } from 'msgpackr';
 import { errText, log } from '../log.js';
-import type { LabelStore } from '../http/labels.js';
-import type { StoredLabel } from '../store/front_store.js';
+import type { LabelStore, StoredLabel } from '../store/label_store.js';
 import { HDR_KIND, retrying, type PartitionLog } from './partition_log.js';
 import { OP_CREATE, OP_DELETE, OP_UPDATE } from '../shard/changes.js';
 

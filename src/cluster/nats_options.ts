@@ -5,22 +5,8 @@
 // the workers) and files are read where the connection is made.
 import { readFileSync } from 'node:fs';
 import { connect, credsAuthenticator, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsAuth } from '../config/cluster.js';
 import { log } from '../log.js';
-
-export interface NatsAuth {
-  /** user and password (NATS `authorization { users }`) */
-  user?: string;
-  password?: string;
-  /** a token (NATS `authorization { token }`) */
-  token?: string;
-  /** a .creds file (NATS decentralized auth: a user JWT and its nkey seed) */
-  credsFile?: string;
-  /** CA certificate(s) to verify the servers with; set alone it also requires TLS */
-  tlsCa?: string;
-  /** a client certificate and its key, for servers that verify clients (`tls { verify: true }`) */
-  tlsCert?: string;
-  tlsKey?: string;
-}
 
 /** The options every NATS connection of a node is opened with. */
 export function natsConnectionOptions(servers: string[], name: string, auth: NatsAuth): ConnectionOptions {

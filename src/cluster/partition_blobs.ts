@@ -9,7 +9,7 @@
 // together), dropped once all its writes settled (src/store/pending_values.ts).
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { mkdirSync, rmSync } from 'node:fs';
-import type { BlobKey } from '../store/blobs.js';
+import type { BlobKey } from '../shard/blobs.js';
 import { closeEnv } from '../store/lmdb_close.js';
 import { PendingValues } from '../store/pending_values.js';
 

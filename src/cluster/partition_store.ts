@@ -11,8 +11,8 @@
 // than the partition's whole history.
 import { Packr } from 'msgpackr';
 import { jsonTextOf } from '../api/json_bytes.js';
-import type { BlobKey, BlobValue } from '../store/blobs.js';
-import type { RecoveryStats, ShardStore } from '../store/types.js';
+import type { BlobKey, BlobValue } from '../shard/blobs.js';
+import type { RecoveryStats, ShardStore } from '../shard/storage.js';
 import type { Event, ShardState } from '../shard/state.js';
 import type { PartitionLog, PartitionWriter } from './partition_log.js';
 import type { BlobMap } from './partition_blobs.js';
@@ -25,7 +25,7 @@ const packr = new Packr({ useRecords: false, moreTypes: false });
  * commit, the live stream's change seq after it (a new owner numbers on from
  * there, so stream cursors never go back when a partition moves), and the label
  * stream's sequence up to which the partition has logged label changes (a new
- * owner logs the ones after it: src/shard/worker.ts; absent in entries written
+ * owner logs the ones after it: src/shard_worker.ts; absent in entries written
  * before it was kept).
  */
 export type Entry = [events: Event[], puts: Array<[BlobKey, string]>, removes: BlobKey[], changeSeq?: number, labelSeq?: number];

@@ -9,9 +9,10 @@
 // records between where it is and its fence: failover replays a short tail,
 // not the partition's history.
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { natsConnectionOptions, type NatsAuth } from './nats_options.js';
+import { natsConnectionOptions } from './nats_options.js';
+import type { PartitionInit } from '../shard/protocol.js';
 import { ShardState } from '../shard/state.js';
-import type { RecoveryStats } from '../store/types.js';
+import type { RecoveryStats } from '../shard/storage.js';
 import { PartitionIds } from './ids.js';
 import { PartitionLog, streamName } from './partition_log.js';
 import { errText, log as logger } from '../log.js';
@@ -19,23 +20,6 @@ import { PartitionStore } from './partition_store.js';
 import { LocalBlobs } from './partition_blobs.js';
 import { join } from 'node:path';
 import { labelStreamEnd, readLabelChanges, type LabelStreamChange } from './labels.js';
-
-/** What the node's ownership layer hands a partition's worker (ShardInit.cluster). */
-export interface PartitionInit {
-  servers: string[];
-  /** credentials and TLS, as the node's own connection has them */
-  auth: NatsAuth;
-  node: string;
-  partitions: number;
-  replicas: number;
-  /** this node's fence on the partition: its epoch and sequence (0, 0 for a standby) */
-  epoch: number;
-  fenceSeq: number;
-  /** tail the stream until promoted, instead of owning the partition now */
-  standby?: boolean;
-  /** where this node keeps throwaway local blob stores (under the data directory); null: in memory */
-  blobDir: string | null;
-}
 
 export interface OpenedPartition {
   nc: NatsConnection;

@@ -2,7 +2,7 @@
 // tokens (`Bearer <name>.<secret>`) against LOGBOOK_TOKENS_FILE, both files of
 // `name:hash:scope` lines (scope `read` or `write`; write implies read).
 //
-// Cost. A KDF (scrypt, src/http/password.ts) takes tenths of a second on
+// Cost. A KDF (scrypt, src/config/password.ts) takes tenths of a second on
 // purpose, so it runs at most once per distinct Authorization header:
 // - verified headers are remembered in `granted`, keyed by a salted SHA-256 of
 //   the header (the plaintext is never kept); a hit costs one hash and one Map
@@ -25,16 +25,13 @@
 // longer parses is reported and the previous credentials stay in force.
 // Nothing here logs a credential, a name from a request, or a line of a file.
 import { hash, randomBytes } from 'node:crypto';
-import { readFileSync, statSync, unwatchFile, watchFile, type Stats } from 'node:fs';
+import { statSync, unwatchFile, watchFile, type Stats } from 'node:fs';
 import { Errors } from '../api/errors.js';
 import { LIMITS } from '../limits.js';
 import { log } from '../log.js';
-import { dummyHash, parseHash, verifySecret, type PasswordHash } from './password.js';
+import { loadCredentials, type AuthSettings, type Credential, type CredentialKind, type Scope } from '../config/credentials.js';
+import { dummyHash, verifySecret, type PasswordHash } from '../config/password.js';
 
-export type Scope = 'read' | 'write';
-export type CredentialKind = 'users' | 'tokens';
-
-interface Credential { hash: PasswordHash; scope: Scope }
 /**
  * Who a verified header is: the credential it matched (its file, name and the
  * stored hash it was verified against), so that a long-lived request (the live
@@ -45,65 +42,12 @@ export interface Principal { scope: Scope; kind: CredentialKind; name: string; h
 /** A refusal: status, JSON body and the headers that go with it (null: reply()'s defaults). */
 export interface Denial { status: number; body: string; headers: Array<[string, string]> | null }
 
-export interface AuthSettings {
-  readonly readLoginRequired: boolean;
-  readonly writeLoginRequired: boolean;
-  readonly usersFile: string | null;
-  readonly tokensFile: string | null;
-}
-
 const CHALLENGE: [string, string] = ['WWW-Authenticate', 'Basic realm="api"'];
 const unauthorized = (body: string): Denial => ({ status: 401, body, headers: [CHALLENGE] });
 const NOT_PROVIDED = () => unauthorized(Errors.noCredentials());
 const INVALID = () => unauthorized(Errors.badCredentials());
 const FORBIDDEN = (): Denial => ({ status: 403, body: Errors.forbidden(), headers: null });
 const BUSY = (): Denial => ({ status: 503, body: Errors.overloaded(), headers: null }); // reply() adds Retry-After
-
-const TOKEN_NAME = /^[A-Za-z0-9_-]{1,64}$/;
-// eslint-disable-next-line no-control-regex
-const USER_NAME = /^[^:\x00-\x1f\x7f]{1,150}$/;
-
-// ---- credential files ------------------------------------------------------------
-
-/** Parse a `name:hash:scope` file. Throws an Error naming the line at fault (never quoting it). */
-export function parseCredentials(text: string, kind: CredentialKind): Map<string, Credential> {
-  const out = new Map<string, Credential>();
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.trim();
-    if (line === '' || line.startsWith('#')) continue;
-    const fail = (why: string): never => { throw new Error(`line ${i + 1}: ${why}`); };
-    const first = line.indexOf(':');
-    const last = line.lastIndexOf(':');
-    if (first < 0 || last === first) fail('expected name:hash:scope');
-    const name = line.slice(0, first);
-    const scope = line.slice(last + 1).trim();
-    if (kind === 'tokens' ? !TOKEN_NAME.test(name) : !USER_NAME.test(name)) {
-      fail(kind === 'tokens' ? 'a token name is 1-64 of A-Z a-z 0-9 _ -' : 'a user name is 1-150 characters, no ":" or control characters');
-    }
-    if (scope !== 'read' && scope !== 'write') fail('scope must be read or write');
-    const parsed = parseHash(line.slice(first + 1, last));
-    if (typeof parsed === 'string') fail(parsed);
-    if (out.has(name)) fail('duplicate name');
-    out.set(name, { hash: parsed as PasswordHash, scope: scope as Scope });
-  }
-  return out;
-}
-
-/** Read and parse a credentials file (size-capped). Throws an Error saying why. */
-export function loadCredentials(path: string, kind: CredentialKind): Map<string, Credential> {
-  const size = statSync(path).size;
-  if (size > LIMITS.authFileBytes) throw new Error(`larger than ${LIMITS.authFileBytes} bytes`);
-  return parseCredentials(readFileSync(path, 'utf8'), kind);
-}
-
-/** Start-up check (config.ts): logins required but nobody could ever log in. */
-export function authConfigProblem(s: AuthSettings): string | null {
-  if ((s.readLoginRequired || s.writeLoginRequired) && s.usersFile === null && s.tokensFile === null) {
-    return 'LOGBOOK_READ_LOGIN_REQUIRED/LOGBOOK_WRITE_LOGIN_REQUIRED need LOGBOOK_USERS_FILE or LOGBOOK_TOKENS_FILE';
-  }
-  return null;
-}
 
 class Table {
   readonly dummy: PasswordHash;

@@ -49,7 +49,7 @@
 // Cluster mode: the label stream (src/cluster/labels.ts) is the store, and a
 // change's number is the sequence it landed at there, known once it is stored.
 // A partition logs every change of that stream once, in its order, reading
-// from the stream the ones it was not sent (src/shard/worker.ts): so a change
+// from the stream the ones it was not sent (src/shard_worker.ts): so a change
 // sent again after an answer got lost is not logged twice, and one this node
 // could not get logged (a partition moving, its owner gone) is tried again as
 // in a single process, and is logged anyway when the partition's owner catches
@@ -59,25 +59,7 @@ import { log } from '../log.js';
 import { OP_CREATE } from '../shard/changes.js';
 import type { LabelChangeCommand, Reply } from '../shard/protocol.js';
 import type { Shards } from '../shard/shards.js';
-
-/** What front.mdb keeps of a label change until every shard has logged it. */
-export interface StoredLabelChange { op: number; id: number; row: string | null }
-
-/**
- * Where the changes are kept (FrontStore). Absent: in cluster mode the label
- * stream numbers them (`numberedByStore`); with no store at all they are not
- * numbered, kept, nor tried again.
- */
-export interface LabelChangeStore {
-  /** the highest number given to a change (0: none) */
-  labelChangeSeq(): number;
-  /** keep a change (and its number as the highest): called in the same turn as the label's own write, so one transaction */
-  putLabelChange(seq: number, change: StoredLabelChange): void;
-  /** every shard has logged it */
-  removeLabelChange(seq: number): void;
-  /** the changes kept, oldest first */
-  pendingLabelChanges(): Iterable<[number, StoredLabelChange]>;
-}
+import type { LabelChangeStore, StoredLabelChange } from '../store/label_store.js';
 
 /** What the shards' label replicas learn (message kind `labels`). */
 export interface ReplicaChange { upsert: Array<[number, string]>; remove: number[] }

@@ -14,7 +14,7 @@ import { log } from '../log.js';
 import type { ListRow } from '../shard/protocol.js';
 import type { Directory } from './directory.js';
 import { labelRow, type Label, type LabelCatalogue } from './labels.js';
-import type { StoredLabel } from '../store/front_store.js';
+import type { StoredLabel } from '../store/label_store.js';
 import type { ParsedPage } from './reads.js';
 import { reply } from './respond.js';
 import type { Req } from './routes.js';

@@ -6,31 +6,10 @@
 // what a caller waits for is that: stored, replicated, logged by the shards.
 import { formatTimestamp } from '../api/time.js';
 import { OP_CREATE, OP_DELETE, OP_UPDATE } from '../shard/changes.js';
-import type { StoredLabel } from '../store/front_store.js';
+import type { LabelStore, StoredLabel } from '../store/label_store.js';
 import type { LabelChanges, ReplicaChange } from './label_changes.js';
 
 /** Where the catalogue keeps its labels: front.mdb (FrontStore), or the cluster's label stream (src/cluster/labels.ts). */
-export interface LabelStore {
-  /**
-   * `op`: OP_CREATE or OP_UPDATE, for a store that keeps it with the label
-   * (the cluster's label stream: the partitions log each change from it).
-   * Cluster mode: resolves with the label stream's sequence of the change.
-   */
-  putLabel(id: number, label: StoredLabel, op?: number): Promise<unknown>;
-  /** Cluster mode: resolves with the label stream's sequence of the change (none: nothing was stored, so nothing removed). */
-  removeLabel(id: number): Promise<unknown>;
-  /** the highest label id ever created, deleted ones included */
-  labelMaxId(): number;
-  allLabels(): Iterable<[number, StoredLabel]>;
-  /** what is stored for one label now (null: nothing) */
-  storedLabel(id: number): StoredLabel | null;
-  /**
-   * Cluster mode: is the label stored (whoever stored it)? A provisional label
-   * that is stored stays when the write that created it fails: another node's
-   * playbook may use it by then.
-   */
-  isStored?(id: number): boolean;
-}
 
 export class Label {
   id: number; name: string; created: number; updated: number;

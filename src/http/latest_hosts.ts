@@ -8,7 +8,7 @@
 import { Errors, Messages } from '../api/errors.js';
 import type { PageSettings } from '../api/list_query.js';
 import { formatTimestamp, parseTimestamp } from '../api/time.js';
-import type { ReplyHandler } from '../shard/pool.js';
+import type { ReplyHandler } from '../shard/shards.js';
 import type { LatestHostRow, Reply } from '../shard/protocol.js';
 import type { Shards } from '../shard/shards.js';
 import type { Directory } from './directory.js';

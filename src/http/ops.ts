@@ -19,7 +19,7 @@ import { buildOpenApi } from '../api/openapi.js';
 import { errText, log } from '../log.js';
 import { ROUTE, type Metrics } from '../metrics.js';
 import type { Shards } from '../shard/shards.js';
-import type { ClusterStatus } from '../cluster/cluster_shards.js';
+import type { ClusterStatus } from '../shard/shards.js';
 import type { StatsReply, ShardToFront } from '../shard/protocol.js';
 import { reply, replyAs, type Exchange } from './respond.js';
 

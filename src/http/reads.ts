@@ -8,7 +8,7 @@ import { Errors } from '../api/errors.js';
 import { toShardQuery, type ParsedList } from '../api/list_query.js';
 import { mergePages } from '../api/order.js';
 import { isChildType, type ResourceType } from '../api/resources.js';
-import type { ReplyHandler } from '../shard/pool.js';
+import type { ReplyHandler } from '../shard/shards.js';
 import type { Shards } from '../shard/shards.js';
 import type { ListReply, ListRow, Reply } from '../shard/protocol.js';
 import type { Directory } from './directory.js';

@@ -8,7 +8,7 @@ import type { WriteMode } from '../api/schemas.js';
 import { nowMicros } from '../api/time.js';
 import type { BodyNormalizer, Normalized } from '../api/validate.js';
 import { log } from '../log.js';
-import type { ReplyHandler } from '../shard/pool.js';
+import type { ReplyHandler } from '../shard/shards.js';
 import type { Shards } from '../shard/shards.js';
 import type { Reply, WriteCommand } from '../shard/protocol.js';
 import { parseWriteBody } from '../api/json_body.js';

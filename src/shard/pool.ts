@@ -13,7 +13,7 @@ import { LIMITS } from '../limits.js';
 import { errText, log } from '../log.js';
 import { InFlightTable } from './in_flight.js';
 import { CommitChanges, decodeAll, ShardOutbox, type ErrorReply, type FrontToShard, type ReadyMessage, type Reply, type ShardInit, type ShardToFront } from './protocol.js';
-import type { DelayStats, Shards } from './shards.js';
+import type { DelayStats, ReplyHandler, Shards } from './shards.js';
 
 /**
  * Window (ms) of a shard's fastest round trip, its service time without a
@@ -44,9 +44,6 @@ const TRAFFIC_WINDOWS = 3;
  * TRAFFIC_WINDOWS windows.
  */
 const OVERSUBSCRIBED_HOLD_MS = 500;
-
-/** Called with the shard's reply, or an ErrorReply (the shard is gone, overloaded, or failed the request). */
-export type ReplyHandler<C> = (reply: Reply, context: C) => void;
 
 /** `at`: performance.now() when sent, for the queueing delay the admission check uses */
 interface Pending { handler: ReplyHandler<unknown>; context: unknown; shard: number; at: number }
@@ -242,7 +239,7 @@ export class ShardPool implements Shards {
     return new Promise<ReadyMessage>((resolve, reject) => {
       const { queueLimit: _, queueDelayMs: _d, restartOnExit: _r, ...shared } = this.options;
       const init: ShardInit = { ...shared, ...extra, shard };
-      const worker = new Worker(new URL('./worker.js', import.meta.url), {
+      const worker = new Worker(new URL('../shard_worker.js', import.meta.url), {
         workerData: init, resourceLimits: { maxYoungGenerationSizeMb: LIMITS.shardYoungGenerationMb },
       });
       this.workers[shard] = worker;

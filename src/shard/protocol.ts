@@ -2,13 +2,17 @@
 // codec both threads use for them. Everything here is plain data: errors travel
 // as status + JSON body, never as thrown objects.
 import { Packr } from 'msgpackr';
-import type { ResourceType, FilterKind } from '../api/resources.js';
+import type { ListQuery, ListRow, NormalizedFilter } from '../api/list_types.js';
+import type { NatsAuth } from '../config/cluster.js';
+import type { ResourceType } from '../api/resources.js';
+import type { FieldErrors } from '../api/validate.js';
 import type { StreamChange } from './changes.js';
 import { spansWholeBuffer } from './release.js';
 import type { RunGauges } from './run_tally.js';
-import type { RunCounterTotals } from './run_counters.js';
+import type { RunCounterTotals, SeriesOptions } from './run_counters.js';
 
-export type FieldErrors = Record<string, string[]>;
+// Defined where the front builds them (api/), carried to the shards here.
+export type { FieldErrors, ListQuery, ListRow, NormalizedFilter };
 
 export interface WriteCommand {
   op: 'create' | 'update' | 'delete';
@@ -79,7 +83,7 @@ export interface LabelChangeCommand {
    * number once (the front sends one again when it could not learn that it was
    * logged). Cluster mode: the change's sequence in the label stream, and a
    * partition logs every change of that stream in order, reading the ones it
-   * was not sent from the stream (src/shard/worker.ts). 0: not numbered (no
+   * was not sent from the stream (src/shard_worker.ts). 0: not numbered (no
    * store): logged whenever it comes
    */
   seq: number;
@@ -95,40 +99,6 @@ export interface LabelChangeCommand {
   row: string | null;
   /** the designated shard logs the label's own message; every shard, the updates of its playbooks that carry the label */
   own: boolean;
-}
-
-export interface NormalizedFilter {
-  kind: FilterKind;
-  column: string;
-  /** number (µs, id, counter), lower-cased string, boolean, or list of statuses */
-  value: number | string | boolean | string[];
-}
-
-export interface ListQuery {
-  type: Exclude<ResourceType, 'label'>;
-  filters: NormalizedFilter[];
-  /** [column, descending] pairs; ties are always broken by ascending id */
-  order: Array<[string, boolean]>;
-  /** rows to skip and to return, already adjusted for scatter/gather by the front */
-  skip: number;
-  take: number;
-  /**
-   * A keyset page (src/api/page_cursor.ts): only rows after `keys` ([sort keys…, id])
-   * in the order, or with `back` the ones before it, nearest first. `count` still
-   * counts every match; the reply's `beyond` counts those past the boundary.
-   */
-  bound?: { keys: Array<number | string | null>; back: boolean };
-  /**
-   * Rows without their JSON (its place in the row is ''): the first pass of a
-   * page past offset 0 over several shards, which keeps only the sort keys of
-   * the offset + limit rows it merges (src/http/reads.ts).
-   */
-  keysOnly?: boolean;
-  /**
-   * Its second pass: render these rows (list form), as [id, json], each one
-   * still there; filters, order and window are not used.
-   */
-  ids?: number[];
 }
 
 export type FrontToShard =
@@ -257,8 +227,6 @@ export interface IngestReply {
 /** A request that failed as a whole: its shard is down, overloaded, or hit a bug. Any request may get it. */
 export interface ErrorReply { k: 'error'; rid: number; status: number; body: string }
 
-/** One list row: its sort-key values, then its id, then its JSON text. */
-export type ListRow = Array<number | string | boolean | null>;
 export interface ListReply {
   k: 'list'; rid: number; count: number; rows: ListRow[]; status: number; body: string | null;
   /** a keyset page (ListQuery.bound): matches past its boundary */
@@ -384,11 +352,28 @@ export interface ShardInit {
   /** live stream: the commit order shared by all shards (src/shard/commit_order.ts) */
   streamOrder?: SharedArrayBuffer;
   /** cluster mode: the partition this worker owns (its shard number) and the fence it owns it by */
-  cluster?: import('../cluster/partition_worker.js').PartitionInit;
+  cluster?: PartitionInit;
   /** LOGBOOK_METRICS_SERIES / LOGBOOK_METRICS_SERIES_MAX: playbook paths with per-series run counters */
-  runSeries?: import('./run_counters.js').SeriesOptions;
+  runSeries?: SeriesOptions;
   /** LOGBOOK_LOG_LEVEL, for the worker's own log lines */
   logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+}
+
+/** What the node's ownership layer hands a partition's worker (ShardInit.cluster). */
+export interface PartitionInit {
+  servers: string[];
+  /** credentials and TLS, as the node's own connection has them */
+  auth: NatsAuth;
+  node: string;
+  partitions: number;
+  replicas: number;
+  /** this node's fence on the partition: its epoch and sequence (0, 0 for a standby) */
+  epoch: number;
+  fenceSeq: number;
+  /** tail the stream until promoted, instead of owning the partition now */
+  standby?: boolean;
+  /** where this node keeps throwaway local blob stores (under the data directory); null: in memory */
+  blobDir: string | null;
 }
 
 // Plain maps rather than records: the messages are few and small beside the JSON

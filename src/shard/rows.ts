@@ -1,7 +1,7 @@
 // In-memory rows of a playbook aggregate. Every field is assigned in the
 // constructor so V8 gives each class one stable hidden shape. Timestamps are µs
 // since the epoch. Large JSON values (arguments, facts, content, value, file
-// text) are not here: they live in the blob store (src/store/blobs.ts).
+// text) are not here: they live in the blob store (keyed by src/shard/blobs.ts).
 // Each class also converts to and from a positional array for snapshots.
 
 const NO_IDS: readonly number[] = Object.freeze([]) as readonly number[];
@@ -31,8 +31,6 @@ export class PlaybookRow {
   ingestDigest: string | null;
   /** JSON of summary(playbook), rebuilt lazily after any change (null = stale) */
   summaryCache: string | null;
-  /** the dialect summaryCache was rendered in (ARA's adds fields): a cache of the other one is not used */
-  summaryCacheAra: boolean;
   constructor(d: Record<string, any>) {
     this.id = d.id; this.created = d.created; this.updated = d.updated;
     this.started = d.started; this.ended = d.ended ?? null;
@@ -43,7 +41,6 @@ export class PlaybookRow {
     this.ingestDigest = d.ingest_digest ?? null;
     this.clientVersion = d.client_version ?? null; this.pythonVersion = d.python_version ?? null;
     this.summaryCache = null;
-    this.summaryCacheAra = false;
   }
   toArray(): unknown[] {
     return [this.id, this.created, this.updated, this.started, this.ended, this.name, this.runnerVersion,

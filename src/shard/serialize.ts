@@ -4,7 +4,7 @@
 import { formatTimestamp, formatDuration } from '../api/time.js';
 import { VERSION } from '../version.js';
 import type { Aggregate, ShardState } from './state.js';
-import { BLOB_DEFAULT, blobKey, type BlobKey, type BlobReader } from '../store/blobs.js';
+import { BLOB_DEFAULT, blobKey, type BlobKey, type BlobReader } from './blobs.js';
 import {
   shownStatus, type PlaybookRow, type PlayRow, type TaskRow, type HostRow,
   type ResultRow, type FileRow, type RecordRow,
@@ -97,11 +97,16 @@ export class Serializer {
 
   playbookSummary(agg: Aggregate): string {
     const pb = agg.playbook;
-    if (pb.summaryCache !== null && pb.summaryCacheAra === this.compat) return pb.summaryCache;
+    if (this.compat) {
+      // ARA's nested playbook (SimplePlaybookSerializer) carries `arguments`, which can be
+      // megabytes: rendered per read, not cached beside every playbook an ARA client looked at
+      return '{"id":' + pb.id + ',"items":' + this.playbookItems(agg) + ',"arguments":' + this.blob(blobKey.arguments(pb.id), BLOB_DEFAULT.arguments)
+        + ',"labels":' + this.labels(pb) + ',' + this.playbookTail(pb);
+    }
+    if (pb.summaryCache !== null) return pb.summaryCache;
     const json = '{"id":' + pb.id + ',"items":' + this.playbookItems(agg) + ',"labels":' + this.labels(pb)
       + ',' + this.playbookTail(pb);
     pb.summaryCache = json;
-    pb.summaryCacheAra = this.compat;
     return json;
   }
 
@@ -156,7 +161,9 @@ export class Serializer {
   }
 
   taskSummary(agg: Aggregate, t: TaskRow): string {
+    // ARA's nested task (SimpleTaskSerializer) has its tags; the seed's summary does not
     return '{"id":' + t.id + ',"items":{"results":' + t.results + '},"path":' + str(this.taskPath(agg, t)) + ','
+      + (this.compat ? '"tags":' + t.tags + ',' : '')
       + this.taskBody(t) + this.taskIds(t) + '}';
   }
 

@@ -9,9 +9,9 @@ import { TYPE_CODE } from '../api/resources.js';
 import { Errors } from '../api/errors.js';
 import { nowMicros } from '../api/time.js';
 import { jsonTextOf } from '../api/json_bytes.js';
-import { BLOB_DEFAULT, BLOB_FIELDS, blobKey, type BlobKey, type BlobValue } from '../store/blobs.js';
-import { MemoryStore } from '../store/memory_store.js';
-import type { ShardStore } from '../store/types.js';
+import { BLOB_DEFAULT, BLOB_FIELDS, blobKey, type BlobKey, type BlobValue } from './blobs.js';
+import { MemoryStore } from './memory_store.js';
+import type { ShardStore } from './storage.js';
 import { decide } from './decide.js';
 import { runList } from './list.js';
 import { Serializer } from './serialize.js';
@@ -489,7 +489,7 @@ export class Shard {
    * row shows the label's name). Logged in the order they were made, as one
    * commit with a journal entry of no events, however many there are (the
    * front sends every change queued meanwhile together; cluster mode: also the
-   * ones a partition read from the label stream, src/shard/worker.ts). The
+   * ones a partition read from the label stream, src/shard_worker.ts). The
    * playbook rows show the name the change gave, which in a single process the
    * front's `labels` message, sent right before this one (once the label was
    * durable), has put in the replica. A shard with nothing to log stores nothing.

@@ -3,9 +3,10 @@
 // mode, the partitions of every node (src/cluster/cluster_shards.ts: local
 // workers for the partitions this node owns, NATS request/reply for the rest).
 // A shard index is a partition number in cluster mode.
-import type { CommitChanges, FrontToShard, ReadyMessage, ShardToFront } from './protocol.js';
-import type { ReplyHandler } from './pool.js';
-import type { ClusterStatus } from '../cluster/cluster_shards.js';
+import type { CommitChanges, FrontToShard, ReadyMessage, Reply, ShardToFront } from './protocol.js';
+
+/** Called with the shard's reply, or an ErrorReply (the shard is gone, overloaded, or failed the request). */
+export type ReplyHandler<C> = (reply: Reply, context: C) => void;
 
 /** A shard's round trips since the last look, and the capacity admission reckons with. */
 export interface DelayStats {
@@ -73,4 +74,18 @@ export interface Shards {
   takeDelayStats(): DelayStats[];
   /** cluster mode: nodes, partitions owned, NATS connection (/healthz, /metrics) */
   clusterStatus?(): ClusterStatus;
+}
+
+/** A cluster node's view of the partitions (Shards.clusterStatus; cluster/cluster_shards.ts makes it, http/ops.ts shows it). */
+export interface ClusterStatus {
+  node: string;
+  nodes: string[];
+  partitions: number;
+  /** partitions this node owns: partition → epoch */
+  owned: Record<string, number>;
+  /** partitions this node keeps a standby of, and how many stream messages each is behind its owner (null: owner unknown) */
+  standby: Array<{ partition: number; lag: number | null }>;
+  /** partitions no live node owns (requests for them get 503) */
+  unowned: number[];
+  nats: 'connected' | 'reconnecting' | 'closed';
 }

@@ -21,7 +21,7 @@
 import { isAscii } from 'node:buffer';
 import type { Database } from 'lmdb';
 import { JsonBytes } from '../api/json_bytes.js';
-import type { BlobValue } from './blobs.js';
+import type { BlobValue } from '../shard/blobs.js';
 
 export type ChunkKey = [playbook: number, first: number, last: number];
 

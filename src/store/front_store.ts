@@ -7,8 +7,7 @@
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { closeSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { LabelStore } from '../http/labels.js';
-import type { LabelChangeStore, StoredLabelChange } from '../http/label_changes.js';
+import type { LabelChangeStore, LabelStore, StoredLabel, StoredLabelChange } from './label_store.js';
 import { log } from '../log.js';
 import { closeEnv } from './lmdb_close.js';
 import { commitCause, flushedOf } from './lmdb_commit.js';
@@ -34,7 +33,6 @@ interface FormatRecord { format: number; shards: number; created: string }
 const LABEL_HIGH_WATER = 'labelMaxId';
 /** meta key of the highest number given to a label change: numbers are never given twice (shards log each once) */
 const LABEL_CHANGE_SEQ = 'labelChangeSeq';
-export interface StoredLabel { name: string; created: number; updated: number }
 
 /** Take the data directory: refuse it if another live process holds it. */
 export function lockDataDir(dataDir: string): () => void {

@@ -24,7 +24,7 @@ import { dirname, join } from 'node:path';
 import type { Event, ShardState } from '../shard/state.js';
 import type { StreamChange } from '../shard/changes.js';
 import { jsonTextOf } from '../api/json_bytes.js';
-import { BLOB_DEFAULT, blobKey, contentResultId, type BlobKey, type BlobValue } from './blobs.js';
+import { BLOB_DEFAULT, blobKey, contentResultId, type BlobKey, type BlobValue } from '../shard/blobs.js';
 import { CHUNK_ALONE_BYTES, CHUNK_MIN_CONTENTS, ContentChunks, type ChunkKey, type PackableContent } from './content_chunks.js';
 import { log } from '../log.js';
 import { closeEnv } from './lmdb_close.js';
@@ -34,7 +34,7 @@ import { PendingValues } from './pending_values.js';
 import { recoverShard } from './recovery.js';
 import { encodeAggregate, joinResults, keptParts, partSeqOf, resultPartsOf, splitResults, type AggregateSnapshot, type PartRef, type ShardMeta } from './snapshot_format.js';
 import { LIMITS } from '../limits.js';
-import { StorageError, type DurableShardStore, type Durability, type RecoveryStats, type StoreStats } from './types.js';
+import { StorageError, type DurableShardStore, type Durability, type RecoveryStats, type StoreStats } from '../shard/storage.js';
 
 /** Test hook: refuse a write the way a failed LMDB transaction does (none of its writes land). */
 export interface StoreFaults {

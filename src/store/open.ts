@@ -1,9 +1,9 @@
 // Which store a shard worker gets: the engine is chosen here, so src/shard/
-// sees only the roles of types.ts. Today: one LMDB environment per shard, or
+// sees only the roles of src/shard/storage.ts. Today: one LMDB environment per shard, or
 // nothing on disk when there is no data directory.
 import { LmdbShardStore } from './lmdb_store.js';
 import { isCommitFailure } from './lmdb_commit.js';
-import type { DurableShardStore, Durability } from './types.js';
+import type { DurableShardStore, Durability } from '../shard/storage.js';
 
 export interface StoreOptions {
   /** null: keep everything in memory */

@@ -5,7 +5,7 @@
 // journal as a RecoverySource.
 import type { Event, ShardState } from '../shard/state.js';
 import { loadAggregate, type AggregateSnapshot, type ShardMeta } from './snapshot_format.js';
-import type { RecoveryStats } from './types.js';
+import type { RecoveryStats } from '../shard/storage.js';
 
 export interface RecoverySource {
   /** [playbook id, snapshot] of every stored aggregate snapshot */

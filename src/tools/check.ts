@@ -27,7 +27,7 @@ import { open } from 'lmdb';
 import { TYPE_CODE } from '../api/resources.js';
 import { HOST_COUNTERS, HostRow, addToHost } from '../shard/rows.js';
 import { ShardState, type EventType } from '../shard/state.js';
-import { blobKind, type BlobKey } from '../store/blobs.js';
+import { blobKind, type BlobKey } from '../shard/blobs.js';
 import { FORMAT_VERSION, StoreError, lockDataDir } from '../store/front_store.js';
 import { LmdbShardStore } from '../store/shard_store.js';
 import { checkLmdbFile, readsCompletely } from '../store/data_dir.js';

@@ -10,7 +10,7 @@ import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { LIMITS } from '../limits.js';
-import { hashSecret } from '../http/password.js';
+import { hashSecret } from '../config/password.js';
 
 const MAX_SECRET_BYTES = 4096;
 

@@ -3,7 +3,22 @@
 // replica count. With LOGBOOK_CLUSTER unset the result is `null` and logbook
 // runs as a single process.
 import { accessSync, constants } from 'node:fs';
-import type { NatsAuth } from './nats_options.js';
+
+/** How a node authenticates to NATS and trusts it (cluster/nats_options.ts opens the connections with it). */
+export interface NatsAuth {
+  /** user and password (NATS `authorization { users }`) */
+  user?: string;
+  password?: string;
+  /** a token (NATS `authorization { token }`) */
+  token?: string;
+  /** a .creds file (NATS decentralized auth: a user JWT and its nkey seed) */
+  credsFile?: string;
+  /** CA certificate(s) to verify the servers with; set alone it also requires TLS */
+  tlsCa?: string;
+  /** a client certificate and its key, for servers that verify clients (`tls { verify: true }`) */
+  tlsCert?: string;
+  tlsKey?: string;
+}
 
 export interface ClusterConfig {
   /** nats:// URLs of the NATS servers to connect to (any of them will do; the client fails over). */

@@ -1,8 +1,8 @@
 // Blobs in a Map, nothing on disk: the in-memory configuration and unit tests.
-import type { Event } from '../shard/state.js';
+import type { Event } from './state.js';
 import { jsonTextOf } from '../api/json_bytes.js';
 import type { BlobKey, BlobValue } from './blobs.js';
-import type { ShardStore } from './types.js';
+import type { ShardStore } from './storage.js';
 
 export class MemoryStore implements ShardStore {
   readonly blobs = new Map<BlobKey, string>();

@@ -2,9 +2,9 @@
 // storage engine: a command journal (with the blob changes of each command),
 // blobs read on demand, and snapshots that let the journal be trimmed. A store
 // implements all three (src/store/lmdb_store.ts: one LMDB environment per shard;
-// memory_store.ts: nothing on disk); recovery (recovery.ts) only needs to read
+// memory_store.ts: nothing on disk); recovery (src/store/recovery.ts) only needs to read
 // one back. Another journal (e.g. NATS JetStream) would implement these.
-import type { Event, ShardState } from '../shard/state.js';
+import type { Event, ShardState } from './state.js';
 import type { BlobKey, BlobReader, BlobValue } from './blobs.js';
 
 /**

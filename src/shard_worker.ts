@@ -2,27 +2,30 @@
 // front, then decode messages, let the Shard handle them and encode the replies.
 // A bug while handling one message answers that request 500 and the shard keeps
 // serving; a failed commit makes the shard rebuild its state from disk.
+// It sits above src/shard/ (beside server.ts, the front's entry) because it picks
+// the shard's store (src/store/ on disk, or a cluster partition: src/cluster/) and
+// renders label rows (src/http/labels.ts): the layers below it do not know each other.
 import { join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
-import { Errors } from '../api/errors.js';
-import { TYPE_CODE } from '../api/resources.js';
-import { MemoryStore } from '../store/memory_store.js';
-import { isStorageNoise, openShardStore } from '../store/open.js';
-import type { DurableShardStore, ShardStore } from '../store/types.js';
-import { Shard } from './shard.js';
-import { CommitOrder } from './commit_order.js';
-import type { ChangeStore } from './changes.js';
-import { openPartition, type OpenedPartition } from '../cluster/partition_worker.js';
-import { IdAllocator } from './ids.js';
-import { BodyNormalizer } from '../api/validate.js';
-import { compileWriteValidators } from '../api/schemas.js';
-import { ShardState } from './state.js';
-import { errText, log, setLogLevel } from '../log.js';
-import { Outbox, receivedFromFront, type FrontToShard, type LabelChangeCommand, type Posted, type ReadyMessage, type ShardInit, type ShardToFront } from './protocol.js';
-import { OP_CREATE } from './changes.js';
-import { LABEL_SHARD } from '../http/label_changes.js';
-import { labelRow } from '../http/labels.js';
-import { releaseBuffer } from './release.js';
+import { Errors } from './api/errors.js';
+import { TYPE_CODE } from './api/resources.js';
+import { MemoryStore } from './shard/memory_store.js';
+import { isStorageNoise, openShardStore } from './store/open.js';
+import type { DurableShardStore, ShardStore } from './shard/storage.js';
+import { Shard } from './shard/shard.js';
+import { CommitOrder } from './shard/commit_order.js';
+import type { ChangeStore } from './shard/changes.js';
+import { openPartition, type OpenedPartition } from './cluster/partition_worker.js';
+import { IdAllocator } from './shard/ids.js';
+import { BodyNormalizer } from './api/validate.js';
+import { compileWriteValidators } from './api/schemas.js';
+import { ShardState } from './shard/state.js';
+import { errText, log, setLogLevel } from './log.js';
+import { Outbox, receivedFromFront, type FrontToShard, type LabelChangeCommand, type Posted, type ReadyMessage, type ShardInit, type ShardToFront } from './shard/protocol.js';
+import { OP_CREATE } from './shard/changes.js';
+import { LABEL_SHARD } from './http/label_changes.js';
+import { labelRow } from './http/labels.js';
+import { releaseBuffer } from './shard/release.js';
 
 const init = workerData as ShardInit;
 const port = parentPort!;

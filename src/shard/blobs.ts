@@ -1,6 +1,7 @@
 // Large JSON values live outside the JS heap, in LMDB, and are read on demand
 // (docs/architecture.md#persistence). Aggregates keep only what lists, filters, counters
 // and ordering need; the serializer asks a BlobReader for the rest.
+import { BLOB_FIELD } from '../api/blob_fields.js';
 import type { JsonBytes } from '../api/json_bytes.js';
 
 /**
@@ -46,8 +47,8 @@ export interface BlobReader {
 
 /** Blob fields per event type: the event field and how to key it by row id. */
 export const BLOB_FIELDS: Record<string, { field: 'content' | 'facts' | 'arguments' | 'value'; key: (id: number) => BlobKey } | undefined> = {
-  result: { field: 'content', key: blobKey.content },
-  host: { field: 'facts', key: blobKey.facts },
-  playbook: { field: 'arguments', key: blobKey.arguments },
-  record: { field: 'value', key: blobKey.value },
+  result: { field: BLOB_FIELD.result, key: blobKey.content },
+  host: { field: BLOB_FIELD.host, key: blobKey.facts },
+  playbook: { field: BLOB_FIELD.playbook, key: blobKey.arguments },
+  record: { field: BLOB_FIELD.record, key: blobKey.value },
 };
