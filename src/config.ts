@@ -185,7 +185,7 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   // ---- operations (retention, shutdown) ----
   option('maintenanceInterval', 'MAINTENANCE_INTERVAL', 60, int(1, 86_400), 'seconds between retention and expiry checks'),
   option('shutdownTimeout', 'SHUTDOWN_TIMEOUT', 10, int(1, 3600), 'seconds SIGTERM/SIGINT wait for in-flight requests'),
-  option('metricsSeries', 'METRICS_SERIES', [], list, 'playbook paths, comma-separated (`*` matches any characters), whose runs get per-series counters on /metrics (logbook_series_runs_ended_total); empty: none. docs/operations.md#metrics'),
+  option('metricsSeries', 'METRICS_SERIES', [], list, 'playbook paths, comma-separated (`*` matches any characters), whose runs get per-series counters on /metrics (logbook_series_runs_ended_total); empty: none. docs/operations.md#health-metrics-and-logs'),
   option('metricsSeriesMax', 'METRICS_SERIES_MAX', 50, int(1, 10_000), 'per-series label sets (path, name) /metrics exports at most; runs of further series are counted in logbook_series_dropped_total'),
   // ---- security (src/limits.ts, src/http/auth.ts) ----
   option('shardQueue', 'SHARD_QUEUE', LIMITS.shardQueue, int(1, LIMITS.shardQueueCeiling), 'requests in flight per shard before answering 503 + Retry-After'),

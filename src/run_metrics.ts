@@ -1,5 +1,5 @@
 // The run metrics of /metrics (listed in src/metrics.ts's header and
-// docs/operations.md#metrics): what the shards report with their stats at
+// docs/operations.md#health-metrics-and-logs): what the shards report with their stats at
 // scrape time, merged across shards and rendered in the text format.
 //
 // Gauges (stored playbooks by status, the oldest running one, unreachable hosts
