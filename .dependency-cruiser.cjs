@@ -5,7 +5,7 @@
 
 /** Bottom to top. A module may import from its own layer and from the layers before it. */
 const LAYERS = [
-  ['base', 'limits, version: constants everything reads', ['^src/limits\\.ts$', '^src/version\\.ts$']],
+  ['base', 'limits, version, test hooks: constants everything reads', ['^src/limits\\.ts$', '^src/version\\.ts$', '^src/test_hooks\\.ts$']],
   ['config-parsers', 'parsers config.ts needs: cluster env, credentials files, password hashes', ['^src/config/']],
   ['config', 'the start-up configuration', ['^src/config\\.ts$']],
   ['runtime', 'logging, event-loop readings, process metrics, V8 flags', ['^src/log\\.ts$', '^src/event_loop\\.ts$', '^src/default_metrics\\.ts$', '^src/v8_flags\\.ts$']],

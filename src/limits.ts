@@ -3,12 +3,14 @@
 // Options a deployment may tune (body size, page sizes, shard queue) take their
 // defaults and ceilings from here; the rest are fixed. Relations between values
 // are asserted at the bottom so a bad edit fails at start-up, not under load.
+// A test may move a few write bounds (src/test_hooks.ts writeBound).
+import { TEST_HOOKS } from './test_hooks.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 /** see labelsPerPlaybook and labelsPerBatch below */
-const LABELS_PER_PLAYBOOK = testBound('labels', 1000);
-const LABELS_PER_BATCH = testBound('batchLabels', 1000);
+const LABELS_PER_PLAYBOOK = TEST_HOOKS.writeBound('labels', 1000);
+const LABELS_PER_BATCH = TEST_HOOKS.writeBound('batchLabels', 1000);
 
 export const LIMITS = {
   // ---- HTTP (the front) ------------------------------------------------------
@@ -80,7 +82,7 @@ export const LIMITS = {
    * the playbook carries them, so 30 MB arguments made one page of 18
    * playbooks too large to build. Data written before the bound still reads.
    */
-  playbookArgumentsBytes: testBound('argumentsBytes', 1 * MiB),
+  playbookArgumentsBytes: TEST_HOOKS.writeBound('argumentsBytes', 1 * MiB),
   /**
    * Label changes the front hands the shards as one batch, logged by each as
    * one commit (src/http/label_changes.ts): a playbook write's or a batch's new
@@ -276,21 +278,6 @@ export const LIMITS = {
   scryptSaltBytes: 16,
   scryptKeyBytes: 32,
 } as const;
-
-/**
- * A write bound a test may lower or raise (to check the refusal cheaply, or
- * to write data past the default and read it back under it): only with
- * LOGBOOK_TEST_HOOKS=1, from LOGBOOK_TEST_WRITE_BOUNDS=labels=5,argumentsBytes=100.
- * Shard workers see the same environment.
- */
-function testBound(name: string, value: number): number {
-  if (process.env.LOGBOOK_TEST_HOOKS !== '1') return value;
-  for (const pair of (process.env.LOGBOOK_TEST_WRITE_BOUNDS ?? '').split(',')) {
-    const [key, n] = pair.split('=');
-    if (key === name && /^\d+$/.test(n ?? '')) return Number(n);
-  }
-  return value;
-}
 
 function assert(ok: boolean, what: string): void {
   if (!ok) throw new Error(`limits.ts: ${what}`);

@@ -6,6 +6,7 @@
 // the shard's store (src/store/ on disk, or a cluster partition: src/cluster/) and
 // renders label rows (src/http/labels.ts): the layers below it do not know each other.
 import { join } from 'node:path';
+import { TEST_HOOKS, TEST_HOOKS_ON } from './test_hooks.js';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Errors } from './api/errors.js';
 import { TYPE_CODE } from './api/resources.js';
@@ -49,7 +50,6 @@ function logError(msg: string, err: unknown): void {
   log.error(msg, { err: errText(err) });
 }
 
-const testHooks = process.env.LOGBOOK_TEST_HOOKS === '1';
 
 // The storage engine may reject promises of its own that nobody holds when a
 // commit fails (lmdb-js does); the failure reaches the shard through the promises
@@ -68,16 +68,15 @@ let shard: Shard;
 try {
   if (init.cluster) partition = await openPartition(init.shard, init.cluster);
   // test hook: a slow recovery, so tests can watch the 503s that come before it
-  const delay = testHooks ? Number(process.env.LOGBOOK_TEST_RECOVERY_DELAY_MS ?? 0) : 0;
+  const delay = TEST_HOOKS.recoveryDelayMs;
   if (delay > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
   // test hook: snapshot slices that always yield (and for how long), so a crash test can kill the process inside a round
-  const sliceDelayText = testHooks ? process.env.LOGBOOK_TEST_SNAPSHOT_SLICE_DELAY_MS : undefined;
-  const sliceDelay = sliceDelayText ? Number(sliceDelayText) : null;
+  const sliceDelay = TEST_HOOKS.snapshotSliceDelayMs;
   // test hook: snapshots split a playbook's results into parts of this many (the default is thousands)
-  const partRows = testHooks ? Number(process.env.LOGBOOK_TEST_SNAPSHOT_PART_ROWS ?? 0) : 0;
+  const partRows = TEST_HOOKS.snapshotPartRows;
   if (!partition) durable = openShardStore({
     dataDir: init.dataDir, shard: init.shard, durability: init.durability, mapSize: init.mapSize ?? null,
-    snapshotSliceDelayMs: sliceDelay, step: testHooks ? killAt(process.env.LOGBOOK_TEST_KILL_AT) : null,
+    snapshotSliceDelayMs: sliceDelay, step: killAt(TEST_HOOKS.killAt),
     ...(partRows > 0 ? { snapshotPartRows: partRows } : {}),
     // commits stopped settling: the storage engine lost a failed transaction and
     // every later one waits behind it. Exit: the pool restarts the worker, which
@@ -88,7 +87,7 @@ try {
       void log.flush().finally(() => exit(1));
     },
     // test hook: a shorter stall bound
-    ...(testHooks && process.env.LOGBOOK_TEST_STALL_MS ? { stallMs: Number(process.env.LOGBOOK_TEST_STALL_MS) } : {}),
+    ...(TEST_HOOKS.storageStallMs > 0 ? { stallMs: TEST_HOOKS.storageStallMs } : {}),
   });
   store = partition?.store ?? durable ?? new MemoryStore();
   const order = init.streamOrder ? new CommitOrder(init.streamOrder) : null;
@@ -215,12 +214,12 @@ function handle(msg: FrontToShard): void {
     }
     if (msg.k === 'stall') {
       // test hook: hold the thread the way a long GC pause does (messages queue up meanwhile)
-      if (testHooks) { const until = performance.now() + Math.min(msg.ms, 10_000); while (performance.now() < until); }
+      if (TEST_HOOKS_ON) { const until = performance.now() + Math.min(msg.ms, 10_000); while (performance.now() < until); }
       return;
     }
     if (msg.k === 'crash') {
       // test hook: die the way a bug would, from an uncaught exception outside any handler
-      if (testHooks) setImmediate(() => { throw new Error(`shard ${init.shard}: crash requested by a test hook`); });
+      if (TEST_HOOKS_ON) setImmediate(() => { throw new Error(`shard ${init.shard}: crash requested by a test hook`); });
       return;
     }
     if (partition && msg.k === 'label') { logLabelChanges(partition, msg.rid, msg.changes); return; }

@@ -14,6 +14,7 @@ import type { FrontToShard, ReadyMessage } from '../shard/protocol.js';
 import type { IdAllocator } from '../shard/ids.js';
 import { log } from '../log.js';
 import { LIMITS } from '../limits.js';
+import { TEST_HOOKS } from '../test_hooks.js';
 import { readBody, UNVERIFIED_BODIES, type BodyReader } from './body.js';
 import { Directory } from './directory.js';
 import { Guard } from './guard.js';
@@ -37,8 +38,6 @@ import { Ops } from './ops.js';
 // ---- live stream (docs/api.md#live-stream) ----
 import { Stream, streamAuthorization } from './stream.js';
 
-/** Test hooks of the front are on only with LOGBOOK_TEST_HOOKS=1 (docs/testing.md). */
-const TEST_HOOKS = process.env.LOGBOOK_TEST_HOOKS === '1';
 
 export { parseRoute } from './routes.js';
 
@@ -181,7 +180,7 @@ export class Front {
     this.reads = new Reads({
       pool, dir: this.dir, origin: (ex) => this.origin(ex), maxListOffset: config.maxListOffset,
       // test hook (LOGBOOK_TEST_HOOKS=1): a small page budget, so a test can go past it without gigabytes
-      pageBytes: Number(TEST_HOOKS && process.env.LOGBOOK_TEST_PAGE_BYTES) || LIMITS.pageBytes,
+      pageBytes: TEST_HOOKS.pageBytes || LIMITS.pageBytes,
     });
     this.latestHosts = new LatestHosts({ pool, dir: this.dir, origin: (ex) => this.origin(ex), pages: this.pages });
     this.labelResource = new LabelResource({

@@ -14,6 +14,7 @@
 //                              that could not write it)
 // They answer while the shards recover (health and metrics matter most then).
 import type { Config } from '../config.js';
+import { TEST_HOOKS_ON } from '../test_hooks.js';
 import { Errors } from '../api/errors.js';
 import { buildOpenApi } from '../api/openapi.js';
 import { errText, log } from '../log.js';
@@ -33,7 +34,6 @@ const TEST_CRASH = /^\/__test__\/shards\/(\d{1,2})\/crash$/;
 const TEST_STALL = /^\/__test__\/shards\/(\d{1,2})\/stall\/(\d{1,5})$/;
 const TEST_HOLD_LABELS = /^\/__test__\/labels\/(hold|fail)\/(\d{1,5})(?:\/(\d{1,2}))?$/;
 /** read once: process.env is a slow native getter, and this is checked on the request path */
-const TEST_HOOKS = process.env.LOGBOOK_TEST_HOOKS === '1';
 
 /** The ops route of a path (trailing slash already removed), or null. */
 export function parseOpsRoute(path: string): OpsRoute | null {
@@ -42,7 +42,7 @@ export function parseOpsRoute(path: string): OpsRoute | null {
     case '/metrics': return { kind: 'ops', op: 'metrics' };
     case '/api/v1/openapi.json': return { kind: 'ops', op: 'openapi' };
   }
-  if (TEST_HOOKS && path.startsWith('/__test__/')) {
+  if (TEST_HOOKS_ON && path.startsWith('/__test__/')) {
     const m = TEST_CRASH.exec(path);
     if (m) return { kind: 'ops', op: 'crash', shard: Number(m[1]) };
     const stall = TEST_STALL.exec(path);
