@@ -36,7 +36,8 @@ import { araWebPathTarget, isUiPath, UiFiles } from './static.js';
 import { HTTP, Metrics } from '../metrics.js';
 import { Ops } from './ops.js';
 // ---- live stream (docs/api.md#live-stream) ----
-import { Stream, streamAuthorization } from './stream.js';
+import { Stream } from './stream.js';
+import { streamAuthorization } from './stream_query.js';
 
 
 export { parseRoute } from './routes.js';

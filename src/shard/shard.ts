@@ -510,21 +510,11 @@ export class Shard {
       if (c.catchUp) { this.changes.labelSeq = c.seq; continue; }
       if (c.own) changes.push([++seq, c.op, TYPE_CODE.label, c.id, null, c.row]);
       if (c.op !== OP_CREATE) {
-        // a rename: the rows show the name this change gave (the replica may have it, or a later one, or not yet)
-        const labels = this.state.labels;
-        const held = labels.get(c.id);
-        if (c.op === OP_UPDATE && c.row !== null) labels.set(c.id, (JSON.parse(c.row) as { name: string }).name);
         // a new label is on no playbook yet; a rename or delete changes the rows of those it is on
-        for (const agg of this.state.aggregates.values()) {
-          const pb = agg.playbook;
-          if (!pb.labels.includes(c.id)) continue;
-          // a deleted label goes from the playbooks (their rows would skip it anyway: the replica no longer names it)
-          if (c.op === OP_DELETE) pb.labels = pb.labels.filter((l) => l !== c.id);
-          pb.summaryCache = null;
-          changes.push([++seq, OP_UPDATE, TYPE_CODE.playbook, pb.id, pb.id, this.serializer.playbookStreamRow(agg)]);
-          pb.summaryCache = null;
-        }
-        if (held === undefined) labels.delete(c.id); else labels.set(c.id, held);
+        const renamedTo = c.op === OP_UPDATE && c.row !== null ? (JSON.parse(c.row) as { name: string }).name : null;
+        this.state.labelChangeLogged(c.id, renamedTo, c.op === OP_DELETE, (agg) => {
+          changes.push([++seq, OP_UPDATE, TYPE_CODE.playbook, agg.playbook.id, agg.playbook.id, this.serializer.playbookStreamRow(agg)]);
+        });
       }
       // numbered: this shard has logged every change up to it (kept with its next commit, cluster mode)
       if (c.seq > 0) { this.changes.labelSeq = c.seq; noted = c.seq; }

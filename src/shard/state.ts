@@ -1,7 +1,10 @@
 // A shard's state: the playbook aggregates it owns plus per-type id indexes, and
 // the pure `apply(event)` that is the only code allowed to change them. apply is
 // deterministic and free of I/O so that journal replay rebuilds exactly the state
-// that was acknowledged (docs/architecture.md#persistence).
+// that was acknowledged (docs/architecture.md#persistence). The one other state
+// here is the label replica (the front's catalogue, copied, not journaled): it,
+// and the label ids a deleted label leaves on playbooks, change only through
+// the two methods at the end (labelsChanged, labelChangeLogged).
 import { TYPE_CODE, type ChildType } from '../api/resources.js';
 import {
   PlaybookRow, PlayRow, TaskRow, HostRow, ResultRow, FileRow, RecordRow, addToHost, setsCounter,
@@ -531,6 +534,28 @@ export class ShardState {
     // its results are those of the stored snapshot: the next round keeps their parts until one changes
     agg.results.markClean();
     this.runs.added(agg);
+  }
+
+  /**
+   * A label change the shard logs for the live stream (Shard.labelChange):
+   * `each` is called for every playbook the label is on, while the replica
+   * names it as this change left it (a rename: `renamedTo`; the replica may
+   * hold that name, a later one, or not yet this one), then the replica's name
+   * is put back. A deleted label (`removed`) leaves those playbooks here: until
+   * now their rows skipped it, as the replica no longer names it.
+   */
+  labelChangeLogged(id: number, renamedTo: string | null, removed: boolean, each: (agg: Aggregate) => void): void {
+    const held = this.labels.get(id);
+    if (renamedTo !== null) this.labels.set(id, renamedTo);
+    for (const agg of this.aggregates.values()) {
+      const pb = agg.playbook;
+      if (!pb.labels.includes(id)) continue;
+      if (removed) pb.labels = pb.labels.filter((l) => l !== id);
+      pb.summaryCache = null;
+      each(agg);
+      pb.summaryCache = null; // rendered meanwhile with the change's name: the replica's is put back below
+    }
+    if (held === undefined) this.labels.delete(id); else this.labels.set(id, held);
   }
 
   /**
