@@ -638,13 +638,15 @@ withAnsible('a server that cannot be connected to: the end of the run gives up a
   t.deepEqual(snap.hosts.h1, { ok: 2, changed: 1, failed: 0, skipped: 0, unreachable: 0, hasFacts: false });
 });
 
-test('the callback\'s sender: same-bytes retries and the spool (Python unit tests)', (t) => {
+test('the callback\'s sender and its task messages: same-bytes retries, the spool, the dedupe (Python unit tests)', (t) => {
   // test/python/test_callback_shipper.py: the Shipper class alone against a
-  // loopback HTTP server; needs only python3 (the callback imports Ansible lazily).
+  // loopback HTTP server; test_callback_task_messages.py: how the callback keeps
+  // a task's warnings, deprecations and exceptions. They need only python3 (the
+  // callback imports Ansible lazily).
   const r = spawnSync('/usr/bin/python3', ['-m', 'unittest', 'discover', '-s', join('test', 'python')], {
     encoding: 'utf8', timeout: 120_000,
   });
   if (r.status !== 0) t.log(r.stdout, r.stderr);
   t.is(r.status, 0, 'python3 -m unittest discover -s test/python');
-  t.regex(r.stderr, /Ran 8 tests/); // every test in the file ran (none skipped silently by discovery)
+  t.regex(r.stderr, /Ran 12 tests/); // every test of both files ran (none skipped silently by discovery)
 });
