@@ -14,6 +14,7 @@ const LAYERS = [
   ['store', 'LMDB persistence: shard journals and snapshots, the front store (labels)', ['^src/store/']],
   ['front-services', 'metrics and retention over the shards', ['^src/metrics\\.ts$', '^src/run_metrics\\.ts$', '^src/retention\\.ts$']],
   ['http', 'the HTTP front: routes, reads, writes, ingest, stream, auth, labels', ['^src/http/']],
+  ['webhooks', 'webhooks: run events read off the live stream, their outbox and deliveries', ['^src/webhooks/']],
   ['cluster', 'cluster mode on NATS: partitions, ownership, the label stream', ['^src/cluster/']],
   ['entries', 'what starts the rest: server, main, cli, the shard worker entry, commands, tools', ['^src/server\\.ts$', '^src/main\\.ts$', '^src/cli\\.ts$', '^src/shard_worker\\.ts$', '^src/commands/', '^src/tools/']],
 ];

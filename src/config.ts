@@ -5,6 +5,7 @@ import { ClusterConfigError, clusterConfigFromEnv, type ClusterConfig } from './
 import { availableParallelism } from 'node:os';
 import { authConfigProblem, loadCredentials, type CredentialKind } from './config/credentials.js';
 import { LIMITS } from './limits.js';
+import { loadWebhookSettings } from './config/webhooks.js';
 
 export interface Config {
   /** cluster mode on NATS JetStream (null: the single process with its local LMDB journal) */
@@ -48,6 +49,8 @@ export interface Config {
   readonly metricsSeries: string[];
   /** at most this many per-series label sets on /metrics */
   readonly metricsSeriesMax: number;
+  /** the webhooks file (src/config/webhooks.ts; checked at start-up); null: no webhooks */
+  readonly webhooksFile: string | null;
   /** requests in flight per shard before the front answers 503 (src/limits.ts) */
   readonly shardQueue: number;
   /** ms of queueing delay at a shard before the front answers 503 (0: length only; src/limits.ts) */
@@ -140,6 +143,18 @@ const durability: Parse<'flush' | 'commit' | 'none'> = (raw, name) => {
   return t === 'flush' || t === 'commit' || t === 'none' ? t : fail(name, raw, 'flush, commit or none');
 };
 
+/** The webhooks file: must exist and parse at start-up (the dispatcher reads it again when it starts). */
+const webhooksFile: Parse<string | null> = (raw, name) => {
+  const path = optionalText(raw, name);
+  if (path === null) return null;
+  try {
+    loadWebhookSettings(path);
+  } catch (err) {
+    fail(name, raw, `a webhooks file (docs/webhooks.md); ${(err as Error).message}`);
+  }
+  return path;
+};
+
 /** A users/tokens file: must exist and parse at start-up (reloads keep the old one on error). */
 const credentialsFile = (kind: CredentialKind): Parse<string | null> => (raw, name) => {
   const path = optionalText(raw, name);
@@ -187,6 +202,7 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   option('shutdownTimeout', 'SHUTDOWN_TIMEOUT', 10, int(1, 3600), 'seconds SIGTERM/SIGINT wait for in-flight requests'),
   option('metricsSeries', 'METRICS_SERIES', [], list, 'playbook paths, comma-separated (`*` matches any characters), whose runs get per-series counters on /metrics (logbook_series_runs_ended_total); empty: none. docs/operations.md#health-metrics-and-logs'),
   option('metricsSeriesMax', 'METRICS_SERIES_MAX', 50, int(1, 10_000), 'per-series label sets (path, name) /metrics exports at most; runs of further series are counted in logbook_series_dropped_total'),
+  option('webhooksFile', 'WEBHOOKS_FILE', null, webhooksFile, 'webhooks file (JSON): endpoints told when runs start, end, fail, are fixed, or lose a host (docs/webhooks.md); read at start-up'),
   // ---- security (src/limits.ts, src/http/auth.ts) ----
   option('shardQueue', 'SHARD_QUEUE', LIMITS.shardQueue, int(1, LIMITS.shardQueueCeiling), 'requests in flight per shard before answering 503 + Retry-After'),
   option('shardQueueDelay', 'SHARD_QUEUE_DELAY', LIMITS.shardQueueDelayMs, int(0, LIMITS.shardQueueDelayCeiling), 'queueing delay bound (ms): requests for a shard whose requests wait longer, or while the front lags more than half of it, get 503 + Retry-After (0: only the queue length)'),
@@ -236,6 +252,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, argv: readonly string[]): Con
   } catch (err) {
     if (err instanceof ClusterConfigError) throw new ConfigError(err.message);
     throw err;
+  }
+  if (c.cluster !== null && c.webhooksFile !== null) {
+    // the outbox lives in front.mdb, which a cluster node does not keep (docs/webhooks.md#cluster-mode)
+    throw new ConfigError('LOGBOOK_WEBHOOKS_FILE: webhooks are not available in cluster mode yet; run them on a single-process logbook');
   }
   return Object.freeze(c);
 }

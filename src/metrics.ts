@@ -59,12 +59,14 @@ export const ROUTE_TEMPLATES: readonly string[] = [
   ...RESOURCE_TYPES.map((t) => `/api/v1/${TYPE_TO_PATH[t]}`),
   ...RESOURCE_TYPES.map((t) => `/api/v1/${TYPE_TO_PATH[t]}/{id}`),
   '/api/v1/ingest', '/api/v1/stream', '/api/v1/latesthosts', '/api/v1/latesthosts/{name}', '/api/v1/playbooks/{id}/junit.xml',
+  '/api/v1/webhooks', '/api/v1/webhooks/{name}/deliveries',
 ];
 /** Index of a route template; list and detail routes add the resource's TYPE_CODE. */
 export const ROUTE = {
   index: 0, root: 1, healthz: 2, metrics: 3, openapi: 4, missing: 5, test: 6, list: 7, detail: 7 + RESOURCE_TYPES.length,
   ingest: 7 + 2 * RESOURCE_TYPES.length, stream: 8 + 2 * RESOURCE_TYPES.length,
   latest: 9 + 2 * RESOURCE_TYPES.length, latestDetail: 10 + 2 * RESOURCE_TYPES.length, junit: 11 + 2 * RESOURCE_TYPES.length,
+  webhooks: 12 + 2 * RESOURCE_TYPES.length, webhookDeliveries: 13 + 2 * RESOURCE_TYPES.length,
 } as const;
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'other'] as const;
@@ -238,6 +240,10 @@ export class Metrics {
   // ---- live stream (src/http/stream.ts) ----
   readonly streamSubscribers = this.g('logbook_stream_subscribers', 'Live-stream clients connected (SSE and WebSocket).');
   readonly streamCutOff = this.c('logbook_stream_clients_cut_off_total', 'Live-stream clients closed because they did not keep up (LOGBOOK_STREAM_MAX_BUFFER).');
+  // ---- webhooks (src/webhooks/) ----
+  readonly webhookDeliveries = this.c('logbook_webhook_deliveries_total', 'Webhook delivery attempts by endpoint and outcome: delivered (a 2xx), failed (retried), gave_up (older than give_up_after_hours).', ['endpoint', 'outcome']);
+  readonly webhookPending = this.g('logbook_webhook_pending', 'Webhook deliveries queued and not yet accepted, by endpoint.', ['endpoint']);
+  readonly webhookOldest = this.g('logbook_webhook_oldest_pending_age_seconds', 'Age of the oldest webhook delivery not yet accepted, by endpoint (0: none).', ['endpoint']);
 
   constructor() {
     collectDefaultMetrics(this.registry);

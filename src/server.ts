@@ -24,6 +24,8 @@ import { ClusterDirectory } from './cluster/directory.js';
 import { ClusterLabels } from './cluster/labels.js';
 import { LabelCatchUp } from './cluster/label_catch_up.js';
 import { PartitionLog } from './cluster/partition_log.js';
+import { loadWebhookSettings } from './config/webhooks.js';
+import { WebhookDispatcher } from './webhooks/dispatcher.js';
 
 export interface Server {
   port: number;
@@ -42,8 +44,14 @@ export async function startServer(config: Config): Promise<Server> {
     await store.checkFormat(config.shards, config.dataDir);
     // Accept connections at once: until recovery is done every request gets 503
     // (and /healthz says "recovering"), so orchestrators can tell slow from dead.
-    const front = new Front(config, VERSION, store);
+    // webhooks (LOGBOOK_WEBHOOKS_FILE, checked when the configuration was read): their outbox is in front.mdb
+    let origin = '';
+    const webhooks = config.webhooksFile === null ? null : new WebhookDispatcher({
+      settings: loadWebhookSettings(config.webhooksFile), table: store.webhooks, origin: () => origin,
+    });
+    const front = new Front(config, VERSION, store, undefined, webhooks);
     const socket = await listen(front, config);
+    origin = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${front.port}`;
     log.info('recovering', { host: config.host, port: front.port, dataDir: config.dataDir, shards: config.shards });
     const { pool, ready } = await ShardPool.start({
       ...poolOptions(config, front), shards: config.shards, dataDir: config.dataDir, mapSize: config.mapSize,

@@ -369,3 +369,17 @@ async function waitFor(cond: () => Promise<boolean>, ms = 15_000): Promise<void>
   }
   throw new Error('condition not met in time');
 }
+
+test('the webhook endpoints are read with the write scope: they name receivers and their delivery logs', async (t) => {
+  const read = { authorization: 'Bearer dash.dash-secret' };
+  const write = { authorization: 'Bearer ci.ci-secret' };
+  t.is((await api(strict.url, 'GET', '/api/v1/webhooks')).status, 401);
+  const denied = await api(strict.url, 'GET', '/api/v1/webhooks', undefined, read);
+  t.is(denied.status, 403);
+  t.deepEqual(denied.body, FORBIDDEN);
+  t.is((await api(strict.url, 'GET', '/api/v1/webhooks/any/deliveries', undefined, read)).status, 403);
+  t.is((await api(strict.url, 'GET', '/api/v1/playbooks', undefined, read)).status, 200); // the same token reads the rest
+  t.is((await api(strict.url, 'GET', '/api/v1/webhooks', undefined, write)).status, 200);
+  // a server that takes writes from anyone (no write login required) shows them to anyone too
+  t.is((await api(open.url, 'GET', '/api/v1/webhooks')).status, 200);
+});

@@ -214,6 +214,10 @@ test('latesthosts list: one row per name, ARA\'s filters and orders, pages', asy
   t.is((await latest('?ok__gt=x')).status, 400);
   t.deepEqual((await latest(`?name=${tag}&colour=blue`)).body, { colour: ['Unknown query parameter.'] });
   t.is((await latest(`?name=${tag}&colour=blue`, ARA)).body.count, 2);
+  // `dialect` picks the dialect here as on every list; the dialect's ignoring of unknown parameters comes with it
+  t.is((await latest(`?name=${tag}&dialect=logbook`)).body.count, 2);
+  t.is((await latest(`?name=${tag}&dialect=ara&colour=blue`)).body.count, 2);
+  t.deepEqual((await latest(`?name=${tag}&cursor=abc`)).body, { cursor: ['Unknown query parameter.'] });
   // ARA's API root lists it in the dialect
   t.truthy((await call(url, 'GET', '/api/v1/', undefined, 200, ARA)).body.latesthosts);
 });

@@ -301,6 +301,28 @@ export function buildOpenApi(config: Config, version: string): Json {
       }),
       options: optionsOp('describePlaybookJunit', 'Playbook JUnit XML'),
     },
+    '/api/v1/webhooks': {
+      get: operation('webhooks', 'The webhook endpoints of LOGBOOK_WEBHOOKS_FILE, with what each has waiting and its last delivery (docs/webhooks.md#the-api); needs the write scope', {
+        tags: ['webhooks'],
+        responses: { 200: { description: 'OK: {count, results}; a URL is shown without its path (a Slack URL\'s path is its secret)', content: { 'application/json': { schema: { type: 'object' } } } }, ...commonErrors() },
+      }),
+      options: optionsOp('describeWebhooks', 'Webhook List'),
+    },
+    '/api/v1/webhooks/{name}/deliveries': {
+      get: operation('webhookDeliveries', 'One endpoint\'s delivery attempts, newest first (docs/webhooks.md#the-api); needs the write scope', {
+        tags: ['webhooks'],
+        parameters: [
+          { name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' } },
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+        ],
+        responses: {
+          200: { description: 'OK: {count, pending, results: [{delivery, event, playbook, attempt, at, outcome, status, error, ms}]}', content: { 'application/json': { schema: { type: 'object' } } } },
+          404: detailResponse('no such endpoint'),
+          ...commonErrors(),
+        },
+      }),
+      options: optionsOp('describeWebhookDeliveries', 'Webhook Delivery List'),
+    },
     '/api/v1/stream': {
       get: operation('stream', 'Live stream of changes (docs/api.md#live-stream): Server-Sent Events, or a WebSocket upgrade on the same path', {
         parameters: [

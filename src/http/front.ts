@@ -21,6 +21,7 @@ import { Guard } from './guard.js';
 import { Ingest } from './ingest.js';
 import { LabelResource } from './label_resource.js';
 import { LatestHosts } from './latest_hosts.js';
+import type { WebhookService } from './webhook_service.js';
 import { LabelCatalogue } from './labels.js';
 import { LabelChanges, type ReplicaChange } from './label_changes.js';
 import type { LabelChangeStore, LabelStore, StoredLabel } from '../store/label_store.js';
@@ -149,7 +150,9 @@ export class Front {
    * `labelStore`: front.mdb, or the cluster's label stream; `dir`: the routing
    * directory (cluster mode: ClusterDirectory, which routes by id mod P).
    */
-  constructor(private readonly config: Config, private readonly version: string, labelStore: LabelStore | null, dir?: Directory) {
+  constructor(private readonly config: Config, private readonly version: string, labelStore: LabelStore | null, dir?: Directory,
+    /** the webhook dispatcher (LOGBOOK_WEBHOOKS_FILE), started once the stream is live */
+    private readonly webhooks: WebhookService | null = null) {
     this.dir = dir ?? new Directory();
     this.metrics.runs.maxSeries = config.metricsSeriesMax;
     this.ops = new Ops(config, version, this.metrics, {
@@ -157,6 +160,7 @@ export class Front {
       pool: () => this.pool ?? null, labelCount: () => this.labels.shownCount(),
       holdLabelWrites: (ms, fail, skip) => { if (fail) this.labels.failNext = { ms, skip }; else this.labels.heldUntil = Date.now() + ms; },
       refused: () => this.admission.totals(),
+      beforeScrape: () => this.webhooks?.sample(),
     });
     this.labels = new LabelCatalogue(labelStore);
     // front.mdb keeps the changes until every shard has logged them; the cluster's label stream numbers them
@@ -201,6 +205,7 @@ export class Front {
   get ids(): IdAllocator { return this.dir.ids; }
 
   close(): void {
+    void this.webhooks?.close();
     this.admission.stop();
     this.labelChanges.close();
     this.stream.closeAll();
@@ -220,6 +225,7 @@ export class Front {
     if (upsert.length) this.replicate({ upsert, remove: [] }, null);
     pool.onRestart = (msg) => this.shardRestarted(msg);
     this.stream.start(pool, ready);
+    this.webhooks?.start(this.stream, pool.size, this.metrics);
     // after the replica: label changes a previous run did not get logged by every shard go first
     this.labelChanges.start(pool);
     this.admission.start();
@@ -290,7 +296,8 @@ export class Front {
     // ---- security gate: may answer (400/401/403/503, CORS preflight) or verify credentials first
     // browsers' EventSource cannot set headers: the stream also takes a `token` query parameter
     const authorization = ex.stream?.authorization;
-    const gate = this.guard.admit(ex, req, route.kind === 'ops' && route.op === 'healthz', hasBody, authorization);
+    // the webhook endpoints name receivers and their delivery logs: read with the write scope
+    const gate = this.guard.admit(ex, req, route.kind === 'ops' && route.op === 'healthz', hasBody, authorization, route.kind === 'webhooks');
     if (gate === false) return;
     // ----
     if (!hasBody) { this.afterGate(gate, ex, null); return; }
@@ -427,6 +434,12 @@ export class Front {
         if (method === 'DELETE') return this.writes.remove(ex, route.type, route.id);
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody(`${DISPLAY_NAME[route.type]} Instance`));
         return this.notAllowed(ex);
+      case 'webhooks':
+        if (method === 'OPTIONS') return reply(ex, 200, optionsBody(route.name === null ? 'Webhook List' : 'Webhook Delivery List'));
+        if (!read) return this.notAllowed(ex);
+        if (route.name !== null) return this.webhooks === null ? reply(ex, 404, Errors.notFound()) : this.webhooks.deliveries(ex, route.name, ex.query);
+        if (this.webhooks === null) return reply(ex, 200, '{"count":0,"next":null,"previous":null,"results":[]}');
+        return this.webhooks.list(ex);
       case 'junit':
         if (read) return this.reads.junit(ex, route.playbook);
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Playbook JUnit XML'));

@@ -47,9 +47,10 @@ export class Guard {
    * when credentials must be verified first (it settles to true or false).
    * `open`: a route everyone may read (health checks), exempt from login.
    * `authorization`: the credentials to check instead of the header (the live
-   * stream's `token` query parameter).
+   * stream's `token` query parameter). `writeScope`: a read that needs the write
+   * scope (the webhook endpoints).
    */
-  admit(ex: Exchange, req: HttpRequest, open: boolean, hasBody: boolean, authorization?: string): boolean | Promise<boolean> {
+  admit(ex: Exchange, req: HttpRequest, open: boolean, hasBody: boolean, authorization?: string, writeScope = false): boolean | Promise<boolean> {
     if (this.cors.enabled) ex.cors = this.cors.match(req.getHeader('origin'));
     seenHeaders = 0;
     repeatedHeader = '';
@@ -66,7 +67,7 @@ export class Guard {
       return false;
     }
     if (open) return true;
-    const verdict = this.auth.check(authorization ?? req.getHeader('authorization'), !SAFE_METHODS.has(ex.method), () => addressOf(ex));
+    const verdict = this.auth.check(authorization ?? req.getHeader('authorization'), writeScope || !SAFE_METHODS.has(ex.method), () => addressOf(ex));
     if (verdict === null) return true;
     if (!(verdict instanceof Promise)) return deny(ex, verdict, hasBody);
     return verdict.then((v) => (v === null ? true : deny(ex, v, hasBody)));

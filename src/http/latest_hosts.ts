@@ -7,6 +7,7 @@
 // DetailedLatestHostSerializer shows them) from the shards that hold them.
 import { Errors, Messages } from '../api/errors.js';
 import type { PageSettings } from '../api/list_query.js';
+import { LIST_PARAMS } from '../api/resources.js';
 import { formatTimestamp, parseTimestamp } from '../api/time.js';
 import type { ReplyHandler } from '../shard/shards.js';
 import type { LatestHostRow, Reply } from '../shard/protocol.js';
@@ -31,7 +32,8 @@ function parse(params: Map<string, string[]>, pages: PageSettings, ara: boolean)
   const errors: Record<string, string[]> = Object.create(null); // a parameter may be called __proto__
   const tests: Test[] = [];
   let contains: string | null = null;
-  const known = new Set(['limit', 'offset', 'order', 'format']);
+  // every list's own parameters but `cursor` (this list pages by offset: its `next` links say so)
+  const known = new Set(LIST_PARAMS.filter((p) => p !== 'cursor'));
   const last = (name: string): string | undefined => {
     known.add(name);
     const v = params.get(name);

@@ -80,6 +80,8 @@ export interface OpsFront {
   holdLabelWrites(ms: number, fail: boolean, skip: number): void;
   /** requests refused for overload since start-up, by where (src/http/admission.ts) */
   refused(): Record<'front_lag' | 'shard_queue' | 'after_parse', number>;
+  /** bring gauges kept elsewhere up to date (the webhook queues) */
+  beforeScrape?: () => void;
 }
 
 /** How long a scrape waits for shard stats before rendering without them. */
@@ -155,6 +157,7 @@ export class Ops {
     this.metrics.ready.set(this.front.ready() ? 1 : 0);
     if (pool) this.metrics.updateShards(pool, await shardStats(pool), this.front.labelCount());
     this.metrics.updateRefused(this.front.refused());
+    this.front.beforeScrape?.();
     const cluster = pool?.clusterStatus?.();
     return await this.metrics.render() + (cluster ? clusterMetrics(cluster) : '');
   }

@@ -17,7 +17,9 @@ export type Route =
   | { kind: 'latest'; name: string | null }
   | { kind: 'detail'; type: ResourceType; id: number }
   /** a run as JUnit XML, for CI (docs/api.md#junit-xml) */
-  | { kind: 'junit'; playbook: number };
+  | { kind: 'junit'; playbook: number }
+  /** the webhook endpoints (name null), or one endpoint's delivery log (docs/webhooks.md#the-api) */
+  | { kind: 'webhooks'; name: string | null };
 
 /** Everything a request needs after its handler returns (uWS's HttpRequest dies then). */
 export interface Req extends Exchange {
@@ -38,6 +40,7 @@ export interface Req extends Exchange {
 
 const ID = /^[1-9]\d{0,15}$/;
 const JUNIT = /^([1-9]\d{0,15})\/junit\.xml$/;
+const WEBHOOK_DELIVERIES = /^webhooks\/([A-Za-z0-9_.-]{1,64})\/deliveries$/;
 const ALLOW_INGEST = 'POST, OPTIONS';
 
 /** URL segment → type as a Map: one lookup, and no prototype keys ('constructor') to guard against. */
@@ -53,6 +56,9 @@ export function parseRoute(url: string): Route {
   if (path === '/api/v1/ingest') return { kind: 'ingest' };
   if (path === '/api/v1/stream') return { kind: 'stream' };
   const rest = path.slice(8);
+  if (rest === 'webhooks') return { kind: 'webhooks', name: null };
+  const hook = WEBHOOK_DELIVERIES.exec(rest);
+  if (hook !== null) return { kind: 'webhooks', name: hook[1]! };
   if (rest === 'latesthosts') return { kind: 'latest', name: null };
   if (rest.startsWith('latesthosts/')) {
     // a host name, percent-decoded (it may hold any character but a slash)
@@ -81,6 +87,7 @@ export function allowOf(route: Route): string {
     case 'ingest': return ALLOW_INGEST;
     case 'stream': return ALLOW_STREAM;
     case 'junit': return ALLOW_INDEX;
+    case 'webhooks': return ALLOW_INDEX;
     case 'ops': return opsAllow(route);
     default: return ALLOW_INDEX; // index, root, latest: reads only
   }
@@ -95,6 +102,7 @@ export function metricRoute(route: Route): number {
     case 'ingest': return ROUTE.ingest;
     case 'stream': return ROUTE.stream;
     case 'junit': return ROUTE.junit;
+    case 'webhooks': return route.name === null ? ROUTE.webhooks : ROUTE.webhookDeliveries;
     case 'latest': return route.name === null ? ROUTE.latest : ROUTE.latestDetail;
     case 'list': return ROUTE.list + TYPE_CODE[route.type];
     case 'detail': return ROUTE.detail + TYPE_CODE[route.type];

@@ -121,10 +121,13 @@ class Subscriber {
   replay: Replay | null = null;
   /** the credential it was let in with (null: anonymous), re-checked on every credentials reload */
   principal: Principal | null = null;
+  /** an in-process consumer (StreamConsumer): its messages are handed over one by one, never through a channel's uWS topic */
+  direct = false;
   /** whose subscribers it counts among (credential, or client address when anonymous) */
   client = '';
   constructor(readonly sink: Sink, readonly params: StreamParams, readonly hello: number[], readonly sse: boolean) {
     this.pos = params.since ? params.since.slice() : hello.slice();
+    this.direct = sink instanceof DirectSink;
   }
   wants(code: number, playbook: number | null): boolean {
     if (this.params.types !== 0 && (this.params.types & (1 << code)) === 0) return false;
@@ -434,7 +437,7 @@ export class Stream {
    * leaves now, and from here on it takes its filter's channel's bytes.
    */
   private join(sub: Subscriber): void {
-    if (sub.closed || sub.channel !== null || sub.replaying > 0) return;
+    if (sub.closed || sub.channel !== null || sub.replaying > 0 || sub.direct) return;
     const { playbook, types } = sub.params;
     let channels: Map<number, Channel> | undefined = this.allChannels;
     if (playbook !== null) {
@@ -491,6 +494,19 @@ export class Stream {
       for (let t = 0; t < this.positions.length; t++) this.requestPage(sub, t, sub.pos[t]!);
     } else this.join(sub);
     return sub;
+  }
+
+  /**
+   * An in-process consumer (the webhook dispatcher): the changes of the types in
+   * `types` (a bit per type code) from `since` (null: from now), in the order and
+   * with the cursors a client would get. It is not counted against the
+   * subscriber limits; it is cut off, as a client is, if it falls more than
+   * LOGBOOK_STREAM_MAX_BUFFER behind while it resumes (it resubscribes).
+   */
+  consume(consumer: StreamConsumer, types: number, since: number[] | null): { close(): void } {
+    if (this.pool === null) throw new Error('the live stream has not started');
+    const sub = this.subscribe(new DirectSink(consumer), { playbook: null, types, since, token: null }, false, null, 'internal');
+    return { close: () => this.drop(sub) };
   }
 
   private requestPage(sub: Subscriber, shard: number, from: number): void {
@@ -701,6 +717,42 @@ export class Stream {
     const cors = this.deps.cors;
     return cors.enabled && cors.match(origin) !== '';
   }
+}
+
+/** One change as an in-process consumer gets it. */
+export interface ConsumedChange {
+  readonly shard: number;
+  /** its number in its shard's log */
+  readonly seq: number;
+  /** type code (TYPE_CODE) */
+  readonly code: number;
+  readonly playbook: number | null;
+  /** the position after it (a `since` to resume from) */
+  readonly cursor: string;
+  /** the message a client gets: {cursor, op, type, id, playbook, row} */
+  readonly json: string;
+}
+
+/** An in-process reader of the stream (Stream.consume). */
+export interface StreamConsumer {
+  changes(list: readonly ConsumedChange[]): void;
+  /** `{"op":"hello","cursor":…}` first; `{"op":"reset"}` when `since` was older than the shards keep */
+  control(json: string): void;
+  /** the stream ended the subscription (shutdown, or too far behind while resuming) */
+  ended(code: number): void;
+}
+
+class DirectSink implements Sink {
+  constructor(private readonly consumer: StreamConsumer) {}
+  send(messages: readonly Outgoing[] | null, text: string | null): boolean {
+    if (text !== null) this.consumer.control(text);
+    if (messages !== null && messages.length) this.consumer.changes(messages);
+    return true;
+  }
+  end(code: number): void { this.consumer.ended(code); }
+  heartbeat(): void {}
+  join(): boolean { return true; }
+  leave(): void {}
 }
 
 /** What one subscriber's type filter keeps of a commit, and its SSE text. */

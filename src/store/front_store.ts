@@ -98,12 +98,15 @@ export class FrontStore implements LabelStore, LabelChangeStore {
   readonly labels: Database<StoredLabel, number>;
   /** label changes not yet logged by every shard, by number (an older binary ignores this table) */
   private readonly labelChanges: Database<StoredLabelChange, number>;
+  /** the webhook dispatcher's outbox, cursor and run watch (src/webhooks/outbox.ts; an older binary ignores this table) */
+  readonly webhooks: Database<any, string>;
 
   constructor(dataDir: string) {
-    this.env = open({ path: join(dataDir, 'front.mdb'), maxDbs: 4, overlappingSync: true, separateFlushed: true });
+    this.env = open({ path: join(dataDir, 'front.mdb'), maxDbs: 8, overlappingSync: true, separateFlushed: true });
     this.meta = this.env.openDB({ name: 'meta', encoding: 'msgpack' });
     this.labels = this.env.openDB({ name: 'labels', keyEncoding: 'uint32', encoding: 'msgpack' });
     this.labelChanges = this.env.openDB({ name: 'label_changes', keyEncoding: 'uint32', encoding: 'msgpack' });
+    this.webhooks = this.env.openDB({ name: 'webhooks', encoding: 'msgpack' });
   }
 
   /**
@@ -187,6 +190,6 @@ export class FrontStore implements LabelStore, LabelChangeStore {
  * ever), then the flush. A failed commit's cause is handled (a label written on a
  * full disk took the process down with it unhandled).
  */
-function durable(p: Promise<unknown>): Promise<unknown> {
+export function durable(p: Promise<unknown>): Promise<unknown> {
   return p.then(() => flushedOf(p), (err: unknown) => { void commitCause(err); throw err; });
 }
