@@ -162,6 +162,7 @@ test('a failed ansible-playbook run reaches the endpoint, signed; the next good 
   const metrics = (await api(lb.url, 'GET', '/metrics')).text;
   t.regex(metrics, /logbook_webhook_deliveries_total\{endpoint="prod-failures",outcome="delivered"\} 2/);
   t.regex(metrics, /logbook_webhook_pending\{endpoint="all"\} 0/);
+  t.regex(metrics, /\nlogbook_stream_subscribers 0\n/); // the dispatcher reads the stream, and is not a client of it
 });
 
 test('a receiver that is down loses nothing: retried with backoff, delivered in order once it is back; the log shows the failures', async (t) => {

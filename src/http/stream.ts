@@ -187,6 +187,9 @@ export class Stream {
   private readonly maxBuffer: number;
   private heartbeat: NodeJS.Timeout | null = null;
   private count = 0;
+  /** of `count`, in-process consumers (Stream.consume), and the types they read (0: every type) */
+  private directCount = 0;
+  private directTypes = 0;
   private readonly onReplay = (r: Reply, ctx: { sub: Subscriber; shard: number }) => this.replayed(r, ctx.sub, ctx.shard);
 
   constructor(private readonly deps: StreamDeps) {
@@ -206,7 +209,7 @@ export class Stream {
 
   /** null when one more subscriber for `client` is allowed, else why not (for the 503). */
   private full(client: string): string | null {
-    if (this.count >= this.deps.config.streamMaxSubscribers) return 'the live stream has its maximum of subscribers (LOGBOOK_STREAM_MAX_SUBSCRIBERS); retry later.';
+    if (this.count - this.directCount >= this.deps.config.streamMaxSubscribers) return 'the live stream has its maximum of subscribers (LOGBOOK_STREAM_MAX_SUBSCRIBERS); retry later.';
     if ((this.perClient.get(client) ?? 0) >= this.deps.config.streamMaxPerClient) return 'this client has its maximum of live-stream subscribers (LOGBOOK_STREAM_MAX_PER_CLIENT); close one or retry later.';
     return null;
   }
@@ -231,7 +234,7 @@ export class Stream {
   }
 
   get subscribers(): number {
-    return this.count;
+    return this.count - this.directCount;
   }
 
   /** The shards have recovered: their positions are where live changes start. */
@@ -348,11 +351,15 @@ export class Stream {
       if (commit.last > positions[shard]!) positions[shard] = commit.last;
       return;
     }
+    // only in-process consumers (the webhook dispatcher reads playbooks and hosts): the rows of
+    // other types (most of a batch: its results) are not rendered for nobody
+    const only = this.count === this.directCount ? this.directTypes : 0;
     const out: Outgoing[] = [];
     let single: number | null | undefined;
     for (const c of commit.list) {
       if (c[0] <= positions[shard]!) continue; // already sent (a restarted shard's catch-up)
       positions[shard] = c[0];
+      if (only !== 0 && (only & (1 << c[2])) === 0) continue;
       const cursor = encodeCursor(positions);
       out.push(new Outgoing(shard, c[0], c[2], c[4], cursor, changeJson(cursor, c[1], c[2], c[3], c[4], c[5])));
       single = single === undefined || single === c[4] ? c[4] : -1;
@@ -476,7 +483,9 @@ export class Stream {
     // SSE: a resuming client keeps its Last-Event-ID until the replay has moved it
     const text = sse ? (params.since ? '' : 'id: ' + cursor + '\n') + 'data: ' + helloJson + '\n\n' : helloJson;
     if (!sink.send(null, text)) { sub.closed = true; return sub; }
-    this.deps.gauge?.set(++this.count);
+    ++this.count;
+    if (sink instanceof DirectSink) { this.directCount++; this.directTypes = params.types === 0 || (this.directCount > 1 && this.directTypes === 0) ? 0 : this.directTypes | params.types; }
+    this.deps.gauge?.set(this.count - this.directCount);
     this.perClient.set(client, (this.perClient.get(client) ?? 0) + 1);
     if (params.playbook === null) this.everyPlaybook.add(sub);
     else {
@@ -588,7 +597,9 @@ export class Stream {
   private drop(sub: Subscriber): void {
     if (sub.closed) return;
     sub.closed = true;
-    this.deps.gauge?.set(--this.count);
+    --this.count;
+    if (sub.direct) this.directCount--;
+    this.deps.gauge?.set(this.count - this.directCount);
     const n = (this.perClient.get(sub.client) ?? 1) - 1;
     if (n > 0) this.perClient.set(sub.client, n); else this.perClient.delete(sub.client);
     const ch = sub.channel;
