@@ -42,8 +42,7 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uWebSockets.js';
 import type { Config } from '../config.js';
 import { Errors } from '../api/errors.js';
-import { RESOURCE_TYPES, TYPE_CODE } from '../api/resources.js';
-import { OP_NAMES, rowJson, type ChangeRow, type StreamChange } from '../shard/changes.js';
+import type { StreamChange } from '../shard/changes.js';
 import type { Shards } from '../shard/shards.js';
 import { CommitOrder } from '../shard/commit_order.js';
 import { CommitChanges, type ReadyMessage, type Reply, type ShardToFront } from '../shard/protocol.js';
@@ -53,13 +52,13 @@ import { HTTP } from '../metrics.js';
 import { log } from '../log.js';
 import { encodeCursor, parseStreamQuery, streamAuthorization, type StreamParams } from './stream_query.js';
 import { reply, type Exchange } from './respond.js';
+import {
+  CLOSE_ERROR, CLOSE_GOING_AWAY, CLOSE_POLICY, CLOSE_REVOKED, Channel, DirectSink, Outgoing, SseSink, WholeCommit, WsSink,
+  changeJson, countCutOffWith, type Sink, type StreamConsumer,
+} from './stream_sinks.js';
+export type { ConsumedChange, StreamConsumer } from './stream_sinks.js';
 
 export const ALLOW_STREAM = 'GET, OPTIONS';
-const TYPE_NAMES: readonly string[] = (() => {
-  const out: string[] = [];
-  for (const t of RESOURCE_TYPES) out[TYPE_CODE[t]] = t;
-  return out;
-})();
 /** changes per replay page (one shard message) */
 const REPLAY_PAGE = 1000;
 /**
@@ -67,44 +66,9 @@ const REPLAY_PAGE = 1000;
  * (its worker died): the commits behind it go on without it.
  */
 const ORDER_STALL_MS = 2000;
-const CLOSE_POLICY = 1008;
-const CLOSE_GOING_AWAY = 1001;
-const CLOSE_ERROR = 1011;
-/** the credentials the stream was opened with were revoked (WebSocket close code; SSE: the response ends) */
-const CLOSE_REVOKED = 4401;
-/** counts clients cut off for /metrics (set by the Stream) */
-let countCutOff: () => void = () => {};
-
-// ---- messages ------------------------------------------------------------------
-
-/** One change on its way out: its JSON text (and SSE framing) built once for every subscriber. */
-class Outgoing {
-  private sseText: string | null = null;
-  constructor(readonly shard: number, readonly seq: number, readonly code: number, readonly playbook: number | null,
-    readonly cursor: string, readonly json: string) {}
-  get sse(): string {
-    return this.sseText ??= 'id: ' + this.cursor + '\ndata: ' + this.json + '\n\n';
-  }
-}
-
-function changeJson(cursor: string, op: number, code: number, id: number, playbook: number | null, row: ChangeRow): string {
-  return '{"cursor":"' + cursor + '","op":"' + OP_NAMES[op] + '","type":"' + TYPE_NAMES[code] + '","id":' + id
-    + ',"playbook":' + playbook + ',"row":' + rowJson(row) + '}';
-}
 
 // ---- subscribers -----------------------------------------------------------------
 
-/** Where a subscriber's messages go: a WebSocket or an SSE response. */
-interface Sink {
-  /** send messages; false once the client is over its bound (it has been cut off) */
-  send(messages: readonly Outgoing[] | null, text: string | null): boolean;
-  /** close; `policy`: because the client could not keep up */
-  end(code: number): void;
-  heartbeat(): void;
-  /** send what is queued now, then take the channel's bytes; false once cut off */
-  join(topic: string): boolean;
-  leave(topic: string): void;
-}
 
 class Subscriber {
   /** per shard: seq of the last change this subscriber was sent (or that its cursor named) */
@@ -167,8 +131,8 @@ export class Stream {
   private readonly everyPlaybook = new Set<Subscriber>();
   private readonly byPlaybook = new Map<number, Set<Subscriber>>();
   /** live subscribers by filter: every playbook (type mask → channel), one playbook (id → type mask → channel) */
-  private readonly allChannels = new Map<number, Channel>();
-  private readonly playbookChannels = new Map<number, Map<number, Channel>>();
+  private readonly allChannels = new Map<number, Channel<Subscriber>>();
+  private readonly playbookChannels = new Map<number, Map<number, Channel<Subscriber>>>();
   private app: TemplatedApp | null = null;
   /** the order of all shards' commits (shared with the shard workers) */
   readonly order: CommitOrder;
@@ -195,7 +159,7 @@ export class Stream {
   constructor(private readonly deps: StreamDeps) {
     this.maxBuffer = deps.config.streamMaxBuffer;
     this.order = CommitOrder.create(deps.config.shards);
-    countCutOff = () => deps.cutOff?.inc();
+    countCutOffWith(() => deps.cutOff?.inc());
     deps.auth.reloaded.push(() => this.recheck());
   }
 
@@ -434,7 +398,7 @@ export class Stream {
     for (const ch of this.channels()) ch.heartbeat();
   }
 
-  private *channels(): Iterable<Channel> {
+  private *channels(): Iterable<Channel<Subscriber>> {
     yield* this.allChannels.values();
     for (const m of this.playbookChannels.values()) yield* m.values();
   }
@@ -446,13 +410,13 @@ export class Stream {
   private join(sub: Subscriber): void {
     if (sub.closed || sub.channel !== null || sub.replaying > 0 || sub.direct) return;
     const { playbook, types } = sub.params;
-    let channels: Map<number, Channel> | undefined = this.allChannels;
+    let channels: Map<number, Channel<Subscriber>> | undefined = this.allChannels;
     if (playbook !== null) {
       channels = this.playbookChannels.get(playbook);
       if (channels === undefined) this.playbookChannels.set(playbook, channels = new Map());
     }
     let ch = channels.get(types);
-    if (ch === undefined) channels.set(types, ch = new Channel(this.app, playbook, types));
+    if (ch === undefined) channels.set(types, ch = new Channel<Subscriber>(this.app, playbook, types));
     // what the channel holds from before this subscriber's position is not for it
     ch.flush();
     if (!sub.sink.join(ch.topic)) return; // cut off
@@ -727,270 +691,5 @@ export class Stream {
     if (m !== null && host !== '' && m[1]!.toLowerCase() === host.toLowerCase()) return true;
     const cors = this.deps.cors;
     return cors.enabled && cors.match(origin) !== '';
-  }
-}
-
-/** One change as an in-process consumer gets it. */
-export interface ConsumedChange {
-  readonly shard: number;
-  /** its number in its shard's log */
-  readonly seq: number;
-  /** type code (TYPE_CODE) */
-  readonly code: number;
-  readonly playbook: number | null;
-  /** the position after it (a `since` to resume from) */
-  readonly cursor: string;
-  /** the message a client gets: {cursor, op, type, id, playbook, row} */
-  readonly json: string;
-}
-
-/** An in-process reader of the stream (Stream.consume). */
-export interface StreamConsumer {
-  changes(list: readonly ConsumedChange[]): void;
-  /** `{"op":"hello","cursor":…}` first; `{"op":"reset"}` when `since` was older than the shards keep */
-  control(json: string): void;
-  /** the stream ended the subscription (shutdown, or too far behind while resuming) */
-  ended(code: number): void;
-}
-
-class DirectSink implements Sink {
-  constructor(private readonly consumer: StreamConsumer) {}
-  send(messages: readonly Outgoing[] | null, text: string | null): boolean {
-    if (text !== null) this.consumer.control(text);
-    if (messages !== null && messages.length) this.consumer.changes(messages);
-    return true;
-  }
-  end(code: number): void { this.consumer.ended(code); }
-  heartbeat(): void {}
-  join(): boolean { return true; }
-  leave(): void {}
-}
-
-/** What one subscriber's type filter keeps of a commit, and its SSE text. */
-class Part {
-  private text: string | null = null;
-  constructor(readonly list: readonly Outgoing[]) {}
-  get sse(): string {
-    if (this.text === null) {
-      let t = '';
-      for (const o of this.list) t += o.sse;
-      this.text = t;
-    }
-    return this.text;
-  }
-}
-
-/**
- * One shard commit's messages (all from one shard, in seq order), with the part
- * each type filter keeps built once for every subscriber that has that filter.
- */
-class WholeCommit {
-  private readonly parts = new Map<number, Part>();
-  constructor(private readonly out: readonly Outgoing[]) {}
-  part(types: number): Part {
-    let part = this.parts.get(types);
-    if (part === undefined) {
-      part = new Part(types === 0 ? this.out : this.out.filter((o) => (types & (1 << o.code)) !== 0));
-      this.parts.set(types, part);
-    }
-    return part;
-  }
-}
-
-/**
- * The live subscribers of one filter (one playbook or every playbook, one type
- * mask), who are sent the same bytes. Each commit's part for the filter is
- * appended once; on the next flush round the SSE text is encoded once into one
- * Buffer that is written to every SSE member, and each WebSocket message is
- * published once on the channel's uWS topic, which uWS fans out in C++. No
- * work per member but the write itself (and the bound check).
- */
-class Channel implements Flushable {
-  scheduled = false;
-  readonly topic: string;
-  private readonly sse = new Set<Subscriber>();
-  private readonly ws = new Set<Subscriber>();
-  private sseText: string[] = [];
-  private wsMessages: string[] = [];
-  constructor(private readonly app: TemplatedApp | null, readonly playbook: number | null, readonly types: number) {
-    this.topic = 'stream/' + (playbook ?? '*') + '/' + types;
-  }
-  get empty(): boolean { return this.sse.size === 0 && this.ws.size === 0; }
-  members(): Subscriber[] { return [...this.sse, ...this.ws]; }
-  add(sub: Subscriber): void { (sub.sse ? this.sse : this.ws).add(sub); }
-  remove(sub: Subscriber): void { (sub.sse ? this.sse : this.ws).delete(sub); }
-  append(part: Part): void {
-    if (!part.list.length) return;
-    if (this.sse.size) this.sseText.push(part.sse);
-    if (this.ws.size) for (const o of part.list) this.wsMessages.push(o.json);
-    schedule(this);
-  }
-  heartbeat(): void {
-    // WebSocket members are pinged by uWS
-    if (this.sse.size) { this.sseText.push(': keep-alive\n\n'); schedule(this); }
-  }
-  /** One round: the SSE text, encoded once, written to every SSE member; each WebSocket message published once. */
-  flush(): void {
-    if (this.sseText.length) {
-      const buf = Buffer.from(this.sseText.length === 1 ? this.sseText[0]! : this.sseText.join(''));
-      this.sseText = [];
-      for (const sub of this.sse) (sub.sink as SseSink).writeShared(buf);
-    }
-    if (this.wsMessages.length) {
-      const messages = this.wsMessages;
-      this.wsMessages = [];
-      // uWS skips a socket over its own limit silently: members past ours are cut off first
-      for (const sub of this.ws) (sub.sink as WsSink).checkBound();
-      if (this.app !== null && this.ws.size) for (const m of messages) this.app.publish(this.topic, m, false);
-    }
-  }
-}
-
-// Sinks and channels queue what they are given; queues are written at most
-// once per FLUSH_INTERVAL_MS (at once when the last round is older than that).
-// A write is a syscall per client: under a steady ingest the commits of one
-// interval reach each client in one write, so the cost of many subscribers
-// follows the number of clients, not clients × commits. An idle stream's next
-// change leaves at once. (Tried and dropped: spacing rounds further apart with
-// more clients, and writing a round in slices between other events; on the
-// shared 2-core box both raised delivery latency more than they saved.)
-const FLUSH_INTERVAL_MS = 20;
-interface Flushable { flush(): void; scheduled: boolean }
-let toFlush: Flushable[] = [];
-let lastFlush = 0;
-function schedule(sink: Flushable): void {
-  if (sink.scheduled) return;
-  sink.scheduled = true;
-  if (toFlush.length === 0) {
-    const wait = lastFlush + FLUSH_INTERVAL_MS - performance.now();
-    if (wait <= 0) setImmediate(flushAll); else setTimeout(flushAll, wait);
-  }
-  toFlush.push(sink);
-}
-function flushAll(): void {
-  lastFlush = performance.now();
-  const sinks = toFlush;
-  toFlush = [];
-  for (const sink of sinks) { sink.scheduled = false; sink.flush(); }
-}
-
-class WsSink implements Sink, Flushable {
-  gone = false;
-  scheduled = false;
-  private queued: string[] = [];
-  private queuedBytes = 0;
-  constructor(private readonly ws: WebSocket<WsData>, private readonly max: number) {}
-  send(messages: readonly Outgoing[] | null, text: string | null): boolean {
-    if (this.gone) return false;
-    // the bound is on the backlog the client has not taken (what waits for the next flush
-    // is at most one interval's worth): a large commit onto an empty backlog always goes
-    if (this.ws.getBufferedAmount() > this.max) { this.end(CLOSE_POLICY); return false; }
-    if (text !== null) { this.queued.push(text); this.queuedBytes += text.length; }
-    if (messages) for (const m of messages) { this.queued.push(m.json); this.queuedBytes += m.json.length; }
-    schedule(this);
-    return true;
-  }
-  flush(): void {
-    if (this.gone || !this.queued.length) return;
-    const queued = this.queued;
-    this.queued = []; this.queuedBytes = 0;
-    let dropped = false;
-    this.ws.cork(() => {
-      for (const text of queued) if (this.ws.send(text, false) === 2) { dropped = true; break; }
-    });
-    // uWS refused a message (its own limit, above ours): the client would miss it, so it goes
-    if (dropped && !this.gone) this.end(CLOSE_POLICY);
-  }
-  end(code: number): void {
-    if (this.gone) return;
-    if (code !== CLOSE_POLICY) this.flush(); else countCutOff();
-    this.gone = true;
-    this.queued = [];
-    this.ws.end(code, code === CLOSE_POLICY ? 'too slow: resume with since' : code === CLOSE_GOING_AWAY ? 'server shutting down'
-      : code === CLOSE_REVOKED ? 'credentials no longer valid' : 'server error');
-  }
-  heartbeat(): void { /* uWS pings (sendPingsAutomatically) */ }
-  join(topic: string): boolean {
-    this.flush();
-    if (this.gone) return false;
-    this.ws.subscribe(topic);
-    return true;
-  }
-  leave(topic: string): void { if (!this.gone) this.ws.unsubscribe(topic); }
-  /** A channel member: cut off past the bound (before a publish, which uWS would skip it for). */
-  checkBound(): void {
-    if (!this.gone && this.ws.getBufferedAmount() > this.max) this.end(CLOSE_POLICY);
-  }
-}
-
-class SseSink implements Sink, Flushable {
-  /** bytes handed to uWS since the socket last reported it could take more */
-  private pending = 0;
-  private ended = false;
-  scheduled = false;
-  private queued = '';
-  onEnd: (() => void) | null = null;
-  constructor(private readonly ex: Exchange, private readonly max: number) {
-    const res = ex.res;
-    // ex.done stays false while streaming: an abort is counted by the front's onAborted
-    res.cork(() => {
-      res.writeStatus('200 OK');
-      res.writeHeader('Content-Type', 'text/event-stream');
-      res.writeHeader('Cache-Control', 'no-cache');
-      res.writeHeader('X-Accel-Buffering', 'no');
-      res.writeHeader('Vary', ex.cors === null ? 'Accept' : 'Accept, Origin');
-      if (ex.cors) res.writeHeader('Access-Control-Allow-Origin', ex.cors);
-      res.write(': logbook live stream\n\n');
-    });
-    res.onWritable(() => { this.pending = 0; return true; });
-  }
-  private write(text: string): boolean {
-    if (this.ended || this.ex.aborted) return false;
-    // the bound is on the backlog the client has not taken (what waits for the next flush
-    // is at most one interval's worth): a large commit onto an empty backlog always goes
-    if (this.pending > this.max) { this.end(CLOSE_POLICY); return false; }
-    this.queued += text;
-    schedule(this);
-    return true;
-  }
-  flush(): void {
-    if (this.ended || this.ex.aborted || this.queued === '') return;
-    const text = this.queued;
-    this.queued = '';
-    let ok = true;
-    this.ex.res.cork(() => { ok = this.ex.res.write(text); });
-    if (!ok || this.pending > 0) this.pending += text.length;
-  }
-  send(messages: readonly Outgoing[] | null, text: string | null): boolean {
-    if (text !== null && messages === null) return this.write(text);
-    let t = text ?? '';
-    for (const m of messages!) t += m.sse;
-    return this.write(t);
-  }
-  end(code: number): void {
-    if (this.ended) return;
-    if (code !== CLOSE_POLICY) this.flush(); else countCutOff();
-    this.ended = true;
-    this.queued = '';
-    if (!this.ex.aborted && !this.ex.done) {
-      this.ex.done = true;
-      this.ex.res.cork(() => this.ex.res.end());
-      HTTP.finish(this.ex, 200);
-    }
-    this.onEnd?.();
-  }
-  heartbeat(): void { this.write(': keep-alive\n\n'); }
-  join(): boolean {
-    this.flush();
-    return !this.ended && !this.ex.aborted;
-  }
-  leave(): void {}
-  /** A channel member: the channel's bytes of one flush round, the same Buffer for every member. */
-  writeShared(buf: Buffer): void {
-    if (this.ended || this.ex.aborted) return;
-    if (this.pending > this.max) { this.end(CLOSE_POLICY); return; }
-    let ok = true;
-    this.ex.res.cork(() => { ok = this.ex.res.write(buf); });
-    if (!ok || this.pending > 0) this.pending += buf.length;
   }
 }

@@ -188,6 +188,9 @@ export class Outbox implements WatchState {
 
   get dirty(): boolean { return this.pending.size > 0; }
 
+  /** Is the stream position all there is to write? */
+  get onlyPosition(): boolean { return this.pending.size === 1 && this.pending.has('cursor'); }
+
   /** Write what the last reads of the stream changed, in one transaction. Resolves when committed. */
   commit(): Promise<unknown> {
     const writes = this.pending;
