@@ -1,5 +1,5 @@
 // Import rules of src/ (docs/architecture.md#source-layout), checked by
-// `npm run lint:deps` and by test/layers.test.ts (so `npm test` fails on a break):
+// `npm run lint:deps` and by test/repo/layers.test.ts (so `npm test` fails on a break):
 // no import cycles, and every folder imports only from the layers below it.
 // src/ui is the browser app (its own tsconfig, bundled by esbuild): not checked here.
 

@@ -12,8 +12,8 @@
 // longer than 100, so the heap is overwritten and glibc aborts the whole process
 // a few failed commits later ("corrupted size vs. prev_size", "malloc(): invalid
 // size"): every shard and the HTTP front die with it. Found by
-// test/faults_fsize.test.ts (a flake: "other side closed" was the server
-// aborting); reproduced every time by test/lmdb_write_errors.test.ts. The fix
+// test/faults/faults_fsize.test.ts (a flake: "other side closed" was the server
+// aborting); reproduced every time by test/store/lmdb_write_errors.test.ts. The fix
 // allocates 160 bytes and bounds the write (snprintf).
 //
 // 2. The JavaScript defect (write.js, and its bundle dist/index.cjs): every write

@@ -5,7 +5,7 @@
 // `<a id="…">`. Also checks the `docs/<page>.md#anchor` citations in src/
 // comments, and that no source cites ../shared, SPEC §N or DESIGN.md. External links (http:, https:, mailto:) are not fetched.
 //   node scripts/check_doc_links.mjs      prints each broken link, exit 1 if any
-// test/docs_links.test.ts runs it.
+// test/repo/docs_links.test.ts runs it.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';

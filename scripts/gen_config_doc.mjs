@@ -3,7 +3,7 @@
 // (read from the build, dist/src/config.js), between the BEGIN/END markers, so
 // the page cannot drift from what `logbook serve --help` and start-up accept.
 //   node scripts/gen_config_doc.mjs           rewrite the table
-//   node scripts/gen_config_doc.mjs --check   exit 1 when the page is stale (test/docs_config.test.ts)
+//   node scripts/gen_config_doc.mjs --check   exit 1 when the page is stale (test/repo/docs_config.test.ts)
 // Build first (npx tsc -p tsconfig.json).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -20,7 +20,7 @@ const RESOLUTION_MS = 100;
 /**
  * prom-client's default metrics but eventLoopLag (lib/defaultMetrics.js lists
  * them; the version is pinned, and a module that moves fails at start-up and
- * in test/ops_health_metrics.test.ts).
+ * in test/ops/ops_health_metrics.test.ts).
  */
 const PROM_DEFAULTS = [
   'processCpuTotal', 'processStartTime', 'osMemoryHeap', 'processOpenFileDescriptors', 'processMaxFileDescriptors',

@@ -23,7 +23,7 @@
 // unevenly so leaves stay full; others take a binary search per level and a
 // splice in a leaf of at most LEAF_MAX entries. A leaf left empty goes; nodes
 // are not merged (a tree that shrank stays correct, only sparser).
-// Tested against a full sort in test/list_orders.test.ts.
+// Tested against a full sort in test/shard/list_orders.test.ts.
 
 export type SortValue = number | string | boolean | null;
 

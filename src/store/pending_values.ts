@@ -6,7 +6,7 @@
 // tables is promoted, every later table — with the values that were in the map
 // when it was rehashed (every result's content) — survives each young-generation
 // collection until the next full one. Batch ingest promoted ~2.3 KB of garbage
-// per result that way (test/store_overlay_gc.test.ts); a batch's map dies young
+// per result that way (test/store/store_overlay_gc.test.ts); a batch's map dies young
 // with its batch.
 export class PendingValues<K, V> {
   private readonly batches: Array<Map<K, V>> = [];

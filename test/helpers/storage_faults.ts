@@ -30,7 +30,7 @@ export function noise(seed: number, n: number): string {
 /**
  * A write. If the server stops answering, say how it ended (a signal: it
  * aborted, as lmdb's prebuilt binary made it do; see
- * test/lmdb_write_errors.test.ts) and what it logged last.
+ * test/store/lmdb_write_errors.test.ts) and what it logged last.
  */
 export async function postOrExplain(t: { log(...v: unknown[]): void }, lb: Logbook, path: string, body: unknown) {
   try {

@@ -1,6 +1,6 @@
 # Unit tests of how logbook's callback removes repeats from a task's warnings,
 # deprecations and exceptions (the end-to-end test with real Ansible is
-# test/e2e_task_messages.test.ts). Run: python3 -m unittest discover -s test/python
+# test/e2e/e2e_task_messages.test.ts). Run: python3 -m unittest discover -s test/python
 import os
 import sys
 import unittest
