@@ -5,6 +5,7 @@
 //   - uncached: 64 concurrent first checks of one header (one verification,
 //     shared) and 200 repeats of a refused one, against one scrypt verification
 //   - one scrypt verification at the default cost, for scale
+//   - the refusal of a known user's wrong password against an unknown user's
 // Run: node dist/bench/auth.js [iterations]
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -81,4 +82,20 @@ console.log(`${'64 concurrent first checks of one header'.padEnd(44)} ${((perfor
 const t2 = performance.now();
 for (let i = 0; i < 200; i++) await fresh.check(once, false);
 console.log(`${'200 repeated refused checks (cached)'.padEnd(44)} ${((performance.now() - t2) * 1000).toFixed(0)} µs`);
+
+// A wrong password of a known user and any password of an unknown one take the
+// same time to refuse (an unknown user is verified against a dummy hash), so the
+// time of a refusal does not tell which user names exist. Medians of first checks.
+const timing = new Authenticator(config);
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+const refusal = async (user: string, i: number): Promise<number> => {
+  const t = performance.now();
+  await timing.check(`Basic ${Buffer.from(`${user}:timing-${i}`).toString('base64')}`, false);
+  return (performance.now() - t) * 1000;
+};
+const knownRefusals: number[] = [];
+const unknownRefusals: number[] = [];
+for (let i = 0; i < 15; i++) { knownRefusals.push(await refusal('alice', i)); unknownRefusals.push(await refusal(`nobody-${i}`, i)); }
+console.log(`${'refusal, known user (median of 15)'.padEnd(44)} ${median(knownRefusals).toFixed(0)} µs`);
+console.log(`${'refusal, unknown user (median of 15)'.padEnd(44)} ${median(unknownRefusals).toFixed(0)} µs`);
 rmSync(dir, { recursive: true, force: true });
