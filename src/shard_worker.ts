@@ -15,7 +15,6 @@ import { isStorageNoise, openShardStore } from './store/open.js';
 import type { DurableShardStore, ShardStore } from './shard/storage.js';
 import { Shard } from './shard/shard.js';
 import { CommitOrder } from './shard/commit_order.js';
-import type { ChangeStore } from './shard/changes.js';
 import { openPartition, type OpenedPartition } from './cluster/partition_worker.js';
 import { IdAllocator } from './shard/ids.js';
 import { BodyNormalizer } from './api/validate.js';
@@ -143,7 +142,7 @@ try {
   if (order) {
     // stamps continue above the highest this shard logged (no commit is staged before every shard is ready)
     const last = shard.changes.seq;
-    const changeLog = durable && 'readChanges' in durable ? durable as unknown as ChangeStore : null;
+    const changeLog = durable?.changeLog ?? null;
     const logged = last > 0 && changeLog ? changeLog.readChanges(last - 1, last, 1)[0]?.[6] : undefined;
     order.recovered(init.shard, logged ?? 0);
   }

@@ -24,7 +24,7 @@ import { BatchRunner, RunningBatch, batchDigest, type BatchOutcome } from './ing
 import { IdAllocator, type Ids } from './ids.js';
 import type { BodyNormalizer } from '../api/validate.js';
 import { Maintenance } from './maintenance.js';
-import { ChangeCollector, ChangeLog, OP_CREATE, OP_DELETE, OP_UPDATE, type ChangeStore, type StreamChange } from './changes.js';
+import { ChangeCollector, ChangeLog, OP_CREATE, OP_DELETE, OP_UPDATE, type StreamChange } from './changes.js';
 import type { CommitOrder } from './commit_order.js';
 import { errText, log } from '../log.js';
 import { getHeapStatistics } from 'node:v8';
@@ -146,8 +146,7 @@ export class Shard {
     this.onStorageFailure = options.onStorageFailure ?? (() => {});
     this.ids = options.ids ?? new IdAllocator();
     this.normalizer = options.normalizer ?? null;
-    const changeStore = 'appendChanges' in this.store ? this.store as unknown as ChangeStore : null;
-    this.changes = new ChangeLog(changeStore, options.streamRetention ?? 50_000);
+    this.changes = new ChangeLog(this.store.changeLog ?? null, options.streamRetention ?? 50_000);
     this.order = options.order ?? null;
     this.schedule = options.schedule ?? null;
     this.batchSlice = options.batchSlice ?? LIMITS.ingestSliceEvents;

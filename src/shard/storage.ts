@@ -6,6 +6,7 @@
 // one back. Another journal (e.g. NATS JetStream) would implement these.
 import type { Event, ShardState } from './state.js';
 import type { BlobKey, BlobReader, BlobValue } from './blobs.js';
+import type { ChangeStore } from './changes.js';
 
 /**
  * When a write counts as done:
@@ -42,6 +43,8 @@ export interface SnapshotWriter {
 
 /** What src/shard/ uses: journal, blobs and snapshots, plus metrics and closing. */
 export interface ShardStore extends CommandJournal, BlobReader, SnapshotWriter {
+  /** where the live stream's changes are kept with the commits (absent: in memory only) */
+  readonly changeLog?: ChangeStore;
   close?(): Promise<void>;
   /** Sizes and snapshot age for /metrics (absent: nothing on disk). */
   stats?(): StoreStats;

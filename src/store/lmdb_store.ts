@@ -28,6 +28,7 @@ import { BLOB_DEFAULT, blobKey, contentResultId, type BlobKey, type BlobValue } 
 import { CHUNK_ALONE_BYTES, CHUNK_MIN_CONTENTS, ContentChunks, type ChunkKey, type PackableContent } from './content_chunks.js';
 import { log } from '../log.js';
 import { closeEnv } from './lmdb_close.js';
+import { LmdbChangeLog } from './lmdb_change_log.js';
 import { failureCause, flushedOf } from './lmdb_commit.js';
 import { encodeJournalEntry } from './msgpack_writer.js';
 import { PendingValues } from './pending_values.js';
@@ -70,9 +71,8 @@ export interface LmdbStoreOptions {
 }
 
 const META_KEY = 0;
+/** head table: the record whose version is the seq of the last stored command (lmdb_change_log.ts keeps its own record there too) */
 const HEAD_KEY = 'head';
-/** head table: the version of this record is the front's number of the last label change logged (ChangeStore.noteLabelChange) */
-const LABEL_CHANGE_KEY = 'label-change';
 
 export class LmdbShardStore implements DurableShardStore {
   private readonly env: RootDatabase;
@@ -93,8 +93,8 @@ export class LmdbShardStore implements DurableShardStore {
   /** result contents of batches, packed (content_chunks.ts) */
   private readonly chunkTable: Database<Buffer, ChunkKey>;
   private readonly chunks: ContentChunks;
-  /** the live stream's numbered changes, the last N (src/shard/changes.ts) */
-  private readonly changes: Database<StreamChange[], number>;
+  /** the live stream's numbered changes, the last N, in this environment's `changes` table (lmdb_change_log.ts) */
+  readonly changeLog: LmdbChangeLog;
   private readonly heads: Database<null, string>;
   /** seq of the last command issued (never reused, also after a failure) */
   private seq = 0;
@@ -167,7 +167,7 @@ export class LmdbShardStore implements DurableShardStore {
     this.blobWriter = dictionary === null ? this.blobs
       : this.env.openDB({ name: 'blobs', encoding: 'string', compression: { threshold: 512, dictionary } });
     this.heads = this.env.openDB({ name: 'head', encoding: 'msgpack', useVersions: true });
-    this.changes = this.env.openDB({ name: 'changes', encoding: 'msgpack' });
+    this.changeLog = new LmdbChangeLog(this.env.openDB({ name: 'changes', encoding: 'msgpack' }), this.heads, () => this.head);
     this.chunkTable = this.env.openDB({ name: 'content_chunks', encoding: 'binary', compression: { threshold: 512 } });
     this.chunks = new ContentChunks(this.chunkTable);
   }
@@ -308,70 +308,6 @@ export class LmdbShardStore implements DurableShardStore {
   }
 
   /** Issue `writes` in one transaction, to be applied only if the head record has version `head` (null: is absent). */
-  // ---- live stream change log (src/shard/changes.ts) ----
-  // One entry per commit, keyed by its first change's seq: a batch of 1,000
-  // results is one put here, not 1,000 (the table is only read to replay).
-
-  /**
-   * A commit's changes, issued right after its write() in the same event turn (so
-   * in the same transaction) and on the same condition: the head must be the
-   * version that write sets, so a change is on disk exactly when its write is.
-   */
-  appendChanges(changes: StreamChange[], packed: Uint8Array): void {
-    if (!changes.length) return;
-    void this.heads.ifVersion(HEAD_KEY, this.head!, () => { // head: set by the write() just before
-      // plain msgpack (protocol.ts encode), which this table's decoder reads as it reads its own
-      void this.changes.put(changes[0]![0], asBinary(packed) as unknown as StreamChange[]);
-    });
-  }
-
-  /** The label change a commit logged: issued right after its write(), on the same condition as appendChanges. */
-  noteLabelChange(seq: number): void {
-    void this.heads.ifVersion(HEAD_KEY, this.head!, () => { void this.heads.put(LABEL_CHANGE_KEY, null, seq); });
-  }
-
-  labelChangeSeq(): number {
-    return this.heads.getEntry(LABEL_CHANGE_KEY)?.version ?? 0;
-  }
-
-  /** Changes with from < seq <= to, oldest first, at most `limit`. */
-  readChanges(from: number, to: number, limit: number): StreamChange[] {
-    const out: StreamChange[] = [];
-    // the entry holding from + 1 starts at or before it
-    let start = from + 1;
-    for (const key of this.changes.getKeys({ start: from + 1, reverse: true, limit: 1 })) start = key;
-    for (const { value } of this.changes.getRange({ start, end: to + 1 })) {
-      for (const c of value) {
-        if (c[0] <= from) continue;
-        if (c[0] > to || out.length >= limit) return out;
-        out.push(c);
-      }
-    }
-    return out;
-  }
-
-  changeBounds(): [number, number] | null {
-    let first: number | undefined;
-    let last: number | undefined;
-    for (const { value } of this.changes.getRange({ limit: 1 })) first = value[0]![0];
-    for (const { value } of this.changes.getRange({ limit: 1, reverse: true })) last = value[value.length - 1]![0];
-    return first === undefined || last === undefined ? null : [first, last];
-  }
-
-  /**
-   * Drop the commits whose every change is below `below`. An entry's key is its
-   * first change's seq, so an entry ends where the next one starts: every entry
-   * whose next entry starts at or below `below` goes, found by keys alone (reading
-   * the values meant decoding thousands of rows on the shard thread per trim).
-   */
-  trimChanges(below: number): void {
-    let previous: number | null = null;
-    for (const key of this.changes.getKeys({ end: below + 1 })) {
-      if (previous !== null) void this.changes.remove(previous);
-      previous = key;
-    }
-  }
-
   private afterHead(head: number | null, writes: () => void): Promise<boolean> {
     return head === null ? this.heads.ifNoExists(HEAD_KEY, writes) : this.heads.ifVersion(HEAD_KEY, head, writes);
   }

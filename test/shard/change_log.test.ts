@@ -35,14 +35,14 @@ test('result rows kept as fields and as text (older logs) read back after reopen
   for (const changes of [older, newer]) {
     // as the shard stages them: the commit's write, then its changes in the same turn
     const durable = store.write([], [], [], []);
-    store.appendChanges(changes, encode(changes));
+    store.changeLog.appendChanges(changes, encode(changes));
     await durable;
   }
   await store.close();
 
   const reopened = new LmdbShardStore(dir, 0, 'commit');
   t.teardown(() => reopened.close());
-  const read = reopened.readChanges(0, 5, 10);
+  const read = reopened.changeLog.readChanges(0, 5, 10);
   t.deepEqual(read.map((c) => c[0]), [1, 2, 3, 4, 5]);
   t.deepEqual(read.map((c) => rowJson(c[5])), [oldText, resultListJson(running), resultListJson(ignored), hostText, 'null']);
   t.deepEqual(JSON.parse(rowJson(read[1]![5])), {
@@ -62,24 +62,24 @@ test('the label change a commit logged is stored with it: read back after reopen
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   let fail = false;
   const store = new LmdbShardStore(dir, 0, 'commit', { faults: { fail: (what) => fail && what === 'journal' } });
-  t.is(store.labelChangeSeq(), 0);
+  t.is(store.changeLog.labelChangeSeq(), 0);
   const label: StreamChange[] = [[1, OP_UPDATE, TYPE_CODE.label, 3, null, '{"id":3}', 1]];
   // as the shard logs a label change: its commit's write, its changes and its number in the same turn
   const durable = store.write([], [], [], []);
-  store.appendChanges(label, encode(label));
-  store.noteLabelChange(4);
+  store.changeLog.appendChanges(label, encode(label));
+  store.changeLog.noteLabelChange(4);
   await durable;
-  t.is(store.labelChangeSeq(), 4);
+  t.is(store.changeLog.labelChangeSeq(), 4);
   fail = true;
   const refused = store.write([], [], [], []);
   const next: StreamChange[] = [[2, OP_DELETE, TYPE_CODE.label, 3, null, null, 2]];
-  store.appendChanges(next, encode(next));
-  store.noteLabelChange(5);
+  store.changeLog.appendChanges(next, encode(next));
+  store.changeLog.noteLabelChange(5);
   await t.throwsAsync(refused);
   await store.close();
 
   const reopened = new LmdbShardStore(dir, 0, 'commit');
   t.teardown(() => reopened.close());
-  t.is(reopened.labelChangeSeq(), 4, 'the failed commit left neither its changes nor its number');
-  t.deepEqual(reopened.readChanges(0, 10, 10).map((c) => [c[0], c[3], c[4]]), [[1, 3, null]]);
+  t.is(reopened.changeLog.labelChangeSeq(), 4, 'the failed commit left neither its changes nor its number');
+  t.deepEqual(reopened.changeLog.readChanges(0, 10, 10).map((c) => [c[0], c[3], c[4]]), [[1, 3, null]]);
 });
