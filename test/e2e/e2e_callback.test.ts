@@ -64,6 +64,15 @@ function logbookWarnings(run: PlaybookRun): string[] {
     .filter((b) => /^\[WARNING\]: logbook/.test(b));
 }
 
+/**
+ * logbook's warnings but the notice that the end of the run is still sending
+ * (printed once the end has waited a second: on a loaded machine it may, and
+ * what was sent is checked through the spool and the API instead).
+ */
+function unexpectedWarnings(run: PlaybookRun): string[] {
+  return logbookWarnings(run).filter((w) => !/^\[WARNING\]: logbook: sending the rest of the run to /.test(w));
+}
+
 function spooled(spoolDir: string): string[] {
   if (!existsSync(spoolDir)) return [];
   const out: string[] = [];
@@ -358,7 +367,7 @@ withAnsible('two playbooks on one command line, serial plays, output that is not
   });
   if (run.code !== 0) t.log(run.stdout, run.stderr);
   t.is(run.code, 0);
-  t.deepEqual(logbookWarnings(run), [], 'no warning (a serial play used to be rejected: "Ended must not be earlier than started")');
+  t.deepEqual(unexpectedWarnings(run), [], 'no warning (a serial play used to be rejected: "Ended must not be earlier than started")');
   t.deepEqual(run.callbackErrors, []);
 
   const playbooks = await list(server.url, '/api/v1/playbooks?order=id');
@@ -490,7 +499,7 @@ withAnsible('Ctrl-C mid-run: the playbook, its running play and task read back e
   t.is(run.code, 99, 'ansible-playbook: user interrupted');
   t.regex(run.stdout + run.stderr, /User interrupted execution/);
   t.deepEqual(run.callbackErrors, [], 'no traceback');
-  t.deepEqual(logbookWarnings(run), []);
+  t.deepEqual(unexpectedWarnings(run), []);
   t.deepEqual(spooled(join(work, 'spool')), [], 'sent by the end of the run');
 
   t.deepEqual((await list(server.url, '/api/v1/playbooks?order=id')).map((p) => [basename(p.path), p.status]),
@@ -588,7 +597,7 @@ withAnsible('a fatal error after the playbook started: the playbook and what was
   t.is(run.code, 4, 'ansible-playbook: the error');
   t.regex(run.stdout + run.stderr, /ERROR! .*not_defined_anywhere/);
   t.deepEqual(run.callbackErrors, []);
-  t.deepEqual(logbookWarnings(run), []);
+  t.deepEqual(unexpectedWarnings(run), []);
 
   const got = await readBack(server.url);
   t.is(got.playbook.status, 'expired');
