@@ -301,6 +301,28 @@ export function buildOpenApi(config: Config, version: string): Json {
       }),
       options: optionsOp('describePlaybookJunit', 'Playbook JUnit XML'),
     },
+    '/api/v1/playbooks/{id}/totals': {
+      get: operation('playbookTotals', 'The run\'s results by shown status, kept as results arrive (docs/api.md#run-totals)', {
+        tags: ['playbooks'],
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } }],
+        responses: {
+          200: {
+            description: 'OK',
+            content: json({
+              type: 'object',
+              required: ['ok', 'changed', 'failed', 'skipped', 'unreachable', 'ignored', 'changed_anything'],
+              properties: {
+                ok: { type: 'integer' }, changed: { type: 'integer' }, failed: { type: 'integer' }, skipped: { type: 'integer' },
+                unreachable: { type: 'integer' }, ignored: { type: 'integer' }, changed_anything: { type: 'boolean' },
+              },
+            }),
+          },
+          404: detailResponse('no such playbook'),
+          ...commonErrors(),
+        },
+      }),
+      options: optionsOp('describePlaybookTotals', 'Playbook Totals'),
+    },
     '/api/v1/webhooks': {
       get: operation('webhooks', 'The webhook endpoints of LOGBOOK_WEBHOOKS_FILE, with what each has waiting and its last delivery (docs/webhooks.md#the-api); needs the write scope', {
         tags: ['webhooks'],

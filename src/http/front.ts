@@ -59,7 +59,7 @@ function admissionTarget(route: Req['route'], method: string, dir: Directory): T
       const shard = dir.shardOf(route.type, route.id);
       return shard < 0 ? 'front' : shard;
     }
-    case 'junit': {
+    case 'junit': case 'totals': {
       const shard = dir.shardOf('playbook', route.playbook);
       return shard < 0 ? 'front' : shard;
     }
@@ -440,6 +440,10 @@ export class Front {
         if (route.name !== null) return this.webhooks === null ? reply(ex, 404, Errors.notFound()) : this.webhooks.deliveries(ex, route.name, ex.query);
         if (this.webhooks === null) return reply(ex, 200, '{"count":0,"next":null,"previous":null,"results":[]}');
         return this.webhooks.list(ex);
+      case 'totals':
+        if (read) return this.reads.totals(ex, route.playbook);
+        if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Playbook Totals'));
+        return this.notAllowed(ex);
       case 'junit':
         if (read) return this.reads.junit(ex, route.playbook);
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Playbook JUnit XML'));

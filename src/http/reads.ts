@@ -64,6 +64,13 @@ export class Reads {
     this.deps.pool().send(shard, { k: 'junit', rid: 0, playbook }, onJunitReply, ex);
   }
 
+  /** A run's results by shown status, kept by the playbook's shard as results arrive (docs/api.md#run-totals). */
+  totals(ex: Req, playbook: number): void {
+    const shard = this.deps.dir.shardOf('playbook', playbook);
+    if (shard < 0) return reply(ex, 404, Errors.notFound());
+    this.deps.pool().send(shard, { k: 'totals', rid: 0, playbook }, onSimpleReply, ex);
+  }
+
   list(ex: Req, type: Exclude<ResourceType, 'label'>, parsed: ParsedPage): void {
     const pool = this.deps.pool();
     const pinned = this.pinnedShard(type, parsed, pool);

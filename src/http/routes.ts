@@ -18,6 +18,8 @@ export type Route =
   | { kind: 'detail'; type: ResourceType; id: number }
   /** a run as JUnit XML, for CI (docs/api.md#junit-xml) */
   | { kind: 'junit'; playbook: number }
+  /** a run's results by shown status (docs/api.md#run-totals) */
+  | { kind: 'totals'; playbook: number }
   /** the webhook endpoints (name null), or one endpoint's delivery log (docs/webhooks.md#the-api) */
   | { kind: 'webhooks'; name: string | null };
 
@@ -40,6 +42,7 @@ export interface Req extends Exchange {
 
 const ID = /^[1-9]\d{0,15}$/;
 const JUNIT = /^([1-9]\d{0,15})\/junit\.xml$/;
+const TOTALS = /^([1-9]\d{0,15})\/totals$/;
 const WEBHOOK_DELIVERIES = /^webhooks\/([A-Za-z0-9_.-]{1,64})\/deliveries$/;
 const ALLOW_INGEST = 'POST, OPTIONS';
 
@@ -75,6 +78,8 @@ export function parseRoute(url: string): Route {
   if (Number.isSafeInteger(id)) return { kind: 'detail', type, id };
   const junit = type === 'playbook' ? JUNIT.exec(idText) : null;
   if (junit !== null) return { kind: 'junit', playbook: Number(junit[1]) };
+  const totals = type === 'playbook' ? TOTALS.exec(idText) : null;
+  if (totals !== null) return { kind: 'totals', playbook: Number(totals[1]) };
   // an id that cannot be one (abc, 0, 1e3, too large): still the detail path, whose methods its 404 gives
   return idText.includes('/') ? { kind: 'missing' } : { kind: 'missing', detail: true };
 }
@@ -86,7 +91,7 @@ export function allowOf(route: Route): string {
     case 'missing': return route.detail ? ALLOW_DETAIL : '';
     case 'ingest': return ALLOW_INGEST;
     case 'stream': return ALLOW_STREAM;
-    case 'junit': return ALLOW_INDEX;
+    case 'junit': case 'totals': return ALLOW_INDEX;
     case 'webhooks': return ALLOW_INDEX;
     case 'ops': return opsAllow(route);
     default: return ALLOW_INDEX; // index, root, latest: reads only
@@ -102,6 +107,7 @@ export function metricRoute(route: Route): number {
     case 'ingest': return ROUTE.ingest;
     case 'stream': return ROUTE.stream;
     case 'junit': return ROUTE.junit;
+    case 'totals': return ROUTE.totals;
     case 'webhooks': return route.name === null ? ROUTE.webhooks : ROUTE.webhookDeliveries;
     case 'latest': return route.name === null ? ROUTE.latest : ROUTE.latestDetail;
     case 'list': return ROUTE.list + TYPE_CODE[route.type];

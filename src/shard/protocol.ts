@@ -109,6 +109,8 @@ export type FrontToShard =
   | { k: 'list'; rid: number; q: ListQuery; ara?: true }
   /** a playbook as JUnit XML (answered with a GetReply whose body is the XML) */
   | { k: 'junit'; rid: number; playbook: number }
+  /** a run's results by shown status (docs/api.md#run-totals) */
+  | { k: 'totals'; rid: number; playbook: number }
   /**
    * ARA's latesthosts: the shard's newest host row of each name (of `name`
    * alone, if given; of the names that contain `contains`, lower-case, if given), as LatestHostRows

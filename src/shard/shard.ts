@@ -177,7 +177,7 @@ export class Shard {
     if (this.openBatch !== null) this.finishBatch();
     // writes and reads join the open group; anything else is ordered after it (a
     // label replica change too: the group's rows, taken at its flush, show the names before it)
-    if (this.group !== null && msg.k !== 'write' && msg.k !== 'get' && msg.k !== 'list' && msg.k !== 'junit' && msg.k !== 'latest' && msg.k !== 'stats') this.flushGroup();
+    if (this.group !== null && msg.k !== 'write' && msg.k !== 'get' && msg.k !== 'list' && msg.k !== 'junit' && msg.k !== 'totals' && msg.k !== 'latest' && msg.k !== 'stats') this.flushGroup();
     switch (msg.k) {
       case 'write': return this.write(msg.rid, msg.cmd, msg.ara === true);
       case 'ingest': return this.ingest(msg.rid, msg.cmd);
@@ -193,6 +193,14 @@ export class Shard {
         if (agg === undefined) return this.deliver({ k: 'get', rid: msg.rid, status: 404, body: Errors.notFound() }, null, msg);
         const xml = junitXml(agg, (id) => this.blobReader.getBlob(blobKey.content(id)), LIMITS.pageBytes / 2);
         return this.deliver({ k: 'get', rid: msg.rid, status: 200, body: xml }, null, msg);
+      }
+      case 'totals': {
+        const agg = this.state.aggregates.get(msg.playbook);
+        if (agg === undefined) return this.deliver({ k: 'get', rid: msg.rid, status: 404, body: Errors.notFound() }, null, msg);
+        const t = agg.totals;
+        const body = '{"ok":' + t.ok + ',"changed":' + t.changed + ',"failed":' + t.failed + ',"skipped":' + t.skipped
+          + ',"unreachable":' + t.unreachable + ',"ignored":' + t.ignored + ',"changed_anything":' + (agg.changedResults > 0) + '}';
+        return this.deliver({ k: 'get', rid: msg.rid, status: 200, body }, null, msg);
       }
       case 'list': {
         const { count, rows, beyond } = runList(this.state, msg.ara ? this.araSerializer : this.serializer, msg.q);

@@ -7,7 +7,7 @@
 // the two methods at the end (labelsChanged, labelChangeLogged).
 import { TYPE_CODE, type ChildType } from '../api/resources.js';
 import {
-  PlaybookRow, PlayRow, TaskRow, HostRow, ResultRow, FileRow, RecordRow, addToHost, setsCounter,
+  PlaybookRow, PlayRow, TaskRow, HostRow, ResultRow, FileRow, RecordRow, addToHost, setsCounter, shownStatus,
 } from './rows.js';
 import { ResultIndex } from './result_index.js';
 import { ResultGroups, firstAfter } from './result_groups.js';
@@ -106,7 +106,18 @@ export class Aggregate {
   private grouped: ResultsGrouped | null = null;
   /** hosts with unreachable > 0 (logbook_hosts_unreachable: run_tally.ts) */
   unreachableHosts = 0;
+  /** results by shown status (GET /api/v1/playbooks/<id>/totals), kept as results come, change and go */
+  readonly totals = { ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: 0, ignored: 0, unknown: 0 };
+  /** results with changed: true, whatever their status (a failed task may have changed something first) */
+  changedResults = 0;
   constructor(playbook: PlaybookRow) { this.playbook = playbook; }
+
+  /** Count a result in (+1) or out (−1) of the run's totals. */
+  countResult(r: ResultRow, sign: 1 | -1): void {
+    const status = shownStatus(r) as keyof Aggregate['totals'];
+    if (status in this.totals) this.totals[status] += sign; else this.totals.unknown += sign;
+    if (r.changed) this.changedResults += sign;
+  }
 
   /** The playbook's id: an aggregate is the row of a playbook list. */
   get id(): number { return this.playbook.id; }
@@ -288,6 +299,7 @@ export class ShardState {
 
   /** Add (+1) or take back (−1) what a result contributes to its play, task and host. */
   private linkResult(agg: Aggregate, r: ResultRow, sign: 1 | -1): void {
+    agg.countResult(r, sign);
     const play = agg.plays.get(r.play); if (play) play.results += sign;
     const task = agg.tasks.get(r.task); if (task) task.results += sign;
     const host = agg.hosts.get(r.host);
@@ -526,6 +538,7 @@ export class ShardState {
     }
     for (const r of rows.results) {
       agg.addResult(r); this.results.set(r.id, r); bump(TYPE_CODE.result, r.id);
+      agg.countResult(r, 1);
       // host counters are stored as they were (they may have been overridden); items are recounted
       const play = agg.plays.get(r.play); if (play) play.results++;
       const task = agg.tasks.get(r.task); if (task) task.results++;
