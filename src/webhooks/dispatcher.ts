@@ -74,6 +74,8 @@ export class WebhookDispatcher implements WebhookService, StreamConsumer {
   private shards = 0;
   private commitTimer: NodeJS.Timeout | null = null;
   private commitDelay = 0;
+  /** a transaction is being written (the next waits for it) */
+  private committing = false;
   /** deliveries queued in the transaction being written: they go to their endpoints once it commits */
   private staged: Array<{ endpoint: string; key: string; q: Queued }> = [];
   private closed = false;
@@ -176,20 +178,29 @@ export class WebhookDispatcher implements WebhookService, StreamConsumer {
   }
 
   private commitNow(): void {
-    if (!this.outbox.dirty) return;
+    // one transaction at a time: one that failed must not be followed by a later one that stores a position past it
+    if (!this.outbox.dirty || this.committing) return;
     const staged = this.staged;
     this.staged = [];
+    this.committing = true;
     this.outbox.commit().then(() => {
+      this.committing = false;
       for (const { endpoint, key, q } of staged) {
         const state = this.endpoints.get(endpoint)!;
         state.queue.push({ key, q });
         this.pump(state);
       }
+      if (this.outbox.dirty) this.scheduleCommit();
     }, (err: unknown) => {
-      // nothing of it is stored: the stream is read again from the last stored position
+      this.committing = false;
+      // nothing of it is stored: the stream is read again from the last stored position, and what
+      // was read after it goes too (its watch state would hide the events of the lost part)
       log.error('webhooks: could not store what the dispatcher read; reading it again', { error: errText(err) });
       this.subscription?.close();
       this.subscription = null;
+      if (this.commitTimer !== null) { clearTimeout(this.commitTimer); this.commitTimer = null; }
+      this.outbox.discardPending();
+      this.staged = [];
       setTimeout(() => this.subscribe(), 1000).unref();
     });
   }

@@ -188,6 +188,11 @@ export class Outbox implements WatchState {
 
   get dirty(): boolean { return this.pending.size > 0; }
 
+  /** A commit failed: what was read after it is forgotten too (it is read again from the stored position). */
+  discardPending(): void {
+    this.pending = new Map();
+  }
+
   /** Is the stream position all there is to write? */
   get onlyPosition(): boolean { return this.pending.size === 1 && this.pending.has('cursor'); }
 
