@@ -25,7 +25,7 @@
 // longer parses is reported and the previous credentials stay in force.
 // Nothing here logs a credential, a name from a request, or a line of a file.
 import { hash, randomBytes } from 'node:crypto';
-import { statSync, unwatchFile, watchFile, type Stats } from 'node:fs';
+import { unwatchFile, watchFile, type Stats } from 'node:fs';
 import { Errors } from '../api/errors.js';
 import { LIMITS } from '../limits.js';
 import { log } from '../log.js';

@@ -48,7 +48,6 @@ import { CommitOrder } from '../shard/commit_order.js';
 import { CommitChanges, type ReadyMessage, type Reply, type ShardToFront } from '../shard/protocol.js';
 import type { Authenticator, Denial, Principal } from './auth.js';
 import type { Cors } from './cors.js';
-import { HTTP } from '../metrics.js';
 import { log } from '../log.js';
 import { encodeCursor, parseStreamQuery, streamAuthorization, type StreamParams } from './stream_query.js';
 import { reply, type Exchange } from './respond.js';

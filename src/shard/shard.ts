@@ -9,7 +9,7 @@ import { TYPE_CODE } from '../api/resources.js';
 import { Errors } from '../api/errors.js';
 import { nowMicros } from '../api/time.js';
 import { jsonTextOf } from '../api/json_bytes.js';
-import { BLOB_DEFAULT, BLOB_FIELDS, blobKey, type BlobKey, type BlobValue } from './blobs.js';
+import { blobKey, type BlobKey, type BlobValue } from './blobs.js';
 import { MemoryStore } from './memory_store.js';
 import type { ShardStore } from './storage.js';
 import { decide } from './decide.js';
@@ -24,7 +24,7 @@ import { BatchRunner, RunningBatch, batchDigest, type BatchOutcome } from './ing
 import { IdAllocator, type Ids } from './ids.js';
 import type { BodyNormalizer } from '../api/validate.js';
 import { Maintenance } from './maintenance.js';
-import { ChangeCollector, ChangeLog, OP_CREATE, OP_DELETE, OP_UPDATE, type StreamChange } from './changes.js';
+import { ChangeLog, OP_CREATE, OP_DELETE, OP_UPDATE, type StreamChange } from './changes.js';
 import type { CommitOrder } from './commit_order.js';
 import { errText, log } from '../log.js';
 import { getHeapStatistics } from 'node:v8';
@@ -32,6 +32,7 @@ import { isAscii } from 'node:buffer';
 import { decodeUtf8 } from '../api/utf8.js';
 import { LIMITS } from '../limits.js';
 import { junitXml } from './junit.js';
+import { Staged, mergeRemoved, takeBlobs, withoutRemoved } from './staged.js';
 import { RunCounters, type SeriesOptions } from './run_counters.js';
 
 export interface ShardOptions {
@@ -71,29 +72,16 @@ export interface ShardOptions {
   releaseBody?: (body: Uint8Array) => void;
 }
 
-/** Changes of one command (or one ingest batch) on their way to one journal entry. */
-class Staged {
-  readonly events: Event[] = [];
-  readonly puts: Array<[BlobKey, BlobValue]> = [];
-  readonly removes: BlobKey[] = [];
-  readonly files: Array<[string, string]> = [];
-  removed: Removed | null = null;
-  /** what the live stream will say about this commit */
-  readonly changes = new ChangeCollector();
-}
-
 /** Writes staged in this event-loop pass, committed together; their replies wait in `entry`. */
 interface Group { staged: Staged; entry: Waiting; blobs: Map<BlobKey, BlobValue | null> }
 
 /**
- * Replies held behind one commit. `generation`: how many storage failures the
+ * Replies waiting for a commit. `generation`: how many storage failures the
  * shard had rebuilt from when the commit was issued (a failure of a commit
- * issued before the last rebuild needs no new one).
- */
-/**
- * Replies waiting for a commit. `reads`: the requests of read replies among them
- * (get, list, replay, stats): if the commit fails they are answered again from the
- * state rebuilt from disk instead of 503: a read never needs a write to succeed.
+ * issued before the last rebuild needs no new one). `reads`: the requests of
+ * read replies among them (get, list, replay, stats): if the commit fails they
+ * are answered again from the state rebuilt from disk instead of 503: a read
+ * never needs a write to succeed.
  */
 interface Waiting {
   outcome: 'pending' | 'durable' | 'failed'; replies: ShardToFront[]; generation: number; why: string;
@@ -659,47 +647,4 @@ function notStored(reply: ShardToFront, why: string): ShardToFront {
     ? `The write could not be stored (${why}); nothing was changed. Retry later.`
     : `A write this answer depended on could not be stored (${why}). Retry later.`;
   return { ...reply, status: 503, body: Errors.unavailable(text), created: null, deleted: null } as ShardToFront;
-}
-
-/** Merge the ids removed by one event into those of earlier events (no spread: cascades can be large). */
-function mergeRemoved(into: Removed, more: Removed): Removed {
-  for (let code = 0; code < more.length; code++) {
-    const target = into[code]!;
-    for (const id of more[code]!) target.push(id);
-  }
-  return into;
-}
-
-function withoutRemoved(puts: Array<[BlobKey, BlobValue]>, removes: BlobKey[]): Array<[BlobKey, BlobValue]> {
-  const gone = new Set(removes);
-  return puts.filter(([key]) => !gone.has(key));
-}
-
-/** Move an event's large JSON values out into blob puts/removes (the journal keeps the rest). */
-function takeBlobs(ev: Event, puts: Array<[BlobKey, BlobValue]>, removes: BlobKey[], files: Array<[string, string]>): void {
-  if (ev.e === 'delete') return;
-  const spec = BLOB_FIELDS[ev.t];
-  if (spec && spec.field in ev.d) {
-    // (a value kept as bytes is never the field's short default: api/json_scan.ts keeps long ones only)
-    const text = ev.d[spec.field] as BlobValue;
-    ev.d = without(ev.d, spec.field);
-    const key = spec.key(ev.e === 'create' ? ev.d.id : ev.id);
-    if (text !== BLOB_DEFAULT[spec.field]) puts.push([key, text]);
-    else if (ev.e === 'update') removes.push(key);
-  }
-  if (ev.t === 'file' && 'content' in ev.d) {
-    files.push([ev.d.sha1, ev.d.content]);
-    ev.d = without(ev.d, 'content');
-  }
-}
-
-/**
- * `d` but `field`, as a new object. A `delete` would turn the row into a
- * dictionary-mode object, which state.apply reads and the journal's msgpack
- * encoder enumerates by hash lookups, for every event.
- */
-function without(d: Record<string, any>, field: string): Record<string, any> {
-  const out: Record<string, any> = {};
-  for (const key in d) if (key !== field) out[key] = d[key];
-  return out;
 }

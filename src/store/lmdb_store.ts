@@ -22,7 +22,6 @@ import { asBinary, open, type Database, type RootDatabase } from 'lmdb';
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Event, ShardState } from '../shard/state.js';
-import type { StreamChange } from '../shard/changes.js';
 import { jsonTextOf } from '../api/json_bytes.js';
 import { BLOB_DEFAULT, blobKey, contentResultId, type BlobKey, type BlobValue } from '../shard/blobs.js';
 import { CHUNK_ALONE_BYTES, CHUNK_MIN_CONTENTS, ContentChunks, type ChunkKey, type PackableContent } from './content_chunks.js';
