@@ -10,6 +10,10 @@ export interface Playbook {
   id: number; items: Record<string, number>; arguments?: unknown; labels: LabelRef[]; started: string; ended: string | null;
   duration: string | null; name: string | null; runner_version: string; status: string; path: string;
 }
+/** A run's results by shown status (GET /api/v1/playbooks/<id>/totals). */
+export interface RunTotals {
+  ok: number; changed: number; failed: number; skipped: number; unreachable: number; ignored: number; changed_anything: boolean;
+}
 export interface Play { id: number; items: Record<string, number>; started: string; ended: string | null; duration: string | null; name: string | null; uuid: string; status: string; playbook: number }
 export interface Task {
   id: number; items: Record<string, number>; path: string; tags?: unknown; started: string; ended: string | null; duration: string | null;

@@ -122,6 +122,13 @@ recordedTest('the playbook page lists failures first: the failed task and the un
   t.regex(firstRows, /Hard failure on web2/);
   t.regex(firstRows, /ghost/);
   t.regex(await text(page, 'h1'), /failed/);
+  // the run's results by status, as the server keeps them
+  const totals = await get(lb.url, `/api/v1/playbooks/${recorded}/totals`);
+  t.true(totals.failed >= 1 && totals.unreachable >= 1, JSON.stringify(totals));
+  const shown = page.locator('[data-totals]');
+  await shown.waitFor();
+  for (const k of ['ok', 'changed', 'failed', 'unreachable', 'skipped', 'ignored']) t.regex(await shown.innerText(), new RegExp(`\\b${totals[k]} ${k}\\b`));
+  t.regex(await shown.innerText(), totals.changed_anything ? /changed something/ : /changed nothing/);
   await screenshot(page, 'playbook');
 
   await page.click('nav.tabs a:text("hosts")');
@@ -327,8 +334,9 @@ browserTest('a running playbook\'s page shows new results and moving counters wi
     await page.locator(`tr[data-result="${r.id}"]`).waitFor({ timeout: 20_000 });
     await page.locator('[data-counts]', { hasText: `${i + 1} results` }).waitFor({ timeout: 20_000 });
   }
-  // the failed one is listed first
+  // the failed one is listed first, and the totals follow the results without a reload
   t.is(await page.locator('tr.result').first().getAttribute('data-result'), String(made[1]));
+  await page.locator('[data-totals]', { hasText: '2 ok' }).filter({ hasText: '1 failed' }).waitFor({ timeout: 20_000 });
   await post(lb.url, `/api/v1/tasks`, { playbook: pb.id, play: play.id, file: file.id, name: 'second step', action: 'ping', lineno: 3, handler: false });
   await page.locator('[data-counts]', { hasText: '2 tasks' }).waitFor({ timeout: 20_000 });
   await api(lb.url, 'PATCH', `/api/v1/playbooks/${pb.id}`, { status: 'failed', ended: new Date().toISOString() });

@@ -6,7 +6,7 @@
 // makes the summary and the open tab re-read (at most every 300 ms).
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import {
-  get, getAll, watch, type Envelope, type FileRow, type Host, type Play, type Playbook, type RecordRow, type Result, type Task,
+  get, getAll, watch, type Envelope, type FileRow, type Host, type Play, type Playbook, type RecordRow, type Result, type RunTotals, type Task,
 } from '../api.js';
 import { Counts, Failure, Loading, Pager, Status, Table, TaskMessages } from '../components.js';
 import { pretty, STATUS_RANK, took, when } from '../format.js';
@@ -45,6 +45,10 @@ export function PlaybookPage({ id, query }: { id: number; query: URLSearchParams
   }, [id]);
   const [tick, setTick] = useState(0);
   const [gridTick, setGridTick] = useState(0);
+  // the run's results by status, kept by the server: re-read (at most every second) as results come
+  const [totalsTick, setTotalsTick] = useState(0);
+  const totals = useLoad((s) => get<RunTotals>(`playbooks/${id}/totals`, s).catch((): null => null), [id, totalsTick]);
+  const rereadTotals = useDebounced(() => setTotalsTick((t) => t + 1), 1000);
   // the playbook's row as the stream last sent it (its list row: counters, status, times)
   const [pbRow, setPbRow] = useState<Playbook | null>(null);
   const running = useRef(false);
@@ -54,7 +58,9 @@ export function PlaybookPage({ id, query }: { id: number; query: URLSearchParams
   const ctxRef = useRef(ctx.data);
   ctxRef.current = ctx.data;
   // Everything re-read: polling without a stream, a stream reset, deletions.
-  const refresh = useDebounced(() => { setPbRow(null); pb.reload(); ctx.reload(); setTick((t) => t + 1); setGridTick((t) => t + 1); }, 300);
+  const refresh = useDebounced(() => {
+    setPbRow(null); pb.reload(); ctx.reload(); setTick((t) => t + 1); setGridTick((t) => t + 1); setTotalsTick((t) => t + 1);
+  }, 300);
   // With the stream, rows come with the changes: only the open tab's page is re-read.
   const rereadTab = useDebounced(() => setTick((t) => t + 1), 300);
   // ARA's callbacks PATCH a task's messages at its end: read the tasks updated since the newest one read
@@ -96,7 +102,7 @@ export function PlaybookPage({ id, query }: { id: number; query: URLSearchParams
         else c.hostList[c.hostList.findIndex((x) => x.id === h.id)] = h;
         c.hosts.set(h.id, h);
       } else if (m.type === 'play') c.plays.set(m.id, m.row as unknown as Play);
-      else if (m.type === 'result') rereadGrid();
+      else if (m.type === 'result') { rereadGrid(); rereadTotals(); }
       rereadTab();
     },
     running: () => running.current,
@@ -109,7 +115,7 @@ export function PlaybookPage({ id, query }: { id: number; query: URLSearchParams
   // result rows arrive as soon as the slowest of a few parallel requests.
   return (
     <article>
-      {!p ? <Loading /> : <Summary p={p} />}
+      {!p ? <Loading /> : <Summary p={p} totals={totals.data} />}
       <nav class="tabs" aria-label="sections">
         {TABS.map((t) => <a key={t} href={`/ui/playbooks/${id}?tab=${t}`} aria-current={t === tab ? 'page' : undefined}>{t}</a>)}
       </nav>
@@ -126,7 +132,9 @@ export function PlaybookPage({ id, query }: { id: number; query: URLSearchParams
   );
 }
 
-function Summary({ p }: { p: Playbook }) {
+const TOTAL_KEYS = ['ok', 'changed', 'failed', 'unreachable', 'skipped', 'ignored'] as const;
+
+function Summary({ p, totals }: { p: Playbook; totals: RunTotals | null }) {
   return (
     <>
       <p class="crumbs"><a href="/ui/">Playbooks</a> / #{p.id}</p>
@@ -140,6 +148,12 @@ function Summary({ p }: { p: Playbook }) {
         {p.labels.length > 0 && <div class="span2"><dt>Labels</dt><dd>{p.labels.map((l) => <a key={l.id} class="label" href={`/ui/?label=${encodeURIComponent(l.name)}`}>{l.name}</a>)}</dd></div>}
       </dl>
       <p class="counts" data-counts><Counts items={p.items} keys={['plays', 'tasks', 'hosts', 'results', 'files', 'records']} /></p>
+      {totals && (
+        <p class="counts totals" data-totals aria-label="results by status">
+          {TOTAL_KEYS.map((k) => <span key={k} class={`count s-${k}${totals[k] ? '' : ' none'}`}><b>{totals[k]}</b> {k}</span>)}
+          <span class="count">{totals.changed_anything ? 'changed something' : 'changed nothing'}</span>
+        </p>
+      )}
     </>
   );
 }
