@@ -3,6 +3,7 @@
 // parse stops start-up, naming the endpoint and field at fault, never quoting a
 // secret) and again by the webhook dispatcher (src/webhooks/) when it starts.
 import { readFileSync } from 'node:fs';
+import { globRegExp } from './glob.js';
 
 /** What can happen to a run that an endpoint may be told of. */
 export const WEBHOOK_EVENTS = ['run.started', 'run.ended', 'run.failed', 'run.fixed', 'host.unreachable'] as const;
@@ -114,9 +115,8 @@ export function parseWebhookSettings(doc: unknown, path = ''): WebhookSettings {
 
 /** A pattern list as one test: exact, or `*` for any characters; an empty list passes everything. */
 export function globTest(patterns: readonly string[]): (value: string) => boolean {
-  if (!patterns.length) return () => true;
-  const re = new RegExp('^(?:' + patterns.map((p) => p.split('*').map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')).join('|') + ')$', 's');
-  return (value) => re.test(value);
+  const re = globRegExp(patterns);
+  return re === null ? () => true : (value) => re.test(value);
 }
 
 function isObject(v: unknown): v is Record<string, any> {

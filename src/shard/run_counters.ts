@@ -14,6 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Event, ShardState } from './state.js';
 import { shownStatus } from './rows.js';
+import { globRegExp } from '../config/glob.js';
 
 /** Upper bounds (seconds) of logbook_run_duration_seconds: 10 s … 24 h. */
 export const RUN_DURATION_BUCKETS = [10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400] as const;
@@ -124,7 +125,5 @@ export class RunCounters {
 
 /** One RegExp for the allowlist: exact paths, `*` for any characters (null: none allowed). */
 export function seriesPattern(allow: readonly string[]): RegExp | null {
-  const parts = allow.map((p) => p.trim()).filter((p) => p !== '')
-    .map((p) => p.split('*').map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*'));
-  return parts.length ? new RegExp(`^(?:${parts.join('|')})$`, 's') : null;
+  return globRegExp(allow.map((p) => p.trim()).filter((p) => p !== ''));
 }
