@@ -9,6 +9,7 @@ import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { StoreError } from './front_store.js';
+import { META_ROOTS, missingPage } from './lmdb_pages.js';
 
 /** The LMDB data version lmdb-js 3.x reads and writes (MDB_DATA_VERSION). */
 const LMDB_DATA_VERSION = 2;
@@ -21,7 +22,7 @@ const META = { magic: 0, version: 4, psize: 24, lastPage: 120, txnid: 128 } as c
 const SHARD_FILE = /^shard-(\d+)\.mdb(-lock)?$/;
 const OWN_FILES = new Set(['logbook.pid', 'front.mdb', 'front.mdb-lock']);
 
-interface Meta { version: number; psize: number; lastPage: number; txnid: number }
+interface Meta { version: number; psize: number; lastPage: number; txnid: number; freeRoot: bigint; mainRoot: bigint }
 
 /** Throws StoreError if the directory holds anything logbook would misread or overwrite. */
 export function checkDataDir(dataDir: string, shards: number): void {
@@ -79,17 +80,23 @@ export function checkLmdbFile(path: string, name: string, dir: string): void {
   }
   const current = valid.reduce((a, b) => (b.txnid > a.txnid ? b : a));
   const needed = (current.lastPage + 1) * current.psize;
-  // The last pages of a transaction may be allocated and never written, so a
-  // short file is not proof of damage: read every table in a child process, where
-  // a SIGBUS on a missing page cannot take logbook down.
-  if (size < needed && !readsCompletely(path)) {
-    throw new StoreError(`${where} is truncated: ${size} bytes, but its pages reach ${needed} bytes; ${restore}`);
+  // LMDB may leave the last pages of a file unwritten when they are free, so a
+  // short file is not proof of damage: it is healthy when every page its trees
+  // reach is in it, the free-page tree too (lmdb_pages.ts: plain reads, never a
+  // SIGBUS; the first write reads that tree, which no read-only probe does). Then
+  // every table is read through LMDB itself in a child process, where a SIGBUS on
+  // a page the walk did not foresee cannot take logbook down.
+  if (size < needed) {
+    const missing = missingPage(path, size, current);
+    if (missing !== null || !readsCompletely(path)) {
+      throw new StoreError(`${where} is truncated: ${size} bytes, but its pages reach ${needed} bytes${missing ? ` (${missing})` : ''}; ${restore}`);
+    }
   }
 }
 
 /** The meta record of the page at `offset`, or null if it is not a valid one. */
 function readMeta(path: string, offset: number): Meta | null {
-  const buf = Buffer.alloc(PAGE_HEADER + META.txnid + 8);
+  const buf = Buffer.alloc(PAGE_HEADER + Math.max(META.txnid, META_ROOTS.mainRoot) + 8);
   const fd = openSync(path, 'r');
   let read = 0;
   try { read = readSync(fd, buf, 0, buf.length, offset); } finally { closeSync(fd); }
@@ -101,6 +108,7 @@ function readMeta(path: string, offset: number): Meta | null {
   return {
     version: buf.readUInt32LE(m + META.version), psize,
     lastPage: Number(buf.readBigUInt64LE(m + META.lastPage)), txnid: Number(buf.readBigUInt64LE(m + META.txnid)),
+    freeRoot: buf.readBigUInt64LE(m + META_ROOTS.freeRoot), mainRoot: buf.readBigUInt64LE(m + META_ROOTS.mainRoot),
   };
 }
 
