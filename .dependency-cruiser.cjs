@@ -12,11 +12,12 @@ const LAYERS = [
   ['api', 'the API vocabulary: resources, validation, errors, JSON scanning, list queries', ['^src/api/']],
   ['shard', 'a shard: state, decide/apply, serialization, its messages, the storage roles it writes through, the front\'s worker pool', ['^src/shard/']],
   ['store', 'LMDB persistence: shard journals and snapshots, the front store (labels)', ['^src/store/']],
+  ['search', 'the full-text search index: the FTS5 index, its worker\'s messages, the query language', ['^src/search/']],
   ['front-services', 'metrics and retention over the shards', ['^src/metrics\\.ts$', '^src/run_metrics\\.ts$', '^src/retention\\.ts$']],
   ['http', 'the HTTP front: routes, reads, writes, ingest, stream, auth, labels', ['^src/http/']],
   ['webhooks', 'webhooks: run events read off the live stream, their outbox and deliveries', ['^src/webhooks/']],
   ['cluster', 'cluster mode on NATS: partitions, ownership, the label stream', ['^src/cluster/']],
-  ['entries', 'what starts the rest: server, main, cli, the shard worker entry, commands, tools', ['^src/server\\.ts$', '^src/main\\.ts$', '^src/cli\\.ts$', '^src/shard_worker\\.ts$', '^src/commands/', '^src/tools/']],
+  ['entries', 'what starts the rest: server, main, cli, the shard worker entry, commands, tools', ['^src/server\\.ts$', '^src/main\\.ts$', '^src/cli\\.ts$', '^src/shard_worker\\.ts$', '^src/search_worker\\.ts$', '^src/commands/', '^src/tools/']],
 ];
 
 const either = (paths) => `(${paths.join('|')})`;

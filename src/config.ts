@@ -51,6 +51,8 @@ export interface Config {
   readonly metricsSeriesMax: number;
   /** the webhooks file (src/config/webhooks.ts; checked at start-up); null: no webhooks */
   readonly webhooksFile: string | null;
+  /** keep the full-text search index (docs/search.md); single-process mode only */
+  readonly search: boolean;
   /** requests in flight per shard before the front answers 503 (src/limits.ts) */
   readonly shardQueue: number;
   /** ms of queueing delay at a shard before the front answers 503 (0: length only; src/limits.ts) */
@@ -202,6 +204,7 @@ export const OPTIONS: ReadonlyArray<Option<any>> = [
   option('shutdownTimeout', 'SHUTDOWN_TIMEOUT', 10, int(1, 3600), 'seconds SIGTERM/SIGINT wait for in-flight requests'),
   option('metricsSeries', 'METRICS_SERIES', [], list, 'playbook paths, comma-separated (`*` matches any characters), whose runs get per-series counters on /metrics (logbook_series_runs_ended_total); empty: none. docs/operations.md#health-metrics-and-logs'),
   option('metricsSeriesMax', 'METRICS_SERIES_MAX', 50, int(1, 10_000), 'per-series label sets (path, name) /metrics exports at most; runs of further series are counted in logbook_series_dropped_total'),
+  option('search', 'SEARCH', true, bool, 'keep the full-text search index (search.sqlite in the data directory; docs/search.md)'),
   option('webhooksFile', 'WEBHOOKS_FILE', null, webhooksFile, 'webhooks file (JSON): endpoints told when runs start, end, fail, are fixed, or lose a host (docs/webhooks.md); read at start-up'),
   // ---- security (src/limits.ts, src/http/auth.ts) ----
   option('shardQueue', 'SHARD_QUEUE', LIMITS.shardQueue, int(1, LIMITS.shardQueueCeiling), 'requests in flight per shard before answering 503 + Retry-After'),

@@ -59,7 +59,7 @@ export const ROUTE_TEMPLATES: readonly string[] = [
   ...RESOURCE_TYPES.map((t) => `/api/v1/${TYPE_TO_PATH[t]}`),
   ...RESOURCE_TYPES.map((t) => `/api/v1/${TYPE_TO_PATH[t]}/{id}`),
   '/api/v1/ingest', '/api/v1/stream', '/api/v1/latesthosts', '/api/v1/latesthosts/{name}', '/api/v1/playbooks/{id}/junit.xml',
-  '/api/v1/webhooks', '/api/v1/webhooks/{name}/deliveries', '/api/v1/playbooks/{id}/totals',
+  '/api/v1/webhooks', '/api/v1/webhooks/{name}/deliveries', '/api/v1/playbooks/{id}/totals', '/api/v1/search',
 ];
 /** Index of a route template; list and detail routes add the resource's TYPE_CODE. */
 export const ROUTE = {
@@ -67,6 +67,7 @@ export const ROUTE = {
   ingest: 7 + 2 * RESOURCE_TYPES.length, stream: 8 + 2 * RESOURCE_TYPES.length,
   latest: 9 + 2 * RESOURCE_TYPES.length, latestDetail: 10 + 2 * RESOURCE_TYPES.length, junit: 11 + 2 * RESOURCE_TYPES.length,
   webhooks: 12 + 2 * RESOURCE_TYPES.length, webhookDeliveries: 13 + 2 * RESOURCE_TYPES.length, totals: 14 + 2 * RESOURCE_TYPES.length,
+  search: 15 + 2 * RESOURCE_TYPES.length,
 } as const;
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'other'] as const;

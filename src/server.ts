@@ -2,6 +2,7 @@
 // the shards (each recovers its data in parallel), rebuild the front's tables,
 // then serve. Used by main.ts and by benchmarks that want a server in-process.
 // Before uWebSockets.js loads: it reads its settings from the environment once (see uws_env.ts).
+import { SearchService } from './search/search_service.js';
 import './http/uws_env.js';
 import { App, us_listen_socket_close, us_socket_local_port, type us_listen_socket } from 'uWebSockets.js';
 import type { Config } from './config.js';
@@ -49,13 +50,16 @@ export async function startServer(config: Config): Promise<Server> {
     const webhooks = config.webhooksFile === null ? null : new WebhookDispatcher({
       settings: loadWebhookSettings(config.webhooksFile), table: store.webhooks, origin: () => origin,
     });
-    const front = new Front(config, VERSION, store, undefined, webhooks);
+    // the search index (docs/search.md): derived data in search.sqlite; null if its worker cannot run
+    const search = config.search ? await SearchService.start(config.dataDir, config.logLevel) : null;
+    const front = new Front(config, VERSION, store, undefined, webhooks, search);
     const socket = await listen(front, config);
     origin = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${front.port}`;
     log.info('recovering', { host: config.host, port: front.port, dataDir: config.dataDir, shards: config.shards });
     const { pool, ready } = await ShardPool.start({
       ...poolOptions(config, front), shards: config.shards, dataDir: config.dataDir, mapSize: config.mapSize,
       streamOrder: front.stream.order.buffer,
+      ...(search ? { searchPortFor: (shard: number) => search.portFor(shard) } : {}),
     });
     front.recover(pool, ready);
     const totals = ready.reduce((a, r) => ({
@@ -76,6 +80,8 @@ export async function startServer(config: Config): Promise<Server> {
       port: front.port,
       close: () => drain(socket, front, pool, retention, config, async () => {
         await pool.close();
+        // after the shards: their last batches are on its ports by now
+        await search?.close();
         await frontStore.close();
         unlock();
       }),

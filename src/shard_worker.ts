@@ -13,6 +13,7 @@ import { TYPE_CODE } from './api/resources.js';
 import { MemoryStore } from './shard/memory_store.js';
 import { isStorageNoise, openShardStore } from './store/open.js';
 import type { DurableShardStore, ShardStore } from './shard/storage.js';
+import { SearchFeed, type SearchPort } from './shard/search_feed.js';
 import { Shard } from './shard/shard.js';
 import { CommitOrder } from './shard/commit_order.js';
 import { openPartition, type OpenedPartition } from './cluster/partition_worker.js';
@@ -89,6 +90,7 @@ try {
     ...(TEST_HOOKS.storageStallMs > 0 ? { stallMs: TEST_HOOKS.storageStallMs } : {}),
   });
   store = partition?.store ?? durable ?? new MemoryStore();
+  const searchFeed = init.searchPort && durable ? new SearchFeed(init.searchPort as unknown as SearchPort) : null;
   const order = init.streamOrder ? new CommitOrder(init.streamOrder) : null;
   shard = new Shard({
     store, snapshotEvery: init.snapshotEvery, onReply: post,
@@ -98,6 +100,8 @@ try {
     releaseBody: releaseBuffer,
     ids: partition?.ids ?? new IdAllocator(init.ids),
     streamRetention: init.streamRetention,
+    // the search index (docs/search.md): each durable commit's documents go to the search worker
+    search: searchFeed,
     ...(init.runSeries ? { runSeries: init.runSeries } : {}),
     ...(order ? { order: { shard: init.shard, order } } : {}),
     normalizer: new BodyNormalizer(compileWriteValidators(), { ignoredFacts: init.ignoredFacts, ignoredArguments: init.ignoredArguments }),
@@ -159,6 +163,11 @@ try {
     stream: [shard.changes.seq, shard.changes.oldest],
   };
   post(ready);
+  // after ready: a rebuild of the index (when it is behind) goes a slice at a time beside the shard's work
+  if (searchFeed !== null && durable !== null) {
+    const journal = durable;
+    searchFeed.start(() => shard.state, journal, () => journal.journalSeq ?? 0);
+  }
 } catch (err) {
   logError('shard failed to start', err);
   let error = String((err as Error)?.message ?? err);

@@ -323,6 +323,46 @@ export function buildOpenApi(config: Config, version: string): Json {
       }),
       options: optionsOp('describePlaybookTotals', 'Playbook Totals'),
     },
+    '/api/v1/search': {
+      get: operation('search', 'Full-text search over every type (docs/search.md): words, "phrases", prefix*, -word, field terms host: task: play: playbook: path: status: label: action: after: before:', {
+        tags: ['search'],
+        parameters: [
+          { name: 'q', in: 'query', required: true, schema: { type: 'string', maxLength: 1000 }, description: 'the query (docs/search.md#the-query-language)' },
+          { name: 'type', in: 'query', schema: { type: 'string', enum: ['playbook', 'play', 'task', 'host', 'result', 'file', 'record'] } },
+          { name: 'playbook', in: 'query', schema: { type: 'integer', minimum: 1 } },
+          { name: 'order', in: 'query', schema: { type: 'string', enum: ['-created', 'relevance'] }, description: 'newest first (default) or by relevance' },
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+          { name: 'cursor', in: 'query', schema: { type: 'string' }, description: 'from a page\'s next link' },
+        ],
+        responses: {
+          200: {
+            description: 'OK: a page of hits, newest first; count is exact up to 10,000, then count_is_estimate is true',
+            content: json({
+              type: 'object', required: ['count', 'next', 'previous', 'results'],
+              properties: {
+                count: { type: 'integer' }, count_is_estimate: { type: 'boolean' },
+                next: { type: ['string', 'null'] }, previous: { type: 'null' },
+                results: {
+                  type: 'array',
+                  items: {
+                    type: 'object', required: ['type', 'id', 'playbook', 'row', 'matches', 'url'],
+                    properties: {
+                      type: { type: 'string' }, id: { type: 'integer' }, playbook: { type: 'integer' },
+                      row: { type: 'object', description: 'the record\'s list row' }, url: { type: 'string' },
+                      matches: { type: 'array', items: { type: 'object', properties: { field: { type: 'string' }, snippet: { type: 'string', description: 'the match marked «like this»' } } } },
+                    },
+                  },
+                },
+              },
+            }),
+          },
+          400: { description: 'a query or parameter that cannot be used: {"q": ["what is wrong, where"]}', content: json({ type: 'object' }) },
+          503: detailResponse('search is not available on this server'),
+          ...commonErrors(),
+        },
+      }),
+      options: optionsOp('describeSearch', 'Search'),
+    },
     '/api/v1/webhooks': {
       get: operation('webhooks', 'The webhook endpoints of LOGBOOK_WEBHOOKS_FILE, with what each has waiting and its last delivery (docs/webhooks.md#the-api); needs the write scope', {
         tags: ['webhooks'],

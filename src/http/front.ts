@@ -2,6 +2,8 @@
 // queries, allocates ids, sends commands to the shard that owns the playbook and
 // scatters list queries, then writes the replies. It holds no record state
 // beyond the routing directory and the label catalogue.
+import { SearchResource } from './search.js';
+import type { SearchService } from '../search/search_service.js';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { Config } from '../config.js';
 import { Errors } from '../api/errors.js';
@@ -127,6 +129,7 @@ export class Front {
   port = 0;
   // the request handlers by role
   private readonly reads: Reads;
+  private readonly search: SearchResource;
   private readonly writes: Writes;
   private readonly labelResource: LabelResource;
   private readonly ingest: Ingest;
@@ -152,7 +155,9 @@ export class Front {
    */
   constructor(private readonly config: Config, private readonly version: string, labelStore: LabelStore | null, dir?: Directory,
     /** the webhook dispatcher (LOGBOOK_WEBHOOKS_FILE), started once the stream is live */
-    private readonly webhooks: WebhookService | null = null) {
+    private readonly webhooks: WebhookService | null = null,
+    /** the full-text search worker (docs/search.md; null: search answers 503) */
+    search: SearchService | null = null) {
     this.dir = dir ?? new Directory();
     this.metrics.runs.maxSeries = config.metricsSeriesMax;
     this.ops = new Ops(config, version, this.metrics, {
@@ -187,6 +192,7 @@ export class Front {
       // test hook (LOGBOOK_TEST_HOOKS=1): a small page budget, so a test can go past it without gigabytes
       pageBytes: TEST_HOOKS.pageBytes || LIMITS.pageBytes,
     });
+    this.search = new SearchResource({ search, pool, origin: (ex) => this.origin(ex) });
     this.latestHosts = new LatestHosts({ pool, dir: this.dir, origin: (ex) => this.origin(ex), pages: this.pages });
     this.labelResource = new LabelResource({
       labels: this.labels, dir: this.dir,
@@ -440,6 +446,10 @@ export class Front {
         if (route.name !== null) return this.webhooks === null ? reply(ex, 404, Errors.notFound()) : this.webhooks.deliveries(ex, route.name, ex.query);
         if (this.webhooks === null) return reply(ex, 200, '{"count":0,"next":null,"previous":null,"results":[]}');
         return this.webhooks.list(ex);
+      case 'search':
+        if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Search'));
+        if (!read) return this.notAllowed(ex);
+        return this.search.handle(ex);
       case 'totals':
         if (read) return this.reads.totals(ex, route.playbook);
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Playbook Totals'));

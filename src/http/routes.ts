@@ -21,7 +21,9 @@ export type Route =
   /** a run's results by shown status (docs/api.md#run-totals) */
   | { kind: 'totals'; playbook: number }
   /** the webhook endpoints (name null), or one endpoint's delivery log (docs/webhooks.md#the-api) */
-  | { kind: 'webhooks'; name: string | null };
+  | { kind: 'webhooks'; name: string | null }
+  /** full-text search over every type (docs/search.md) */
+  | { kind: 'search' };
 
 /** Everything a request needs after its handler returns (uWS's HttpRequest dies then). */
 export interface Req extends Exchange {
@@ -60,6 +62,7 @@ export function parseRoute(url: string): Route {
   if (path === '/api/v1/stream') return { kind: 'stream' };
   const rest = path.slice(8);
   if (rest === 'webhooks') return { kind: 'webhooks', name: null };
+  if (rest === 'search') return { kind: 'search' };
   const hook = WEBHOOK_DELIVERIES.exec(rest);
   if (hook !== null) return { kind: 'webhooks', name: hook[1]! };
   if (rest === 'latesthosts') return { kind: 'latest', name: null };
@@ -92,7 +95,7 @@ export function allowOf(route: Route): string {
     case 'ingest': return ALLOW_INGEST;
     case 'stream': return ALLOW_STREAM;
     case 'junit': case 'totals': return ALLOW_INDEX;
-    case 'webhooks': return ALLOW_INDEX;
+    case 'webhooks': case 'search': return ALLOW_INDEX;
     case 'ops': return opsAllow(route);
     default: return ALLOW_INDEX; // index, root, latest: reads only
   }
@@ -108,6 +111,7 @@ export function metricRoute(route: Route): number {
     case 'stream': return ROUTE.stream;
     case 'junit': return ROUTE.junit;
     case 'totals': return ROUTE.totals;
+    case 'search': return ROUTE.search;
     case 'webhooks': return route.name === null ? ROUTE.webhooks : ROUTE.webhookDeliveries;
     case 'latest': return route.name === null ? ROUTE.latest : ROUTE.latestDetail;
     case 'list': return ROUTE.list + TYPE_CODE[route.type];

@@ -8,7 +8,7 @@
 // Until then the shard is down: requests for it are answered 503 at once.
 // Restarts that keep failing back off exponentially (up to 30 s). Whether a
 // request is admitted at all is admission.ts's to say.
-import { Worker } from 'node:worker_threads';
+import { type MessagePort, Worker } from 'node:worker_threads';
 import { Errors } from '../api/errors.js';
 import { LIMITS } from '../limits.js';
 import { errText, log } from '../log.js';
@@ -24,6 +24,8 @@ export type PoolOptions = Omit<ShardInit, 'shard'> & {
   queueLimit?: number; queueDelayMs?: number;
   /** restart a worker that exits (default); false: report it through onExit (cluster mode: the partition was lost) */
   restartOnExit?: boolean;
+  /** a fresh port to the search worker for a shard's worker, at each start (absent: no search index) */
+  searchPortFor?: (shard: number) => MessagePort | null;
 };
 
 /** A restart within this long of the previous one counts as a failed attempt (backoff grows). */
@@ -140,10 +142,12 @@ export class ShardPool implements Shards {
   /** Start one worker; resolves with its ready message, rejects if it fails to start. */
   private spawn(shard: number, extra: Partial<ShardInit> = {}): Promise<ReadyMessage> {
     return new Promise<ReadyMessage>((resolve, reject) => {
-      const { queueLimit: _, queueDelayMs: _d, restartOnExit: _r, ...shared } = this.options;
-      const init: ShardInit = { ...shared, ...extra, shard };
+      const { queueLimit: _, queueDelayMs: _d, restartOnExit: _r, searchPortFor, ...shared } = this.options;
+      const searchPort = searchPortFor?.(shard) ?? null;
+      const init: ShardInit = { ...shared, ...extra, shard, ...(searchPort ? { searchPort } : {}) };
       const worker = new Worker(new URL('../shard_worker.js', import.meta.url), {
         workerData: init, resourceLimits: { maxYoungGenerationSizeMb: LIMITS.shardYoungGenerationMb },
+        transferList: searchPort ? [searchPort] : [],
       });
       this.workers[shard] = worker;
       this.outboxes[shard] = new ShardOutbox(worker);

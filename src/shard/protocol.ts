@@ -359,6 +359,8 @@ export interface ShardInit {
   runSeries?: SeriesOptions;
   /** LOGBOOK_LOG_LEVEL, for the worker's own log lines */
   logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+  /** the search worker's port for this shard (a node:worker_threads MessagePort, transferred; absent: no search index) */
+  searchPort?: unknown;
 }
 
 /** What the node's ownership layer hands a partition's worker (ShardInit.cluster). */

@@ -32,6 +32,7 @@ import { isAscii } from 'node:buffer';
 import { decodeUtf8 } from '../api/utf8.js';
 import { LIMITS } from '../limits.js';
 import { junitXml } from './junit.js';
+import { SearchFeed } from './search_feed.js';
 import { Staged, mergeRemoved, takeBlobs, withoutRemoved } from './staged.js';
 import { RunCounters, type SeriesOptions } from './run_counters.js';
 
@@ -70,6 +71,8 @@ export interface ShardOptions {
    * what it keeps of it by then (CommandJournal.write). Absent: left to the GC.
    */
   releaseBody?: (body: Uint8Array) => void;
+  /** the search index's feed (docs/search.md; absent: no search index) */
+  search?: SearchFeed | null;
 }
 
 /** Writes staged in this event-loop pass, committed together; their replies wait in `entry`. */
@@ -121,6 +124,7 @@ export class Shard {
   /** events of a batch applied per event-loop turn */
   private readonly batchSlice: number;
   private readonly releaseBody: ((body: Uint8Array) => void) | null;
+  private readonly search: SearchFeed | null;
   /** what live writes did to runs, for /metrics (recovery counts nothing: run_counters.ts) */
   readonly runCounters: RunCounters;
 
@@ -139,6 +143,7 @@ export class Shard {
     this.schedule = options.schedule ?? null;
     this.batchSlice = options.batchSlice ?? LIMITS.ingestSliceEvents;
     this.releaseBody = options.releaseBody ?? null;
+    this.search = options.search ?? null;
     this.runCounters = new RunCounters(options.runSeries);
   }
 
@@ -429,6 +434,8 @@ export class Shard {
     // a blob of a row deleted after it was written (in one group) is only removed
     const stored = removed && puts.length ? withoutRemoved(puts, removes) : puts;
     const durable = this.store.write(events, stored, removes, dropped);
+    // the documents are made now, while the store still reads this commit's blob values from what it was given
+    if (this.search !== null) this.search.committed(this.state, events, removed, this.store, this.store.journalSeq ?? 0, durable);
     this.emitChanges(staged, durable, entry);
     if (this.store.journalLength >= this.snapshotEvery) this.snapshotSoon();
     return { removed, durable };
@@ -498,6 +505,8 @@ export class Shard {
     const changes: StreamChange[] = [];
     let seq = this.changes.seq;
     let noted = 0;
+    // playbooks whose label names changed: their search documents are written again
+    const relabelled: Event[] = [];
     for (const c of list) {
       // logged before: the front sends a change again when it could not learn that (a restart)
       if (c.seq > 0 && c.seq <= this.changes.labelSeq) continue;
@@ -509,6 +518,7 @@ export class Shard {
         const renamedTo = c.op === OP_UPDATE && c.row !== null ? (JSON.parse(c.row) as { name: string }).name : null;
         this.state.labelChangeLogged(c.id, renamedTo, c.op === OP_DELETE, (agg) => {
           changes.push([++seq, OP_UPDATE, TYPE_CODE.playbook, agg.playbook.id, agg.playbook.id, this.serializer.playbookStreamRow(agg)]);
+          relabelled.push({ e: 'update', t: 'playbook', p: agg.playbook.id, id: agg.playbook.id, d: {} });
         });
       }
       // numbered: this shard has logged every change up to it (kept with its next commit, cluster mode)
@@ -516,6 +526,7 @@ export class Shard {
     }
     if (!changes.length) return this.deliver(reply, null);
     const durable = this.store.write([], [], [], []);
+    if (this.search !== null) this.search.committed(this.state, relabelled, null, this.store, this.store.journalSeq ?? 0, durable);
     if (noted > 0) this.changes.noteLabelChange(noted);
     this.logChanges(changes, durable);
     return this.deliver(reply, durable);

@@ -28,6 +28,8 @@ export interface CommandJournal {
   write(events: Event[], puts: Array<[BlobKey, BlobValue]>, removes: BlobKey[], droppedPlaybooks: number[]): Promise<void> | null;
   /** Journal entries appended since the last completed snapshot. */
   readonly journalLength: number;
+  /** The number of the last journal entry staged (absent: a store that does not number them) */
+  readonly journalSeq?: number;
 }
 
 /** Snapshots of playbook aggregates: a completed round trims the journal entries it covers. */

@@ -20,7 +20,8 @@ const PAGE_HEADER = 24;
 const META = { magic: 0, version: 4, psize: 24, lastPage: 120, txnid: 128 } as const;
 
 const SHARD_FILE = /^shard-(\d+)\.mdb(-lock)?$/;
-const OWN_FILES = new Set(['logbook.pid', 'front.mdb', 'front.mdb-lock']);
+// search.sqlite: the search index (src/search/), with SQLite's WAL and shared-memory files
+const OWN_FILES = new Set(['logbook.pid', 'front.mdb', 'front.mdb-lock', 'search.sqlite', 'search.sqlite-wal', 'search.sqlite-shm']);
 
 interface Meta { version: number; psize: number; lastPage: number; txnid: number; freeRoot: bigint; mainRoot: bigint }
 

@@ -173,6 +173,8 @@ export class LmdbShardStore implements DurableShardStore {
 
   get journalLength(): number { return this.sinceSnapshot; }
 
+  get journalSeq(): number { return this.seq; }
+
   getBlob(key: BlobKey): string | undefined {
     const pending = this.overlay.get(key);
     if (pending !== undefined) return pending === null ? undefined : jsonTextOf(pending);
