@@ -241,6 +241,12 @@ export class Metrics {
   // ---- live stream (src/http/stream.ts) ----
   readonly streamSubscribers = this.g('logbook_stream_subscribers', 'Live-stream clients connected (SSE and WebSocket).');
   readonly streamCutOff = this.c('logbook_stream_clients_cut_off_total', 'Live-stream clients closed because they did not keep up (LOGBOOK_STREAM_MAX_BUFFER).');
+  // ---- search (src/search/) ----
+  readonly searchDocuments = this.g('logbook_search_documents', 'Records in the full-text search index.');
+  readonly searchIndexed = this.c('logbook_search_documents_indexed_total', 'Documents written to the search index (new, changed, rebuilt).');
+  readonly searchLag = this.g('logbook_search_lag_seconds', 'Longest time from a write\'s acknowledgement to its being findable, over the last second (0: nothing indexed).');
+  readonly searchShardsBehind = this.g('logbook_search_shards_behind', 'Shards whose search documents are being rebuilt or are stale (their new records are not findable yet).');
+
   // ---- webhooks (src/webhooks/) ----
   readonly webhookDeliveries = this.c('logbook_webhook_deliveries_total', 'Webhook delivery attempts by endpoint and outcome: delivered (a 2xx), failed (retried), gave_up (older than give_up_after_hours).', ['endpoint', 'outcome']);
   readonly webhookPending = this.g('logbook_webhook_pending', 'Webhook deliveries queued and not yet accepted, by endpoint.', ['endpoint']);

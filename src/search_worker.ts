@@ -5,20 +5,28 @@
 // shard's thread nor on the front's.
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { FtsIndex } from './search/fts_index.js';
-import { hitsOf, type SearchRequest, type SearchWorkerInit, type SearchWorkerMessage, type SearchReply } from './search/protocol.js';
+import { hitsOf, type SearchRequest, type SearchStats, type SearchWorkerInit, type SearchWorkerMessage, type SearchReply } from './search/protocol.js';
 import type { ShardToSearch } from './shard/search_feed.js';
 import { log, setLogLevel } from './log.js';
 
 const init = workerData as SearchWorkerInit;
 if (init.logLevel) setLogLevel(init.logLevel);
 const index = new FtsIndex(init.path);
-/** per shard: when its last batch was acknowledged, for the lag gauge */
-const lastLagMs = new Map<number, number>();
+/** the longest acknowledgement-to-findable time of a batch since the last stats message (ms) */
+let lagMs = 0;
+/** shard ports still open: at shutdown the index is closed once each has delivered its last batch */
+const open = new Set<MessagePort>();
+let closed = false;
+let closing: (() => void) | null = null;
 let indexed = 0;
 
 function attach(shard: number, port: MessagePort): void {
   let rebuilding = false;
+  open.add(port);
+  // the shard's worker is gone (a restart gets a new port): every message it sent has been delivered before this
+  port.on('close', () => { open.delete(port); if (closing !== null && open.size === 0) closing(); });
   port.on('message', (msg: ShardToSearch) => {
+    if (closed) return;
     try {
       switch (msg.k) {
         case 'hello':
@@ -31,7 +39,8 @@ function attach(shard: number, port: MessagePort): void {
           index.apply(shard, rebuilding ? null : msg.incomplete ? -1 : msg.seq, msg.docs, msg.removed);
           indexed += msg.docs.length;
           if (msg.docs.length) port.postMessage({ k: 'took', docs: msg.docs.length });
-          if (msg.at) lastLagMs.set(shard, Date.now() - msg.at);
+          // acknowledged at `at`, findable now that its transaction is committed
+          lagMs = Math.max(lagMs, Date.now() - msg.at);
           break;
         case 'rebuild':
           if (msg.phase === 'start') { rebuilding = true; index.clearShard(shard); log.info('search index: rebuilding a shard', { shard }); }
@@ -54,6 +63,7 @@ parentPort!.on('message', (msg: SearchWorkerMessage) => {
   switch (msg.k) {
     case 'port': attach(msg.shard, msg.port); break;
     case 'query': {
+      if (closed) break;
       let reply: SearchReply;
       try {
         reply = hitsOf(index, msg as SearchRequest);
@@ -64,12 +74,28 @@ parentPort!.on('message', (msg: SearchWorkerMessage) => {
       break;
     }
     case 'stats':
-      parentPort!.postMessage({ k: 'stats', rid: msg.rid, documents: index.documents, indexed, lagMs: Math.max(0, ...lastLagMs.values()) });
+      parentPort!.postMessage(stats(msg.rid));
       break;
-    case 'close':
-      index.close();
-      parentPort!.postMessage({ k: 'closed' });
+    case 'close': {
+      // the shards have stopped: wait for their ports to deliver what they sent (bounded), then close the file
+      const finish = () => {
+        if (closed) return;
+        closed = true;
+        index.close();
+        parentPort!.postMessage({ k: 'closed' });
+      };
+      closing = finish;
+      if (open.size === 0) finish(); else setTimeout(finish, 3000).unref();
       break;
+    }
   }
 });
+function stats(rid: number): SearchStats {
+  const s: SearchStats = { k: 'stats', rid, documents: index.documents, indexed, lagMs, shardsBehind: index.shardsBehind() };
+  lagMs = 0;
+  return s;
+}
+
+// what /metrics shows, pushed each second (rid 0): a scrape reads the last one without waiting for this thread
+setInterval(() => parentPort!.postMessage(stats(0)), 1000).unref();
 parentPort!.postMessage({ k: 'ready' });

@@ -157,7 +157,7 @@ export class Front {
     /** the webhook dispatcher (LOGBOOK_WEBHOOKS_FILE), started once the stream is live */
     private readonly webhooks: WebhookService | null = null,
     /** the full-text search worker (docs/search.md; null: search answers 503) */
-    search: SearchService | null = null) {
+    private readonly searchService: SearchService | null = null) {
     this.dir = dir ?? new Directory();
     this.metrics.runs.maxSeries = config.metricsSeriesMax;
     this.ops = new Ops(config, version, this.metrics, {
@@ -165,7 +165,7 @@ export class Front {
       pool: () => this.pool ?? null, labelCount: () => this.labels.shownCount(),
       holdLabelWrites: (ms, fail, skip) => { if (fail) this.labels.failNext = { ms, skip }; else this.labels.heldUntil = Date.now() + ms; },
       refused: () => this.admission.totals(),
-      beforeScrape: () => this.webhooks?.sample(),
+      beforeScrape: () => { this.webhooks?.sample(); this.sampleSearch(); },
     });
     this.labels = new LabelCatalogue(labelStore);
     // front.mdb keeps the changes until every shard has logged them; the cluster's label stream numbers them
@@ -192,7 +192,7 @@ export class Front {
       // test hook (LOGBOOK_TEST_HOOKS=1): a small page budget, so a test can go past it without gigabytes
       pageBytes: TEST_HOOKS.pageBytes || LIMITS.pageBytes,
     });
-    this.search = new SearchResource({ search, pool, origin: (ex) => this.origin(ex) });
+    this.search = new SearchResource({ search: searchService, pool, origin: (ex) => this.origin(ex) });
     this.latestHosts = new LatestHosts({ pool, dir: this.dir, origin: (ex) => this.origin(ex), pages: this.pages });
     this.labelResource = new LabelResource({
       labels: this.labels, dir: this.dir,
@@ -459,6 +459,17 @@ export class Front {
         if (method === 'OPTIONS') return reply(ex, 200, optionsBody('Playbook JUnit XML'));
         return this.notAllowed(ex);
     }
+  }
+
+  /** The search index's gauges from the worker's last stats (it pushes them each second). */
+  private searchIndexedSeen = 0;
+  private sampleSearch(): void {
+    const s = this.searchService?.latest;
+    if (!s) return;
+    this.metrics.searchDocuments.set(s.documents);
+    this.metrics.searchLag.set(s.lagMs / 1000);
+    this.metrics.searchShardsBehind.set(s.shardsBehind);
+    if (s.indexed > this.searchIndexedSeen) { this.metrics.searchIndexed.inc(s.indexed - this.searchIndexedSeen); this.searchIndexedSeen = s.indexed; }
   }
 
   private notAllowed(ex: Req): void {

@@ -67,6 +67,7 @@ export class FtsIndex {
       position: this.db.prepare('SELECT seq FROM positions WHERE shard = ?').pluck(),
       setPosition: this.db.prepare('INSERT INTO positions(shard, seq) VALUES (?, ?) ON CONFLICT(shard) DO UPDATE SET seq = excluded.seq'),
       count: this.db.prepare('SELECT count(*) FROM docs').pluck(),
+      behind: this.db.prepare('SELECT count(*) FROM positions WHERE seq < 0').pluck(),
     };
   }
 
@@ -94,6 +95,9 @@ export class FtsIndex {
   }
 
   get documents(): number { return this.stmts.count.get() as number; }
+
+  /** Shards whose documents are being rebuilt or are stale (position -1). */
+  shardsBehind(): number { return this.stmts.behind.get() as number; }
 
   private put(shard: number, doc: SearchDoc): void {
     const { body, spans } = textOf(doc);

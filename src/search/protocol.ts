@@ -27,7 +27,8 @@ export type SearchWorkerMessage =
 export interface SearchMatch { field: string; snippet: string }
 export interface SearchHit { rowid: number; type: number; id: number; playbook: number; matches: SearchMatch[] }
 export interface SearchReply { k: 'hits'; rid: number; hits: SearchHit[]; count: number | null; error?: string }
-export interface SearchStats { k: 'stats'; rid: number; documents: number; indexed: number; lagMs: number }
+/** `lagMs`: the longest acknowledgement-to-findable time since the last stats; `shardsBehind`: shards not at their journal number (rebuilding, or stale) */
+export interface SearchStats { k: 'stats'; rid: number; documents: number; indexed: number; lagMs: number; shardsBehind: number }
 
 /** Above this many matches `count` is an estimate (the bound itself), flagged count_is_estimate. */
 export const COUNT_BOUND = 10_000;

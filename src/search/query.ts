@@ -28,7 +28,16 @@ export const SEARCH_QUERY_LIMITS = { maxLength: 1000, maxTerms: 32 } as const;
 const FIELDS: ReadonlySet<string> = new Set(COLUMNS);
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/;
-const HAS_WORD = /[\p{L}\p{N}]/u;
+// A word with no letter or digit is nothing FTS5's tokenizer keeps (`***`, `--`, emoji), and a quoted
+// string without a token does not just match nothing: `"x" AND ""` finds no row at all, so such words
+// are dropped. unicode61 follows Unicode 6.1, where these New Tai Lue and Vedic signs were not letters yet.
+const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
+const NOT_TOKEN_IN_UNICODE_6_1 = /[\u19B0-\u19C0\u19C8\u19C9\u1CF2\u1CF3]/gu;
+const hasToken = (text: string) => LETTER_OR_DIGIT.test(text.replace(NOT_TOKEN_IN_UNICODE_6_1, ''));
+// Whitespace separates terms, and so do control characters (FTS5 ends a string at NUL; a tab or a
+// NUL pasted from a log is meant as a gap); inside a phrase they become spaces.
+const GAP = /[\s\p{Cc}]/u;
+const CONTROL = /\p{Cc}/gu;
 
 type Parsed = { ok: true; query: SearchQuery } | { ok: false; error: string };
 
@@ -43,9 +52,9 @@ export function parseSearchQuery(q: string): Parsed {
   let count = 0;
   let i = 0;
   while (i < q.length) {
-    if (/\s/.test(q[i]!)) { i++; continue; }
+    if (GAP.test(q[i]!)) { i++; continue; }
     const at = i;
-    const negative = q[i] === '-' && i + 1 < q.length && !/\s/.test(q[i + 1]!);
+    const negative = q[i] === '-' && i + 1 < q.length && !GAP.test(q[i + 1]!);
     if (negative) i++;
     // a field name: letters then a colon, only for the known names (else the whole token is a word)
     let field: string | null = null;
@@ -59,12 +68,12 @@ export function parseSearchQuery(q: string): Parsed {
     if (q[i] === '"') {
       const close = q.indexOf('"', i + 1);
       if (close < 0) return fail(`unclosed quote at character ${i + 1}`);
-      text = q.slice(i + 1, close);
+      text = q.slice(i + 1, close).replace(CONTROL, ' ');
       phrase = true;
       i = close + 1;
     } else {
       let end = i;
-      while (end < q.length && !/\s/.test(q[end]!) && q[end] !== '"') end++;
+      while (end < q.length && !GAP.test(q[end]!) && q[end] !== '"') end++;
       text = q.slice(i, end);
       i = end;
     }
@@ -82,7 +91,7 @@ export function parseSearchQuery(q: string): Parsed {
       if (field === 'after') after = micros; else before = micros;
       continue;
     }
-    if (!HAS_WORD.test(text)) continue; // nothing a tokenizer would keep: `***`, `--`, `:`
+    if (!hasToken(text)) continue; // nothing a tokenizer would keep: `***`, `--`, `:`
     terms.push({ negative, field, text, phrase, prefix, at });
   }
   const positive = terms.filter((t) => !t.negative);

@@ -16,10 +16,13 @@ export class SearchService {
   private readonly pending = new Map<number, Pending>();
   private nextRid = 1;
   private closed = false;
+  /** the worker's last pushed stats (each second), for /metrics */
+  latest: SearchStats | null = null;
 
   private constructor(private readonly worker: Worker) {
     worker.on('message', (msg: SearchReply | SearchStats | { k: 'closed' | 'ready' }) => {
       if (msg.k !== 'hits' && msg.k !== 'stats') return;
+      if (msg.k === 'stats' && msg.rid === 0) { this.latest = msg; return; }
       const done = this.pending.get(msg.rid);
       this.pending.delete(msg.rid);
       done?.(msg);

@@ -8,13 +8,15 @@ import { PlaybookPage } from './pages/playbook.js';
 import { PlaybooksPage } from './pages/playbooks.js';
 import { RecordPage } from './pages/record.js';
 import { ResultPage } from './pages/result.js';
-import { installLinkHandler, useLocation } from './router.js';
+import { SearchPage } from './pages/search.js';
+import { installLinkHandler, navigate, useLocation } from './router.js';
 import './style.css';
 
 function Page() {
   const { path, query } = useLocation();
   const m = /^\/ui\/(playbooks|hosts|results|files|records)\/(\d+)\/?$/.exec(path);
   if (path === '/ui/' || path === '/ui') return <PlaybooksPage query={query} />;
+  if (path === '/ui/search' || path === '/ui/search/') return <SearchPage query={query} />;
   if (!m) return <p class="notice">No page here. <a href="/ui/">Playbooks</a></p>;
   const id = Number(m[2]);
   switch (m[1]) {
@@ -40,6 +42,31 @@ function SignIn({ invalid }: { invalid: boolean }) {
   );
 }
 
+/** The search box of every page; `/` focuses it (unless typing elsewhere). */
+function SearchBox() {
+  const { path, query } = useLocation();
+  const current = path.startsWith('/ui/search') ? query.get('q') ?? '' : '';
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const t = e.target as HTMLElement | null;
+      if (e.key !== '/' || e.ctrlKey || e.metaKey || e.altKey || (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)))) return;
+      e.preventDefault();
+      (document.getElementById('search-box') as HTMLInputElement | null)?.focus();
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, []);
+  return (
+    <form class="searchbox" role="search" action="/ui/search" onSubmit={(e) => {
+      e.preventDefault();
+      const q = String(new FormData(e.currentTarget).get('q') ?? '').trim();
+      if (q) navigate(`/ui/search?q=${encodeURIComponent(q)}`);
+    }}>
+      <input id="search-box" key={current} type="search" name="q" defaultValue={current} placeholder="Search every run  ( / )" aria-label="Search every run" autoComplete="off" />
+    </form>
+  );
+}
+
 function App() {
   const [auth, setAuth] = useState<{ invalid: boolean } | null>(null);
   useEffect(() => {
@@ -54,6 +81,7 @@ function App() {
       <header class="top">
         <a class="brand" href="/ui/">logbook</a>
         <nav aria-label="main"><a href="/ui/">Playbooks</a></nav>
+        <SearchBox />
         {token && <button type="button" class="link" onClick={() => { signOut(); location.reload(); }}>Sign out</button>}
       </header>
       <main id="main" tabIndex={-1}>{auth ? <SignIn invalid={auth.invalid} /> : <Page />}</main>

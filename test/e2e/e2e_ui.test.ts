@@ -268,15 +268,47 @@ recordedTest('a host page shows its results and searchable facts', async (t) => 
   await page.locator('dl.facts div').first().waitFor();
   const all = await page.locator('dl.facts > div').count();
   t.true(all > 10);
-  await page.fill('input[type=search]', 'ansible_hostname');
+  await page.fill('main input[type=search]', 'ansible_hostname');
   await page.waitForFunction((n) => document.querySelectorAll('dl.facts > div').length < n, all);
   t.regex(await page.locator('dl.facts').innerText(), /ansible_hostname/);
   t.true(await page.locator('tr.r-changed, tr.r-ok').count() > 0);
-  await page.fill('input[type=search]', '');
-  await page.locator('input[type=search]').blur();
+  await page.fill('main input[type=search]', '');
+  await page.locator('main input[type=search]').blur();
   await page.evaluate('window.scrollTo(0, 0)');
   await screenshot(page, 'host');
   t.deepEqual(real(errors), []);
+});
+
+recordedTest('search: the box on every page (and /) finds the failed result by its words; facets and the snippet lead into the run', async (t) => {
+  const { page, errors } = await open(`/ui/playbooks/${recorded}`);
+  await page.locator('tr.result').first().waitFor();
+  // "/" focuses the search box from anywhere on the page
+  await page.keyboard.press('/');
+  t.is(await page.evaluate(() => (document.activeElement as unknown as { id: string } | null)?.id ?? ''), 'search-box');
+  await page.keyboard.type('"fails on purpose"');
+  await page.keyboard.press('Enter');
+  await page.waitForURL(/\/ui\/search\?q=/);
+  const hit = page.locator('li[data-hit^="result:"]').first();
+  await hit.waitFor();
+  // the hit is web2's failed result of this run, with the phrase marked in its msg
+  const [failed] = (await list(lb.url, 'results', { playbook: recorded, status: 'failed' })).results;
+  t.is(await page.locator('li[data-hit^="result:"]').count(), 1);
+  t.is(await hit.getAttribute('data-hit'), `result:${failed.id}`);
+  t.is(await hit.locator('mark').first().innerText(), 'fails on purpose');
+  t.regex(await hit.innerText(), /content\.msg/);
+  t.regex(await hit.innerText(), /failed/);
+  // the type facets: results (1) and the task file that holds the text
+  t.regex(await page.locator('nav.facets').first().innerText(), /Results 1/);
+  await screenshot(page, 'search');
+  // a bad query says what is wrong
+  await page.goto(`${lb.url}/ui/search?q=${encodeURIComponent('"unclosed')}`);
+  await page.locator('p.notice.error').waitFor();
+  t.regex(await page.locator('p.notice.error').innerText(), /unclosed quote/);
+  // following the hit opens the result
+  await page.goBack();
+  await page.locator('li[data-hit^="result:"] a').first().click();
+  await page.waitForURL(new RegExp(`/ui/results/${failed.id}$`));
+  t.deepEqual(real(errors).filter((e) => !/400/.test(e)), []);
 });
 
 recordedTest('dark colour scheme and a phone-sized screen', async (t) => {

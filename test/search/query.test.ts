@@ -95,3 +95,24 @@ test('every expression runs on a real FTS5 table and finds what a person expects
   t.deepEqual(find('foo:bar'), [3]);
   t.deepEqual(find('AND (x)'), [3]);
 });
+
+test('junk that parses is valid FTS5: it runs without an SQL error', (t) => {
+  const db = new Database(':memory:');
+  db.exec(`CREATE VIRTUAL TABLE text USING fts5(body, ${COLUMNS.join(', ')}, tokenize = "unicode61 remove_diacritics 2")`);
+  db.prepare(`INSERT INTO text(rowid, body, ${COLUMNS.join(', ')}) VALUES (1, 'a b', ${COLUMNS.map(() => "'x'").join(', ')})`).run();
+  const find = db.prepare('SELECT rowid FROM text WHERE text MATCH ?');
+  let seed = 11;
+  const rand = () => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed / 2 ** 31; };
+  const alphabet = ['a', 'b', ' ', '"', '*', '-', ':', '(', ')', 'host:', 'task:', 'NOT', 'AND', 'NEAR', '^', '+', '{', '}', '\u0000', '\t', '😀', '€', 'é', '日', '\u19B0', "'"];
+  let parsed = 0;
+  for (let n = 0; n < 400; n++) {
+    let q = '';
+    const len = 1 + Math.floor(rand() * 12);
+    for (let i = 0; i < len; i++) q += alphabet[Math.floor(rand() * alphabet.length)];
+    const r = parseSearchQuery(q);
+    if (!r.ok) continue;
+    parsed++;
+    t.notThrows(() => find.all(r.query.match), `${JSON.stringify(q)} → ${r.query.match}`);
+  }
+  t.true(parsed > 50, `${parsed} of 400 parsed`);
+});
