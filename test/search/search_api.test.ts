@@ -79,6 +79,17 @@ test.serial('a word is found exactly where it was written, with the field and a 
   t.is(hit.row.status, 'failed');
   t.regex(hit.url, new RegExp(`/api/v1/results/${a.result}$`));
   t.deepEqual(hit.matches.find((m: any) => m.field === 'content.stdout'), { field: 'content.stdout', snippet: '«xyzzyplugh» found in the output' });
+  // /metrics shows the index: its documents, and how long a write took to be findable
+  // (the search worker pushes them each second)
+  let metrics = '';
+  for (let i = 0; i < 50; i++) {
+    metrics = await (await fetch(`${lb.url}/metrics`)).text();
+    if (Number(/^logbook_search_documents (\d+)/m.exec(metrics)?.[1]) >= 9) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  t.true(Number(/^logbook_search_documents (\d+)/m.exec(metrics)?.[1]) >= 9, metrics.split('\n').filter((l) => l.startsWith('logbook_search')).join('\n'));
+  t.regex(metrics, /^logbook_search_documents_indexed_total \d+/m);
+  t.regex(metrics, /^logbook_search_shards_behind 0$/m);
   // newest first: the result was written after the playbook
   t.true(found.results.findIndex((h: any) => h.type === 'result') < found.results.findIndex((h: any) => h.type === 'playbook'));
 });
