@@ -23,6 +23,8 @@ export type ParsedList =
     /** a keyset page (a `cursor` link past the offset cap); `offset` is then ignored */
     cursor: PageCursor | null;
     playbook: number | null;
+    /** `q=`: the list's rows are those the search index matches too (docs/search.md); the front resolves it */
+    search: string | null;
   }
   | { ok: false; body: string };
 
@@ -133,13 +135,17 @@ export function parseListQuery(type: ResourceType, params: Map<string, string[]>
     // a deep offset costs offset + limit rows kept and merged per shard: bounded
     if (offset > pages.maxListOffset && !errors.offset) errors.offset = [Messages.offsetTooLarge(pages.maxListOffset)];
   }
+  const q = params.get('q');
+  // an empty q= is no search, as an empty filter is no filter
+  const search = q === undefined || type === 'label' || q[q.length - 1]!.trim() === '' ? null : q[q.length - 1]!;
   if (!ara) {
     for (const param of params.keys()) {
+      if (param === 'q' && type !== 'label') continue;
       if (!LIST_PARAMS.includes(param) && !KNOWN_FILTERS[type].has(param)) errors[param] = [Messages.unknownParameter];
     }
   }
   if (Object.keys(errors).length) return { ok: false, body: JSON.stringify(errors) };
-  return { ok: true, filters, order, limit: Math.min(limit, pages.maxPageSize), offset, cursor, playbook };
+  return { ok: true, filters, order, limit: Math.min(limit, pages.maxPageSize), offset, cursor, playbook, search };
 }
 
 function parseWindow(values: string[] | undefined, min: number, fallback: number, errors: Record<string, string[]>, name: string): number {

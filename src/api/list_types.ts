@@ -6,8 +6,8 @@ import type { FilterKind, ResourceType } from './resources.js';
 export interface NormalizedFilter {
   kind: FilterKind;
   column: string;
-  /** number (µs, id, counter), lower-cased string, boolean, or list of statuses */
-  value: number | string | boolean | string[];
+  /** number (µs, id, counter), lower-cased string, boolean, list of statuses, or ids (id_in) */
+  value: number | string | boolean | string[] | number[];
 }
 
 export interface ListQuery {

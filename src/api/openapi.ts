@@ -77,6 +77,7 @@ function filterParam(spec: FilterSpec): Json {
     case 'int_lt': schema = { type: 'number' }; description = `${spec.column} less than`; break;
     case 'has_id': schema = { type: 'integer' }; description = `${spec.column} includes this host id`; break;
     case 'label': schema = { type: 'string' }; description = 'has a label with this name (case-insensitive)'; break;
+    case 'id_in': schema = { type: 'string' }; description = 'one of the search\'s matches'; break;
   }
   return {
     name: spec.param, in: 'query', required: false, description, schema,
@@ -88,6 +89,10 @@ function listParams(type: ResourceType, config: Config): Json[] {
   const keys = ORDER_KEYS[type].join('|');
   return [
     ...FILTERS[type].map(filterParam),
+    ...(type === 'label' ? [] : [{
+      name: 'q', in: 'query', required: false, schema: { type: 'string', maxLength: 1000 },
+      description: 'full-text search (docs/search.md): only the rows it matches, with the other filters; more than 10,000 matches → 400',
+    }]),
     {
       name: 'order', in: 'query', required: false,
       description: `sort keys, comma-separated, '-' for descending; ties by ascending id. Keys: ${ORDER_KEYS[type].join(', ')}`,

@@ -201,7 +201,8 @@ export type FilterKind =
   | 'uuid'
   | 'int_gt' | 'int_lt'
   | 'has_id'                      // a list of ids (result delegated_to) holds this one
-  | 'label';                      // playbook has a label with this name (case-insensitive)
+  | 'label'                       // playbook has a label with this name (case-insensitive)
+  | 'id_in';                      // one of these ids: the matches of a list's `q=` (docs/search.md)
 
 export interface FilterSpec {
   readonly param: string;

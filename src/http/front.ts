@@ -505,6 +505,8 @@ export class Front {
     const parsed = parseListQuery(type, parseQuery(ex.query), this.pages, ex.ara);
     if (!parsed.ok) return reply(ex, 400, parsed.body);
     if (type === 'label') return this.labelResource.list(ex, parsed);
+    // q=: the search index narrows the list to its matches first (docs/search.md)
+    if (parsed.search !== null) return this.search.narrowList(ex, type, parsed, (narrowed) => this.reads.list(ex, type, narrowed));
     this.reads.list(ex, type, parsed);
   }
 }

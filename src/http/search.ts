@@ -4,6 +4,7 @@
 // whose record is gone by then (deleted since it was indexed) is left out.
 import { Errors, Messages } from '../api/errors.js';
 import { RESOURCE_TYPES, TYPE_CODE, TYPE_TO_PATH, PATH_TO_TYPE, type ResourceType } from '../api/resources.js';
+import type { ParsedList } from '../api/list_query.js';
 import type { Reply } from '../shard/protocol.js';
 import type { Shards } from '../shard/shards.js';
 import type { SearchHit } from '../search/protocol.js';
@@ -17,6 +18,7 @@ const PARAMS = new Set(['q', 'type', 'playbook', 'order', 'limit', 'cursor']);
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 200;
 const CURSOR = /^[1-9]\d{0,15}$/;
+type ParsedPage = Extract<ParsedList, { ok: true }>;
 
 export interface SearchDeps {
   search: SearchService | null;
@@ -75,6 +77,31 @@ export class SearchResource {
     }, () => reply(ex, 500, Errors.internal()));
   }
 
+  /**
+   * A list with `q=`: the ids the index matches (of this type, of the playbook if
+   * one is named) become one more filter, and the list runs as usual: its
+   * order, pages, count and other filters are the list's.
+   */
+  narrowList(ex: Req, type: Exclude<ResourceType, 'label'>, parsed: ParsedPage, run: (parsed: ParsedPage) => void): void {
+    const parsedQuery = parseSearchQuery(parsed.search!);
+    if (!parsedQuery.ok) return reply(ex, 400, JSON.stringify({ q: [parsedQuery.error] }));
+    const search = this.deps.search;
+    if (search === null || !search.available) {
+      return reply(ex, 503, Errors.unavailable('Search is not available on this server (see its start-up log).'));
+    }
+    const { match, after, before } = parsedQuery.query;
+    void search.query({
+      match, highlight: [], type: TYPE_CODE[type], playbook: parsed.playbook, after, before,
+      below: null, limit: LIST_SEARCH_MAX + 1, relevance: false, idsOnly: true,
+    }).then((found) => {
+      if (found.error !== undefined) return reply(ex, 503, Errors.unavailable(`Search failed: ${found.error}`));
+      if (found.hits.length > LIST_SEARCH_MAX) {
+        return reply(ex, 400, JSON.stringify({ q: [`More than ${LIST_SEARCH_MAX.toLocaleString('en')} ${TYPE_TO_PATH[type]} match: add words or filters, or use /api/v1/search, which pages through any number.`] }));
+      }
+      run({ ...parsed, filters: [...parsed.filters, { kind: 'id_in', column: 'id', value: found.hits.map((h) => h.id) }] });
+    }, () => reply(ex, 500, Errors.internal()));
+  }
+
   /** Ask each hit's shard for its list row; answer once every shard has. */
   private render(ex: Req, hits: SearchHit[], count: number | null, limit: number, relevance: boolean, q: string): void {
     const pool = this.deps.pool();
@@ -117,6 +144,9 @@ export class SearchResource {
     }
   }
 }
+
+/** Most matches a list's q= takes (their ids go to the shards as a filter); more is a 400 asking for more words. */
+export const LIST_SEARCH_MAX = 10_000;
 
 /** The query string of the next page: the same parameters, the cursor at the last hit. */
 function nextQuery(raw: string, rowid: number): string {

@@ -149,6 +149,18 @@ export class FtsIndex {
     };
   }
 
+  /** [type, id, playbook] of up to `limit` matches, newest first, without their text. */
+  matchingIds(f: { match: string; type: number | null; playbook: number | null; after: number | null; before: number | null; limit: number }): Array<[number, number, number]> {
+    const where: string[] = ['text MATCH @match'];
+    const params: Record<string, unknown> = { match: f.match, limit: f.limit };
+    if (f.type !== null) { where.push('d.type = @type'); params.type = f.type; }
+    if (f.playbook !== null) { where.push('d.playbook = @playbook'); params.playbook = f.playbook; }
+    if (f.after !== null) { where.push('d.created >= @after'); params.after = f.after; }
+    if (f.before !== null) { where.push('d.created < @before'); params.before = f.before; }
+    return this.db.prepare(`SELECT d.type, d.id, d.playbook FROM text JOIN docs d ON d.rowid = text.rowid WHERE ${where.join(' AND ')} ORDER BY text.rowid DESC LIMIT @limit`)
+      .raw().all(params) as Array<[number, number, number]>;
+  }
+
   close(): void {
     this.db.close();
   }

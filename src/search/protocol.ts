@@ -16,6 +16,8 @@ export interface SearchRequest {
   highlight: Array<{ text: string; prefix: boolean }>;
   type: number | null; playbook: number | null; after: number | null; before: number | null;
   below: number | null; limit: number; relevance: boolean;
+  /** only the ids (a list's q=): no text, no snippets */
+  idsOnly?: boolean;
 }
 
 export type SearchWorkerMessage =
@@ -36,6 +38,10 @@ export const COUNT_BOUND = 10_000;
 const MATCHES_PER_HIT = 3;
 
 export function hitsOf(index: FtsIndex, req: SearchRequest): SearchReply {
+  if (req.idsOnly) {
+    const ids = index.matchingIds({ match: req.match, type: req.type, playbook: req.playbook, after: req.after, before: req.before, limit: req.limit });
+    return { k: 'hits', rid: req.rid, count: ids.length, hits: ids.map(([type, id, playbook]) => ({ rowid: 0, type, id, playbook, matches: [] })) };
+  }
   const { hits, count } = index.search({
     match: req.match, type: req.type, playbook: req.playbook, after: req.after, before: req.before,
     below: req.below, limit: req.limit, relevance: req.relevance,

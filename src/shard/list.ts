@@ -77,6 +77,10 @@ function matcher(type: EventType, f: NormalizedFilter, state: ShardState): (row:
     };
     case 'status': return (row) => (value as string[]).includes(column(type, row, col, state) as string);
     case 'has_id': return (row) => (row.delegatedTo as readonly number[]).includes(value as number);
+    case 'id_in': {
+      const ids = new Set(value as number[]);
+      return (row) => ids.has(column(type, row, 'id', state) as number);
+    }
     case 'label': {
       const ids = new Set<number>();
       for (const [id, name] of state.labels) if (name.toLowerCase() === value) ids.add(id);

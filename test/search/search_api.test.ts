@@ -112,6 +112,24 @@ test.serial('phrases, prefixes, -words, field terms and the type filter narrow a
   t.deepEqual(await q(`q=${encodeURIComponent('label:prod frobnicate')}&type=playbook`), [`playbook:${b.playbook}`]);
 });
 
+test.serial('q= on a list: the ordinary list, only the rows the search matches, with its other filters, order and pages', async (t) => {
+  const list = async (query: string) => api(lb.url, 'GET', `/api/v1/${query}`);
+  const both = await list('results?q=permission');
+  t.is(both.status, 200, both.text);
+  t.deepEqual(both.body.results.map((r: any) => r.id), [a.result, b.result].sort((x, y) => x - y), 'the list\'s own order: ascending id');
+  t.is(both.body.count, 2);
+  t.truthy(both.body.results[0].started, 'list rows, as without q=');
+  t.deepEqual((await list(`results?q=permission&playbook=${b.playbook}`)).body.results.map((r: any) => r.id), [b.result]);
+  t.deepEqual((await list('results?q=permission&status=ok')).body.results, []);
+  t.deepEqual((await list('results?q=permission&order=-id&limit=1')).body.results.map((r: any) => r.id), [Math.max(a.result, b.result)]);
+  t.deepEqual((await list('hosts?q=cafe')).body.results.map((h: any) => h.id).sort(), [a.host, b.host].sort());
+  t.is((await list('results?q=')).body.count, 4, 'an empty q= is no search');
+  const bad = await list(`results?q=${encodeURIComponent('"unclosed')}`);
+  t.is(bad.status, 400);
+  t.regex(bad.body.q[0], /unclosed quote/);
+  t.is((await list('labels?q=prod')).status, 400, 'labels are not searched');
+});
+
 test.serial('a bad query is a 400 that says what is wrong, and nothing else changes', async (t) => {
   const bad = async (query: string) => api(lb.url, 'GET', `/api/v1/search?${query}`);
   for (const query of [`q=${encodeURIComponent('"unclosed')}`, `q=${encodeURIComponent('-only')}`, 'q=', '', `q=${'a%20'.repeat(40)}`, `q=x&type=label`, 'q=x&limit=0', 'q=x&colour=red', 'q=x&cursor=abc']) {
