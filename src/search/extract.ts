@@ -41,7 +41,12 @@ function walk(value: unknown, path: string, add: (field: string, text: string) =
     return true;
   }
   if (value !== null && typeof value === 'object') {
-    for (const key of Object.keys(value)) if (!walk((value as Record<string, unknown>)[key], `${path}.${key}`, add)) return false;
+    const o = value as Record<string, unknown>;
+    for (const key of Object.keys(o)) {
+      // Ansible sends a command's output twice: `stdout` and `stdout_lines` (stderr too); the text is indexed once
+      if (key.endsWith('_lines') && Array.isArray(o[key]) && typeof o[key.slice(0, -6)] === 'string') continue;
+      if (!walk(o[key], `${path}.${key}`, add)) return false;
+    }
   }
   return true;
 }
