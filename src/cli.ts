@@ -22,6 +22,7 @@ export const COMMANDS: readonly Subcommand[] = [
   { name: 'ansible-env', summary: 'print the exports that make ansible-playbook record here with logbook\'s callback: eval "$(logbook ansible-env URL)"', load: () => import('./tools/ansible_env.js') },
   { name: 'import-ara', summary: 'copy every playbook from a running ARA server into logbook, resumably', load: () => import('./tools/import_ara.js') },
   { name: 'backup', summary: 'write a consistent copy of a (running) data directory: backup <data dir> <target dir>', load: () => import('./tools/backup.js') },
+  { name: 'reindex', summary: 'drop the full-text search index of a stopped data directory; the next start rebuilds it', load: () => import('./tools/reindex.js') },
   { name: 'check', summary: 'verify a stopped data directory (journal, snapshots, blobs, counters, references)', load: () => import('./tools/check.js') },
 ];
 

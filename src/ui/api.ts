@@ -54,6 +54,16 @@ export class AuthNeeded extends Error {
 
 export class NotFound extends Error {}
 
+/** What a 400 from get() says is wrong (e.g. a search query: `q: unclosed quote at character 7`), or null for other errors. */
+export function badRequestText(error: Error): string | null {
+  const m = /^400 on [^:]*: (.*)$/s.exec(error.message);
+  if (!m) return null;
+  try {
+    const body = JSON.parse(m[1]!) as Record<string, string[]>;
+    return Object.entries(body).map(([k, v]) => `${k}: ${v.join(' ')}`).join('; ');
+  } catch { return m[1]!; }
+}
+
 export async function get<T>(path: string, signal?: AbortSignal): Promise<T> {
   const headers: Record<string, string> = { Accept: 'application/json' };
   const auth = storedAuthorization();

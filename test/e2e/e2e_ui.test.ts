@@ -282,6 +282,17 @@ recordedTest('a host page shows its results and searchable facts', async (t) => 
 recordedTest('search: the box on every page (and /) finds the failed result by its words; facets and the snippet lead into the run', async (t) => {
   const { page, errors } = await open(`/ui/playbooks/${recorded}`);
   await page.locator('tr.result').first().waitFor();
+  // the results tab filters by text: only web2's failed result says it "fails on purpose"
+  const [failedResult] = (await list(lb.url, 'results', { playbook: recorded, status: 'failed' })).results;
+  await page.fill('main .text-filter input', '"fails on purpose"');
+  await page.waitForFunction(() => document.querySelectorAll('tr.result').length === 1);
+  t.is(await page.locator('tr.result').first().getAttribute('data-result'), String(failedResult.id));
+  await screenshot(page, 'playbook-text-filter');
+  await page.fill('main .text-filter input', 'nothingmatchesthis');
+  await page.getByText('No result of this run matches.').waitFor();
+  await page.fill('main .text-filter input', '');
+  await page.waitForFunction(() => document.querySelectorAll('tr.result').length > 1);
+  await page.locator('main .text-filter input').blur();
   // "/" focuses the search box from anywhere on the page
   await page.keyboard.press('/');
   t.is(await page.evaluate(() => (document.activeElement as unknown as { id: string } | null)?.id ?? ''), 'search-box');

@@ -7,7 +7,12 @@ export const CLI_JS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 
 
 /** `logbook check <dir>` (src/tools/check.ts) as a child process: its exit code and everything it printed. */
 export function runCheck(dir: string): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [CLI_JS, 'check', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return runCli(['check', dir]);
+}
+
+/** `logbook <args…>` as a child process: its exit code and its output (stdout and stderr together). */
+export function runCli(args: string[]): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [CLI_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => { output += d; });
   child.stderr.setEncoding('utf8').on('data', (d: string) => { output += d; });

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api, startLogbook, type Logbook } from '../helpers/server.js';
+import { runCli } from '../helpers/cli.js';
 
 const ENV = { LOGBOOK_SHARDS: '2' };
 
@@ -155,7 +156,7 @@ test.serial('pages: limit and the next link walk every hit once', async (t) => {
   t.deepEqual([...first.results, ...second.results].map((h: any) => h.id), all.results.map((h: any) => h.id));
 });
 
-test.serial('a deleted playbook\'s text is gone; the index survives a restart, and a deleted index is rebuilt', async (t) => {
+test.serial('a deleted playbook\'s text is gone; the index survives a restart; logbook reindex drops it and the next start rebuilds it', async (t) => {
   t.is((await api(lb.url, 'DELETE', `/api/v1/playbooks/${b.playbook}`)).status, 204);
   const gone = await searchUntil(lb.url, 'q=frobnicate', (body) => body.count === 0);
   t.is(gone.count, 0, JSON.stringify(gone));
@@ -166,10 +167,15 @@ test.serial('a deleted playbook\'s text is gone; the index survives a restart, a
   t.is(after.count, 5, 'found after a restart');
   t.false(/rebuilding a shard/.test(lb.output()), 'a clean stop leaves the index where the journal is: no rebuild');
 
+  // logbook reindex: refused while the server runs; on the stopped directory it drops the index
+  const busy = await runCli(['reindex', dataDir]);
+  t.is(busy.code, 2, busy.output);
+  t.regex(busy.output, /in use by another logbook/);
   t.is(await lb.stop(), 0);
-  rmSync(join(dataDir, 'search.sqlite'), { force: true });
-  rmSync(join(dataDir, 'search.sqlite-wal'), { force: true });
-  rmSync(join(dataDir, 'search.sqlite-shm'), { force: true });
+  const dropped = await runCli(['reindex', dataDir]);
+  t.is(dropped.code, 0, dropped.output);
+  t.regex(dropped.output, /dropped the search index \(search\.sqlite/);
+  t.false(existsSync(join(dataDir, 'search.sqlite')));
   lb = await startLogbook({ env: ENV, dataDir });
   const rebuilt = await searchUntil(lb.url, 'q=xyzzyplugh', (body) => body.count === 5);
   t.is(rebuilt.count, 5, 'rebuilt from the shards');

@@ -6,7 +6,7 @@
 // makes the summary and the open tab re-read (at most every 300 ms).
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import {
-  get, getAll, watch, type Envelope, type FileRow, type Host, type Play, type Playbook, type RecordRow, type Result, type RunTotals, type Task,
+  badRequestText, get, getAll, watch, type Envelope, type FileRow, type Host, type Play, type Playbook, type RecordRow, type Result, type RunTotals, type Task,
 } from '../api.js';
 import { Counts, Failure, Loading, Pager, Status, Table, TaskMessages } from '../components.js';
 import { pretty, STATUS_RANK, took, when } from '../format.js';
@@ -162,11 +162,13 @@ function Summary({ p, totals }: { p: Playbook; totals: RunTotals | null }) {
 
 interface ResultsPage { rows: Result[]; count: number; failures: number }
 
-async function resultsPage(id: number, offset: number, s: AbortSignal): Promise<ResultsPage> {
+async function resultsPage(id: number, offset: number, text: string, s: AbortSignal): Promise<ResultsPage> {
   // One page spans the failures and then the others. The first page reads both
   // at once; a later page needs the failure count to know where the others start.
-  const failuresQ = (o: number) => get<Envelope<Result>>(`results?playbook=${id}&${FAILURES}&limit=${PAGE}&offset=${o}`, s);
-  const othersQ = (o: number) => get<Envelope<Result>>(`results?playbook=${id}&${OTHERS}&limit=${PAGE}&offset=${o}`, s);
+  // `text`: only the results full-text search matches (q=, docs/search.md)
+  const q = text ? `&q=${encodeURIComponent(text)}` : '';
+  const failuresQ = (o: number) => get<Envelope<Result>>(`results?playbook=${id}&${FAILURES}${q}&limit=${PAGE}&offset=${o}`, s);
+  const othersQ = (o: number) => get<Envelope<Result>>(`results?playbook=${id}&${OTHERS}${q}&limit=${PAGE}&offset=${o}`, s);
   let bad: Envelope<Result>;
   let rest: Envelope<Result>;
   if (offset === 0) [bad, rest] = await Promise.all([failuresQ(0), othersQ(0)]);
@@ -180,16 +182,28 @@ async function resultsPage(id: number, offset: number, s: AbortSignal): Promise<
 
 function ResultsTab({ id, ctx, tick }: { id: number; ctx: Context | null; tick: number }) {
   const [offset, setOffset] = useState(0);
-  const page = useLoad((s) => resultsPage(id, offset, s), [id, offset, tick]);
+  const [typed, setTyped] = useState('');
+  const [text, setText] = useState('');
+  const filter = useDebounced(() => { setText(typed.trim()); setOffset(0); }, 300);
+  useEffect(filter, [typed]); // eslint-disable-line react-hooks/exhaustive-deps
+  const page = useLoad((s) => resultsPage(id, offset, text, s), [id, offset, tick, text]);
   // for bench/ui_render.ts: when the first result rows are in the document
   useEffect(() => {
     if (page.data && ctx && page.data.rows.length && !performance.getEntriesByName('logbook:results-rendered').length) performance.mark('logbook:results-rendered');
   }, [page.data, ctx]);
-  if (page.error) return <Failure error={page.error} />;
+  const box = (
+    <label class="text-filter">Filter by text
+      <input type="search" value={typed} onInput={(e) => setTyped(e.currentTarget.value)} placeholder={'words of the output, "a phrase", host:web2, task:"check disk"'} autoComplete="off" />
+    </label>
+  );
+  const bad = page.error ? badRequestText(page.error) : null;
+  if (page.error && bad === null) return <Failure error={page.error} />;
+  if (bad !== null) return <section aria-label="results">{box}<p class="notice error" role="alert">{bad}</p></section>;
   if (!page.data || !ctx) return <Loading />;
   const { rows, count } = page.data;
   return (
     <section aria-label="results">
+      {box}
       {page.data.failures > 0 && <p class="notice error">{page.data.failures} failed or unreachable, listed first.</p>}
       <Table label="results">
         <thead><tr><th>Result</th><th>Status</th><th>Host</th><th>Task</th><th class="wide">Play</th><th class="wide">Started</th><th>Duration</th></tr></thead>
@@ -210,7 +224,7 @@ function ResultsTab({ id, ctx, tick }: { id: number; ctx: Context | null; tick: 
           })}
         </tbody>
       </Table>
-      {count === 0 && <p class="muted">No results yet.</p>}
+      {count === 0 && <p class="muted">{text ? 'No result of this run matches.' : 'No results yet.'}</p>}
       <Pager count={count} offset={offset} limit={PAGE} go={setOffset} />
     </section>
   );

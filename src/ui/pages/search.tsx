@@ -1,7 +1,7 @@
 // `/ui/search?q=…[&type=…]`: full-text search over every run (docs/search.md).
 // Hits newest first with what matched (the match marked), facets by type with
 // their counts, and for results by status; each hit links into its run.
-import { get, qs, type Envelope } from '../api.js';
+import { badRequestText, get, qs, type Envelope } from '../api.js';
 import { Failure, Loading, Status } from '../components.js';
 import { when } from '../format.js';
 import { useLoad } from '../hooks.js';
@@ -16,13 +16,6 @@ type Found = Envelope<Hit> & { count_is_estimate?: boolean };
 const TYPES = [['result', 'Results'], ['task', 'Tasks'], ['host', 'Hosts'], ['playbook', 'Playbooks'], ['file', 'Files'], ['record', 'Records'], ['play', 'Plays']] as const;
 const RESULT_STATUSES = ['failed', 'unreachable', 'ok', 'changed', 'skipped', 'ignored'];
 const LIMIT = 50;
-
-/** The API's 400 says what is wrong with the query: shown as it is. */
-function queryError(error: Error): string | null {
-  const m = /^400 on [^:]*: (.*)$/s.exec(error.message);
-  if (!m) return null;
-  try { const body = JSON.parse(m[1]!) as Record<string, string[]>; return Object.entries(body).map(([k, v]) => `${k}: ${v.join(' ')}`).join('; '); } catch { return m[1]!; }
-}
 
 /** «match» → <mark>match</mark>, the rest as text. */
 function Snippet({ text }: { text: string }) {
@@ -66,7 +59,7 @@ export function SearchPage({ query }: { query: URLSearchParams }) {
     : Promise.resolve([])), [q]);
   const href = (params: Record<string, string | null>) => `/ui/search?${qs(params as Record<string, string>)}`;
   const hasStatus = /(^|\s)status:/.test(q);
-  const error = found.error ? queryError(found.error) : null;
+  const error = found.error ? badRequestText(found.error) : null;
   return (
     <section class="search">
       <h1>Search</h1>
