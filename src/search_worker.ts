@@ -41,6 +41,7 @@ function attach(shard: number, port: MessagePort): void {
           if (msg.docs.length) port.postMessage({ k: 'took', docs: msg.docs.length });
           // acknowledged at `at`, findable now that its transaction is committed
           lagMs = Math.max(lagMs, Date.now() - msg.at);
+          pushStatsIfDue();
           break;
         case 'rebuild':
           if (msg.phase === 'start') { rebuilding = true; index.clearShard(shard); log.info('search index: rebuilding a shard', { shard }); }
@@ -90,6 +91,15 @@ parentPort!.on('message', (msg: SearchWorkerMessage) => {
     }
   }
 });
+let lastPush = 0;
+/** A worker busy with a long queue of batches may not reach its timer for seconds: the batches push the stats too. */
+function pushStatsIfDue(): void {
+  const now = Date.now();
+  if (now - lastPush < 1000) return;
+  lastPush = now;
+  parentPort!.postMessage(stats(0));
+}
+
 function stats(rid: number): SearchStats {
   const s: SearchStats = { k: 'stats', rid, documents: index.documents, indexed, lagMs, shardsBehind: index.shardsBehind() };
   lagMs = 0;
@@ -97,5 +107,5 @@ function stats(rid: number): SearchStats {
 }
 
 // what /metrics shows, pushed each second (rid 0): a scrape reads the last one without waiting for this thread
-setInterval(() => parentPort!.postMessage(stats(0)), 1000).unref();
+setInterval(pushStatsIfDue, 1000).unref();
 parentPort!.postMessage({ k: 'ready' });
