@@ -12,6 +12,9 @@
 //     inside it but the numbers writes whose commit failed (a full disk) took: the
 //     store records those (LmdbShardStore.skippedRanges); they are noted, never
 //     acknowledged, and recovery goes on across them the same way (it logs them)
+//   - search index (search.sqlite): where it says it is at a shard's journal, its
+//     documents are exactly that shard's records; where not, a note (the next
+//     start rebuilds that shard's documents)
 // Before anything is mapped, every LMDB file passes the server's start-up guard
 // (src/store/data_dir.ts checkLmdbFile: size against its meta page); the check
 // itself runs in a child process, so that damage LMDB only finds by faulting
@@ -32,6 +35,7 @@ import { FORMAT_VERSION, StoreError, lockDataDir } from '../store/front_store.js
 import { LmdbShardStore } from '../store/shard_store.js';
 import { checkLmdbFile, readsCompletely } from '../store/data_dir.js';
 import { bytes } from './backup.js';
+import { SEARCH_FILE } from '../search/search_service.js';
 
 const USAGE = 'Usage: logbook check <data dir>\n\n'
   + 'Verifies a stopped logbook data directory: journal continuity, counters against a recount,\n'
@@ -83,6 +87,7 @@ export async function checkDataDir(dataDir: string): Promise<CheckReport> {
   for (let k = 0; k < shards; k++) if (!shardFiles.includes(k)) problem(`shard-${k}.mdb is missing (the data was written with ${shards} shards)`);
   for (const k of shardFiles) if (k >= shards) problem(`shard-${k}.mdb: not one of the ${shards} shards the data was written with`);
 
+  const index = await openSearchIndex(dataDir, report);
   const owner = TYPES.map(() => new Map<number, number>()); // per type code - 1: id → shard
   const tally: Tally = { deletedLabelRefs: 0, hostsWithSetCounters: 0 };
   for (const k of shardFiles.filter((x) => x < shards)) {
@@ -128,13 +133,60 @@ export async function checkDataDir(dataDir: string): Promise<CheckReport> {
       }
       checkShard(state, k, shards, where, front, problem, tally);
       checkBlobs(store, state, where, report, problem);
+      if (index !== null) checkSearchIndex(index, k, store.journalSeq, state, where, report, problem);
     } finally {
       await store.close();
     }
   }
+  index?.close();
   if (tally.hostsWithSetCounters) report.notes.push(`${tally.hostsWithSetCounters} host(s) whose counters a write set (an Ansible callback's final stats): not compared with a recount`);
   if (tally.deletedLabelRefs) report.notes.push(`${tally.deletedLabelRefs} label reference(s) to deleted labels (shown without them; a label delete is not journaled per playbook)`);
   return report;
+}
+
+/** The search index (search.sqlite, docs/search.md), read-only; null when there is none (or it cannot be read: a note). */
+async function openSearchIndex(dataDir: string, report: CheckReport): Promise<SearchIndexReader | null> {
+  const path = join(dataDir, SEARCH_FILE);
+  if (!existsSync(path)) { report.notes.push('no search index (search.sqlite): the next start builds it'); return null; }
+  try {
+    const { default: Database } = await import('better-sqlite3');
+    const db = new Database(path, { readonly: true, fileMustExist: true });
+    return {
+      position: (shard) => (db.prepare('SELECT seq FROM positions WHERE shard = ?').pluck().get(shard) as number | undefined) ?? -1,
+      documents: (shard) => db.prepare('SELECT type, id FROM docs WHERE shard = ?').raw().all(shard) as Array<[number, number]>,
+      close: () => db.close(),
+    };
+  } catch (err) {
+    report.notes.push(`the search index (search.sqlite) cannot be read (${(err as Error).message}): \`logbook reindex\` drops it, the next start rebuilds it`);
+    return null;
+  }
+}
+
+interface SearchIndexReader { position(shard: number): number; documents(shard: number): Array<[number, number]>; close(): void }
+
+/**
+ * A shard's documents in the search index: when the index says it is at the
+ * shard's journal number, they must be exactly the shard's records (one each);
+ * when it is not, the next start rebuilds them (a note).
+ */
+function checkSearchIndex(index: SearchIndexReader, k: number, journalSeq: number, state: ShardState, where: string, report: CheckReport, problem: (m: string) => void): void {
+  const at = index.position(k);
+  if (at !== journalSeq) {
+    report.notes.push(`the search index is not at ${where}'s journal (${at < 0 ? 'never completed' : `at ${at}`}, the journal at ${journalSeq}): the next start rebuilds that shard's documents`);
+    return;
+  }
+  const missing: string[] = [];
+  const extra: string[] = [];
+  const indexed = new Set<number>();
+  for (const [code, id] of index.documents(k)) {
+    const t = TYPES[code - 1];
+    indexed.add(code * 2 ** 44 + id);
+    if (t === undefined || !state.index(t).has(id)) extra.push(`${t ?? `type ${code}`} ${id}`);
+  }
+  for (const t of TYPES) for (const id of state.index(t).keys()) if (!indexed.has(TYPE_CODE[t] * 2 ** 44 + id)) missing.push(`${t} ${id}`);
+  const remedy = 'stop logbook, run `logbook reindex` on the directory, and start it: the index is rebuilt';
+  if (missing.length) problem(`search index, ${where}: ${missing.length} record(s) not findable (${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}); ${remedy}`);
+  if (extra.length) problem(`search index, ${where}: ${extra.length} document(s) of records that do not exist (${extra.slice(0, 5).join(', ')}${extra.length > 5 ? ', …' : ''}); ${remedy}`);
 }
 
 /** What is normal but worth saying (notes), counted over the shards. */

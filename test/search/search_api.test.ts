@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api, startLogbook, type Logbook } from '../helpers/server.js';
 import { runCli } from '../helpers/cli.js';
+import Database from 'better-sqlite3';
 
 const ENV = { LOGBOOK_SHARDS: '2' };
 
@@ -172,6 +173,19 @@ test.serial('a deleted playbook\'s text is gone; the index survives a restart; l
   t.is(busy.code, 2, busy.output);
   t.regex(busy.output, /in use by another logbook/);
   t.is(await lb.stop(), 0);
+  // logbook check: the index holds exactly the records (a clean stop left it at every shard's journal)
+  const clean = await runCli(['check', dataDir]);
+  t.is(clean.code, 0, clean.output);
+  t.notRegex(clean.output, /search index/);
+  // a record taken out of the index behind logbook's back is reported, with the remedy
+  const db = new Database(join(dataDir, 'search.sqlite'));
+  const rowid = db.prepare('SELECT rowid FROM docs WHERE type = 5 AND id = ?').pluck().get(a.result) as number;
+  db.prepare('DELETE FROM text WHERE rowid = ?').run(rowid);
+  db.prepare('DELETE FROM docs WHERE rowid = ?').run(rowid);
+  db.close();
+  const damaged = await runCli(['check', dataDir]);
+  t.is(damaged.code, 1, damaged.output);
+  t.regex(damaged.output, new RegExp(`search index, shard-\\d\\.mdb: 1 record\\(s\\) not findable \\(result ${a.result}\\); stop logbook, run \`logbook reindex\``));
   const dropped = await runCli(['reindex', dataDir]);
   t.is(dropped.code, 0, dropped.output);
   t.regex(dropped.output, /dropped the search index \(search\.sqlite/);
