@@ -43,6 +43,10 @@ export class FtsIndex {
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
+    // FTS5 merges its segments as it goes: with a 64 MB page cache and merges of 8 segments at a
+    // time (the default is 4) it takes result-like documents 15-50 % faster on this machine
+    // (docs/search.md); queries read a few more segments, still far inside their targets
+    this.db.pragma('cache_size = -65536');
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS positions(shard INTEGER PRIMARY KEY, seq INTEGER NOT NULL);
@@ -53,6 +57,7 @@ export class FtsIndex {
       CREATE INDEX IF NOT EXISTS docs_shard ON docs(shard);
       CREATE VIRTUAL TABLE IF NOT EXISTS text USING fts5(body, ${COLUMNS.join(', ')}, tokenize = "unicode61 remove_diacritics 2");
     `);
+    this.db.prepare("INSERT INTO text(text, rank) VALUES ('automerge', 8)").run();
     const format = this.db.prepare('SELECT value FROM meta WHERE key = ?').get('format') as { value: number } | undefined;
     if (format === undefined) this.db.prepare('INSERT INTO meta(key, value) VALUES (?, ?)').run('format', FORMAT);
     else if (format.value !== FORMAT) throw new Error(`${path} is search index format ${format.value}; this logbook writes ${FORMAT}: delete the file and it is rebuilt`);
