@@ -37,7 +37,13 @@ const choice = (v: string) => `Select a valid choice. ${v} is not one of the ava
 
 test('no parameters: no filters, natural order, default window', (t) => {
   const r = ok(t, 'result', '');
-  t.deepEqual(r, { ok: true, filters: [], order: [], limit: 100, offset: 0, cursor: null, playbook: null });
+  t.deepEqual(r, { ok: true, filters: [], order: [], limit: 100, offset: 0, cursor: null, playbook: null, search: null });
+});
+
+test('q= is kept for the search index to resolve (docs/search.md); empty is no search; labels refuse it', (t) => {
+  t.is(ok(t, 'result', 'q=%22permission%20denied%22&status=failed').search, '"permission denied"');
+  t.is(ok(t, 'host', 'q=').search, null);
+  t.deepEqual(JSON.parse(bad('label', 'q=prod')!), { q: ['Unknown query parameter.'] });
 });
 
 test('date filters: inclusive bounds in µs, any accepted timestamp form, date alone = midnight UTC', (t) => {
