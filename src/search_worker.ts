@@ -19,9 +19,26 @@ const open = new Set<MessagePort>();
 let closed = false;
 let closing: (() => void) | null = null;
 let indexed = 0;
+/**
+ * Shards whose index lost documents (a write to search.sqlite failed: a full
+ * disk, a size limit): later batches must not mark them in step, or the lost
+ * documents would never come back. Their position stays -1 until a rebuild of
+ * theirs is stored whole; the shard is asked for one (at most every 30 s, while
+ * the failure lasts).
+ */
+const stale = new Set<number>();
+const REBUILD_ASK_MS = 30_000;
 
 function attach(shard: number, port: MessagePort): void {
   let rebuilding = false;
+  /** the rebuild under way has stored every part so far */
+  let rebuildWhole = false;
+  let askedAt = 0;
+  const askForRebuild = (): void => {
+    if (rebuilding || Date.now() - askedAt < REBUILD_ASK_MS) return;
+    askedAt = Date.now();
+    port.postMessage({ k: 'position', seq: -1 });
+  };
   open.add(port);
   // the shard's worker is gone (a restart gets a new port): every message it sent has been delivered before this
   port.on('close', () => { open.delete(port); if (closing !== null && open.size === 0) closing(); });
@@ -36,7 +53,8 @@ function attach(shard: number, port: MessagePort): void {
           // batches that come during a rebuild are newer than the parts before them and are applied too;
           // the position moves only when the rebuild ends
           // a batch whose documents the shard left out (backpressure) leaves the index stale: -1 until the rebuild
-          index.apply(shard, rebuilding ? null : msg.incomplete ? -1 : msg.seq, msg.docs, msg.removed);
+          index.apply(shard, rebuilding || stale.has(shard) ? null : msg.incomplete ? -1 : msg.seq, msg.docs, msg.removed);
+          if (stale.has(shard)) askForRebuild();
           indexed += msg.docs.length;
           if (msg.docs.length) port.postMessage({ k: 'took', docs: msg.docs.length });
           // acknowledged at `at`, findable now that its transaction is committed
@@ -44,18 +62,30 @@ function attach(shard: number, port: MessagePort): void {
           pushStatsIfDue();
           break;
         case 'rebuild':
-          if (msg.phase === 'start') { rebuilding = true; index.clearShard(shard); log.info('search index: rebuilding a shard', { shard }); }
-          index.apply(shard, msg.phase === 'end' ? msg.seq : null, msg.docs, []);
+          if (msg.phase === 'start') { rebuilding = true; rebuildWhole = true; index.clearShard(shard); log.info('search index: rebuilding a shard', { shard }); }
+          // in step at its end only if every part of it was stored
+          index.apply(shard, msg.phase === 'end' && rebuildWhole ? msg.seq : null, msg.docs, []);
+          if (msg.phase === 'end' && rebuildWhole) stale.delete(shard);
           indexed += msg.docs.length;
           if (msg.docs.length) port.postMessage({ k: 'took', docs: msg.docs.length });
-          if (msg.phase === 'end') { rebuilding = false; log.info('search index: shard rebuilt', { shard, seq: msg.seq, documents: index.documents }); }
+          if (msg.phase === 'end') {
+            rebuilding = false;
+            if (rebuildWhole) log.info('search index: shard rebuilt', { shard, seq: msg.seq, documents: index.documents });
+            else askForRebuild();
+          }
           break;
       }
     } catch (err) {
-      // the index is derived: a batch it cannot take is logged, and the shard is rebuilt at the next start
+      // the index is derived: what it could not take is logged, and the shard's documents are rebuilt
+      // (asked for now and while the failure lasts; at the latest at the next start: the stored
+      // position is -1, or older than the shard's journal if even that could not be written)
       log.error('search index: a batch could not be indexed', { shard, err: String((err as Error)?.stack ?? err) });
       if (msg.k !== 'hello' && msg.docs.length) port.postMessage({ k: 'took', docs: msg.docs.length });
+      stale.add(shard);
+      rebuildWhole = false;
       try { index.apply(shard, -1, [], []); } catch { /* the file itself is failing */ }
+      if (msg.k === 'rebuild' && msg.phase === 'end') rebuilding = false;
+      askForRebuild();
     }
   });
 }
