@@ -53,17 +53,22 @@ function useInChild(path: string): { status: number | null; signal: NodeJS.Signa
   return { status: run.status, signal: run.signal, stdout: run.stdout };
 }
 
-test('a file cut down to the pages its trees reach is accepted and works; one page less is refused, naming the page', async (t) => {
-  const path = join(work, 'short.mdb');
+/** An LMDB file whose last pages are free: a large value took a run of pages at its end, then was removed. */
+async function fileWithFreeTail(name: string): Promise<string> {
+  const path = join(work, name);
   const env = open({ path, noSubdir: true, maxDbs: 4 });
   const db = env.openDB({ name: 't' });
   for (let i = 0; i < 50; i++) await db.put(`k${i}`, 'v'.repeat(100));
-  // a large value takes a run of pages at the end of the file; removed, they are free
   await db.put('big', Buffer.alloc(200_000, 1));
   await db.remove('big');
   for (let i = 0; i < 3; i++) await db.put(`after${i}`, 'w');
   await env.close();
   rmSync(path + '-lock', { force: true });
+  return path;
+}
+
+test('a file cut down to the pages its trees reach is accepted and works; one page less is refused, naming the page', async (t) => {
+  const path = await fileWithFreeTail('short.mdb');
 
   const meta = roots(path);
   const pages = statSync(path).size / meta.psize;
@@ -80,15 +85,7 @@ test('a file cut down to the pages its trees reach is accepted and works; one pa
   t.is(used.stdout, `${50 * 100 + 3} ${Array.from({ length: 200 }, (_, i) => i * 40).reduce((a, b) => a + b, 0)}`);
 
   // a fresh copy, one page shorter than the walk needs
-  const cut = join(work, 'cut.mdb');
-  const again = open({ path: cut, noSubdir: true, maxDbs: 4 });
-  const db2 = again.openDB({ name: 't' });
-  for (let i = 0; i < 50; i++) await db2.put(`k${i}`, 'v'.repeat(100));
-  await db2.put('big', Buffer.alloc(200_000, 1));
-  await db2.remove('big');
-  for (let i = 0; i < 3; i++) await db2.put(`after${i}`, 'w');
-  await again.close();
-  rmSync(cut + '-lock', { force: true });
+  const cut = await fileWithFreeTail('cut.mdb');
   truncateSync(cut, (keep - 1) * meta.psize);
   const error = t.throws(() => checkLmdbFile(cut, 'cut.mdb', work));
   t.regex(error!.message, new RegExp(`cut\\.mdb is truncated: ${(keep - 1) * meta.psize} bytes, but its pages reach ${pages * meta.psize} bytes \\(page ${keep - 1} is past the end of the file`));
