@@ -31,10 +31,11 @@ import { TYPE_CODE } from '../api/resources.js';
 import { HOST_COUNTERS, HostRow, addToHost } from '../shard/rows.js';
 import { ShardState, type EventType } from '../shard/state.js';
 import { blobKind, type BlobKey } from '../shard/blobs.js';
-import { FORMAT_VERSION, StoreError, lockDataDir } from '../store/front_store.js';
+import { FORMAT_VERSION, StoreError } from '../store/front_store.js';
 import { LmdbShardStore } from '../store/shard_store.js';
 import { checkLmdbFile, readsCompletely } from '../store/data_dir.js';
 import { bytes } from './backup.js';
+import { takeStoppedDataDir } from './stopped_data_dir.js';
 import { SEARCH_FILE } from '../search/search_service.js';
 
 const USAGE = 'Usage: logbook check <data dir>\n\n'
@@ -314,20 +315,9 @@ function summary(dataDir: string, r: CheckReport): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) { process.stdout.write(USAGE); return 0; }
-  if (argv.length !== 1 || argv[0]!.startsWith('--')) { process.stderr.write(USAGE); return 2; }
-  const dataDir = resolve(argv[0]!);
-  if (!existsSync(join(dataDir, 'front.mdb'))) {
-    process.stderr.write(`check: ${dataDir} is not a logbook data directory (no front.mdb)\n`);
-    return 2;
-  }
-  let unlock: () => void;
-  try {
-    unlock = lockDataDir(dataDir);
-  } catch (err) {
-    if (err instanceof StoreError) { process.stderr.write(`check: ${err.message}; check a stopped server's directory, or a backup (npm run backup)\n`); return 2; }
-    throw err;
-  }
+  const taken = takeStoppedDataDir('check', argv, USAGE, '; check a stopped server\'s directory, or a backup (npm run backup)');
+  if ('exit' in taken) return taken.exit;
+  const { dataDir, unlock } = taken;
   try {
     // the server's guard, before any file is mapped: a truncated file is damage, not a SIGBUS
     for (const name of readdirSync(dataDir).filter((n) => n.endsWith('.mdb')).sort()) {

@@ -3,10 +3,10 @@
 // (docs/search.md). The index is derived data: nothing recorded is touched.
 // Refused while a logbook runs on the directory (its lock, logbook.pid): the
 // running server owns the file.
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { lockDataDir, StoreError } from '../store/front_store.js';
+import { takeStoppedDataDir } from './stopped_data_dir.js';
 import { SEARCH_FILE } from '../search/search_service.js';
 
 const USAGE = 'Usage: logbook reindex <data dir>\n\n'
@@ -15,20 +15,9 @@ const USAGE = 'Usage: logbook reindex <data dir>\n\n'
   + 'Exit codes: 0 dropped (or there was none), 2 usage, not a data directory, or a logbook is running on it.\n';
 
 export async function main(argv: string[]): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) { process.stdout.write(USAGE); return 0; }
-  if (argv.length !== 1 || argv[0]!.startsWith('--')) { process.stderr.write(USAGE); return 2; }
-  const dataDir = resolve(argv[0]!);
-  if (!existsSync(join(dataDir, 'front.mdb'))) {
-    process.stderr.write(`reindex: ${dataDir} is not a logbook data directory (no front.mdb)\n`);
-    return 2;
-  }
-  let unlock: () => void;
-  try {
-    unlock = lockDataDir(dataDir);
-  } catch (err) {
-    if (err instanceof StoreError) { process.stderr.write(`reindex: ${err.message}\n`); return 2; }
-    throw err;
-  }
+  const taken = takeStoppedDataDir('reindex', argv, USAGE);
+  if ('exit' in taken) return taken.exit;
+  const { dataDir, unlock } = taken;
   try {
     const files = readdirSync(dataDir).filter((n) => n === SEARCH_FILE || n.startsWith(`${SEARCH_FILE}-`));
     for (const name of files) rmSync(join(dataDir, name), { force: true });
